@@ -1,0 +1,3 @@
+from profiler_kit.cli import main
+
+raise SystemExit(main())

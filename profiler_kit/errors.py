@@ -1,0 +1,20 @@
+"""Errors the user can act on: the CLI prints them as one line, without a traceback."""
+
+from __future__ import annotations
+
+
+class ProfkitError(Exception):
+    """A problem with the user's input or environment, reported as one clear line.
+
+    ``exit_code`` is what the CLI exits with: 2 for bad input (arguments, traces).
+    """
+
+    exit_code = 2
+
+
+class UsageError(ProfkitError):
+    """Unknown scenario, strategy or parameter, or an impossible value."""
+
+
+class TraceError(ProfkitError):
+    """A trace that cannot be read: the message names the file and the problem."""

@@ -1,0 +1,1 @@
+"""Renderers: turn results into console tables, JSON and Markdown. They never compute."""

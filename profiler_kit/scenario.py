@@ -1,0 +1,193 @@
+"""Scenario, Strategy and Param: what a workload is and the ways of running it.
+
+A scenario is a workload plus the strategies to compare on it. The runner asks the
+scenario to ``build`` one :class:`Workload` per strategy and times and profiles it;
+the scenario never times anything itself. This module does not import torch, so
+``profkit list`` and argument checking stay light.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from profiler_kit.errors import UsageError
+
+# Requirements a strategy may declare; devices.unmet_requirement() explains each.
+CUDA = "cuda"
+MULTI_GPU = "multi_gpu"  # two or more CUDA devices
+
+BUILTIN_SCENARIOS = ("concurrent", "multimodel", "pipeline", "ddp")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One scenario parameter, exposed on the command line as ``--name`` (``_`` -> ``-``)."""
+
+    name: str
+    type: type  # int, float, str or bool
+    default: Any  # the default on CPU: small enough to finish in about a minute on 2 cores
+    help: str
+    cuda_default: Any = None  # the default when the run's device is CUDA; None: same as default
+    choices: tuple[Any, ...] = ()
+    sweep: bool = False  # accepts a comma-separated list; every value is one point of the run
+    min_value: float | None = None  # smallest allowed value for numbers (inclusive)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def default_for(self, device: str) -> Any:
+        if device.startswith("cuda") and self.cuda_default is not None:
+            return self.cuda_default
+        return self.default
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One way of running the scenario's work.
+
+    ``opt_in`` names the flag that adds the strategy to a run (``streams`` for
+    ``--streams``); strategies without one always run. ``amp`` marks the AMP twin
+    that ``--amp`` derives from every strategy; ``processes`` marks strategies
+    that run as several ``torch.distributed`` ranks.
+    """
+
+    name: str
+    help: str
+    requires: tuple[str, ...] = ()
+    opt_in: str | None = None
+    amp: bool = False
+    processes: bool = False
+    world_size: int = 1
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def amp_twin(self) -> Strategy:
+        return replace(self, name=f"{self.name}+amp", amp=True)
+
+    @property
+    def base_name(self) -> str:
+        return self.name.removesuffix("+amp")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a workload needs to know to build itself for one strategy."""
+
+    params: Mapping[str, Any]  # one value per parameter (sweeps already expanded)
+    device: str  # "cpu" or "cuda" (the first device; multi-device strategies pick the others)
+    amp_dtype: str | None = None  # "float16" / "bfloat16" for AMP twins, else None
+    seed: int = 0
+    rank: int = 0
+    world_size: int = 1
+
+
+class Workload(Protocol):
+    """What ``Scenario.build`` returns: one strategy, ready to run.
+
+    Inputs are created on the device in ``build``; ``step`` does one iteration and
+    marks its phases with ``torch.profiler.record_function``.
+    """
+
+    items_per_step: int  # images, samples...: throughput is items_per_step / step time
+    devices: Sequence[Any]  # every torch.device a step touches; all are synchronized per sample
+
+    def step(self) -> None: ...
+
+    def outputs(self) -> Sequence[Any]:
+        """Tensors to compare with the baseline, computed from the initial weights and inputs.
+
+        Forward outputs, plus gradients when training. Must not change the state that
+        ``step`` times.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+# Optional on a Workload: ``phases() -> Sequence[tuple[str, Callable[[], None]]]``.
+# When present, a step is those phases in order and the timing pass also times each
+# phase separately, synchronizing between them.
+PhaseList = Sequence[tuple[str, Callable[[], None]]]
+
+
+class Scenario(ABC):
+    """A workload and the strategies to compare on it. Subclass it in a scenario module."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+    strategies: ClassVar[tuple[Strategy, ...]]
+    baseline: ClassVar[str]
+    item_unit: ClassVar[str] = "images"
+    supports_amp: ClassVar[bool] = True
+
+    def expand(self, params: Mapping[str, Any]) -> list[Strategy]:
+        """The strategies of a run with these parameters (scenarios may generate them)."""
+        return list(self.strategies)
+
+    @abstractmethod
+    def build(self, strategy: Strategy, config: RunConfig) -> Workload:
+        """Create models and inputs on the device for ``strategy``; raise UsageError on bad params."""
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise UsageError(f"scenario {self.name!r} has no parameter {name!r}")
+
+
+def builtin(name: str) -> Scenario:
+    """The built-in scenario called ``name``."""
+    if name not in BUILTIN_SCENARIOS:
+        known = ", ".join(BUILTIN_SCENARIOS)
+        raise UsageError(
+            f"unknown scenario {name!r}: choose one of {known}, or give a path to a .py file"
+        )
+    module = importlib.import_module(f"profiler_kit.scenarios.{name}")
+    return _scenario_in(module, origin=name)
+
+
+def from_file(path: str | Path) -> Scenario:
+    """The scenario that the user's Python file defines (one Scenario subclass)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"scenario file {str(path)!r} does not exist")
+    module_name = f"profkit_user_scenario_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return _scenario_in(module, origin=str(path))
+
+
+def load(name_or_path: str) -> Scenario:
+    """A built-in scenario by name, or the user's scenario file by path."""
+    if name_or_path.endswith(".py") or "/" in name_or_path:
+        return from_file(name_or_path)
+    return builtin(name_or_path)
+
+
+def _scenario_in(module: Any, origin: str) -> Scenario:
+    found = [
+        obj
+        for obj in vars(module).values()
+        if inspect.isclass(obj)
+        and issubclass(obj, Scenario)
+        and not inspect.isabstract(obj)
+        and obj.__module__ == module.__name__
+    ]
+    if len(found) != 1:
+        raise UsageError(
+            f"{origin}: expected exactly one Scenario subclass, found {len(found)}"
+        )
+    return found[0]()

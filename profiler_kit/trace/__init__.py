@@ -1,0 +1,1 @@
+"""Loading torch.profiler (Kineto) Chrome traces into event tables. Never imports torch."""

@@ -1,0 +1,120 @@
+"""The event table: the normalized, columnar form of one trace that every analysis reads.
+
+One row per complete (``ph: "X"``) event, as parallel numpy columns; strings are
+interned once in ``names``. Memory counter events (``[memory]`` instants) live in
+their own table. Times are integer nanoseconds, so totals are exact sums.
+No torch import here or anywhere under ``profiler_kit.trace``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+class Cat(enum.IntEnum):
+    """Normalized event category (current and legacy Kineto names map onto these)."""
+
+    OTHER = 0
+    CPU_OP = 1  # cpu_op, Operator
+    KERNEL = 2  # kernel, Kernel
+    MEMCPY = 3  # gpu_memcpy, Memcpy
+    MEMSET = 4  # gpu_memset, Memset
+    RUNTIME = 5  # cuda_runtime, cuda_driver, Runtime (also HIP runtime on AMD)
+    USER_ANNOTATION = 6  # user_annotation (record_function on the CPU side)
+    GPU_USER_ANNOTATION = 7  # gpu_user_annotation
+    PYTHON_FUNCTION = 8  # python_function (with_stack)
+    SYNC = 9  # cuda_sync
+    OVERHEAD = 10  # overhead (profiler's own)
+
+
+# Category names as they appear in traces, lower-cased, onto Cat.
+CATEGORY_NAMES: dict[str, Cat] = {
+    "cpu_op": Cat.CPU_OP,
+    "operator": Cat.CPU_OP,
+    "kernel": Cat.KERNEL,
+    "gpu_memcpy": Cat.MEMCPY,
+    "memcpy": Cat.MEMCPY,
+    "gpu_memset": Cat.MEMSET,
+    "memset": Cat.MEMSET,
+    "cuda_runtime": Cat.RUNTIME,
+    "cuda_driver": Cat.RUNTIME,
+    "runtime": Cat.RUNTIME,
+    "user_annotation": Cat.USER_ANNOTATION,
+    "gpu_user_annotation": Cat.GPU_USER_ANNOTATION,
+    "python_function": Cat.PYTHON_FUNCTION,
+    "cuda_sync": Cat.SYNC,
+    "overhead": Cat.OVERHEAD,
+}
+
+# Categories whose events run on a GPU (their ``device`` and ``stream`` columns are set).
+GPU_CATS = (Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET, Cat.GPU_USER_ANNOTATION)
+
+
+@dataclass
+class TraceMeta:
+    """What the trace says about where it came from (all optional in real traces)."""
+
+    path: str
+    schema_version: int | None = None
+    device_properties: list[dict[str, Any]] = field(default_factory=list)
+    distributed_info: dict[str, Any] = field(default_factory=dict)
+    rank: int | None = None  # distributedInfo.rank when present
+    base_time_ns: int | None = None  # baseTimeNanoseconds when present
+    trace_name: str | None = None  # e.g. the worker name from the file name
+
+
+@dataclass
+class MemoryEvents:
+    """``[memory]`` instant events: one row per allocation (bytes > 0) or free (< 0)."""
+
+    ts_ns: np.ndarray  # int64
+    device_type: np.ndarray  # int8: 0 CPU, 1 CUDA (as torch's DeviceType)
+    device_id: np.ndarray  # int32 (-1 for CPU)
+    bytes: np.ndarray  # int64, signed
+    total_allocated_bytes: np.ndarray  # int64 after this event (-1 when absent)
+    total_reserved_bytes: np.ndarray  # int64 after this event (-1 when absent)
+    tid: np.ndarray  # int64: the thread that allocated (to find the op that was running)
+
+    def __len__(self) -> int:
+        return len(self.ts_ns)
+
+
+@dataclass
+class EventTable:
+    """All complete events of one trace, columnar. Rows are sorted by ``ts_ns``.
+
+    ``device``, ``stream`` are -1 for CPU-side events; ``correlation`` and
+    ``external_id`` are -1 where the trace gives none. ``pid``/``tid`` are the
+    trace's own, with string pids/tids mapped to stable negative integers.
+    """
+
+    meta: TraceMeta
+    names: list[str]  # interned event names; column ``name`` indexes into it
+    cat: np.ndarray  # int8 (Cat)
+    name: np.ndarray  # int32
+    ts_ns: np.ndarray  # int64, start
+    dur_ns: np.ndarray  # int64, >= 0
+    pid: np.ndarray  # int64
+    tid: np.ndarray  # int64
+    device: np.ndarray  # int32
+    stream: np.ndarray  # int64
+    correlation: np.ndarray  # int64
+    external_id: np.ndarray  # int64
+    memory: MemoryEvents
+    thread_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> name
+    process_names: dict[int, str] = field(default_factory=dict)  # pid -> name
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> number of events skipped
+
+    def __len__(self) -> int:
+        return len(self.ts_ns)
+
+    def rows(self, cat: Cat) -> np.ndarray:
+        """Indices of the rows in category ``cat``."""
+        return np.flatnonzero(self.cat == cat)
+
+    def name_of(self, row: int) -> str:
+        return self.names[int(self.name[row])]

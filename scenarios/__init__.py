@@ -1,0 +1,1 @@
+"""Built-in scenarios, one module each (installed as ``profiler_kit.scenarios``)."""
