@@ -1,0 +1,152 @@
+"""The multimodel scenario: every layout of the N models computes the same thing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from profiler_kit.errors import UsageError
+from profiler_kit.scenario import RunConfig, Strategy, builtin
+from profiler_kit.scenarios.multimodel_workload import PHASES, initial_weights
+
+SCENARIO = builtin("multimodel")
+STRATEGIES = {s.name: s for s in SCENARIO.strategies}
+TINY = {"d_in": 6, "d_out": 5, "batch": 3, "lr": 0.05, "momentum": 0.9}
+
+
+def _params(n: int, seq_len: int = 0, **over: Any) -> dict[str, Any]:
+    return {**TINY, "n_model": n, "seq_len": seq_len, **over}
+
+
+def _build(name: str, n: int, seq_len: int = 0, amp: str | None = None, **over: Any):
+    strategy = STRATEGIES[name]
+    if amp:
+        strategy = strategy.amp_twin()
+    config = RunConfig(params=_params(n, seq_len, **over), device="cpu", amp_dtype=amp, seed=3)
+    return SCENARIO.build(strategy, config)
+
+
+def test_strategies_and_baseline() -> None:
+    assert [s.name for s in SCENARIO.strategies] == ["linear", "conv1d", "gconv1d", "bmm", "vmap"]
+    assert SCENARIO.baseline == "linear"
+    assert SCENARIO.param("n_model").sweep
+    assert SCENARIO.param("d_in").default_for("cuda") == 256
+    assert SCENARIO.param("d_out").default_for("cuda") == 512
+    assert SCENARIO.param("batch").default_for("cuda") == 32
+    assert SCENARIO.param("momentum").default == 0.9
+    assert SCENARIO.param("seq_len").default == 0
+
+
+@pytest.mark.parametrize("seq_len", [0, 4])
+@pytest.mark.parametrize("n", [1, 3, 8])
+@pytest.mark.parametrize("name", ["conv1d", "gconv1d", "bmm", "vmap"])
+def test_same_outputs_and_gradients_as_linear(name: str, n: int, seq_len: int) -> None:
+    ref = _build("linear", n, seq_len).outputs()
+    got = _build(name, n, seq_len).outputs()
+    out_shape = (n, TINY["batch"], seq_len, TINY["d_out"]) if seq_len else (
+        n, TINY["batch"], TINY["d_out"])
+    assert ref[0].shape == out_shape
+    assert ref[1].shape == (n, TINY["d_out"], TINY["d_in"])
+    assert ref[2].shape == (n, TINY["d_out"])
+    assert ref[1].abs().sum() > 0  # a real gradient, not zeros
+    for r, g in zip(ref, got, strict=True):
+        assert g.shape == r.shape
+        torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-6)
+
+
+def test_models_are_independent() -> None:
+    """Model i's output is linear(x[i], W[i], b[i]): a layout bug (a wrong permute,
+    groups mixed up) would give another model's weights or input."""
+    weight, bias = initial_weights(4, TINY["d_in"], TINY["d_out"], seed=3)
+    assert not torch.equal(weight[1], weight[0])  # the models really differ
+    # outputs() draws its fixed input from a generator seeded with seed + 1
+    x = torch.randn(4, TINY["batch"], TINY["d_in"], generator=torch.Generator().manual_seed(4))
+    for name in STRATEGIES:
+        out = _build(name, 4).outputs()[0]
+        for i in range(4):
+            expected = torch.nn.functional.linear(x[i], weight[i], bias[i])
+            torch.testing.assert_close(out[i], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_amp_twin_matches_within_bf16_tolerance(name: str) -> None:
+    ref = _build("linear", 4, seq_len=3).outputs()
+    got = _build(name, 4, seq_len=3, amp="bfloat16").outputs()
+    assert got[0].dtype == torch.float32
+    for r, g in zip(ref, got, strict=True):
+        torch.testing.assert_close(g, r, rtol=3e-2, atol=3e-2)
+    # bf16 really was used: the forward output is not the fp32 one bit for bit
+    assert not torch.equal(got[0], ref[0])
+
+
+def test_training_steps_stay_in_lockstep() -> None:
+    """Same data, same weights, same optimizer: after a few steps every strategy has
+    the same gradients (the last step's), so step() trains identically everywhere."""
+    grads = {}
+    for name in STRATEGIES:
+        w = _build(name, 3, seq_len=2)
+        for _ in range(3):
+            w.step()
+        grads[name] = w.net.per_model_grads()
+        w.close()
+    for name, (gw, gb) in grads.items():
+        torch.testing.assert_close(gw, grads["linear"][0], rtol=1e-4, atol=1e-5, msg=name)
+        torch.testing.assert_close(gb, grads["linear"][1], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_outputs_do_not_disturb_training_state() -> None:
+    w = _build("gconv1d", 2)
+    before = [p.detach().clone() for p in w.net.parameters()]
+    first = w.outputs()
+    assert all(p.grad is None for p in w.net.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(before, w.net.parameters(), strict=True))
+    w.step()
+    assert not all(torch.equal(a, b) for a, b in zip(before, w.net.parameters(), strict=True))
+    again = w.outputs()  # still from the initial weights
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+
+
+def test_phases_are_the_five_named_ones_and_marked_in_the_profile() -> None:
+    w = _build("bmm", 2)
+    assert [name for name, _ in w.phases()] == list(PHASES)
+    assert list(PHASES) == ["data", "zero_grad", "forward", "backward", "optimizer"]
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _name, run_phase in w.phases():
+            run_phase()
+    names = {e.key for e in prof.key_averages()}
+    assert set(PHASES) <= names
+
+
+def test_data_is_drawn_on_the_device_each_step() -> None:
+    w = _build("linear", 2, seq_len=3)
+    data = dict(w.phases())["data"]
+    data()
+    x1 = w._x
+    data()
+    assert x1 is not None and w._x is not None
+    assert x1.shape == (2, TINY["batch"], 3, TINY["d_in"]) and x1.device == w.device
+    assert not torch.equal(x1, w._x)  # fresh samples every step
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_info_has_param_count_and_build_time(name: str) -> None:
+    n = 5
+    w = _build(name, n)
+    assert w.info["param_count"] == n * (TINY["d_in"] * TINY["d_out"] + TINY["d_out"])
+    assert sum(p.numel() for g in w.optimizer.param_groups for p in g["params"]) == (
+        w.info["param_count"])
+    assert isinstance(w.info["build_time_ns"], int) and w.info["build_time_ns"] > 0
+    assert w.items_per_step == n * TINY["batch"]
+    assert w.devices == [torch.device("cpu")]
+
+
+def test_bad_sizes_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="--n-model"):
+        _build("linear", 0)
+    with pytest.raises(UsageError, match="--seq-len"):
+        _build("linear", 1, seq_len=-1)
+    with pytest.raises(UsageError, match="unknown strategy"):
+        SCENARIO.build(Strategy("nope", ""), RunConfig(params=_params(1), device="cpu"))
