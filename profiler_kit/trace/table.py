@@ -108,6 +108,9 @@ class EventTable:
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> name
     process_names: dict[int, str] = field(default_factory=dict)  # pid -> name
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> number of events skipped
+    # reason -> number of events kept after a fix (e.g. "unknown category: foo" kept as OTHER,
+    # args that are not an object); these rows are in the table, unlike ``skipped``
+    normalized: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ts_ns)

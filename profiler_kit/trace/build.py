@@ -1,0 +1,79 @@
+"""Assembling an :class:`EventTable` from columns: metadata, sorting by time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from profiler_kit.trace.normalize import MEMORY_COLUMNS, Accumulator, memory_events
+from profiler_kit.trace.table import EventTable, TraceMeta
+
+EVENT_COLUMNS: dict[str, type] = {
+    "cat": np.int8,
+    "name": np.int32,
+    "ts_ns": np.int64,
+    "dur_ns": np.int64,
+    "pid": np.int64,
+    "tid": np.int64,
+    "device": np.int32,
+    "stream": np.int64,
+    "correlation": np.int64,
+    "external_id": np.int64,
+}
+
+
+def trace_name(path: Path) -> str:
+    """The worker name from the file name (``w0.17.pt.trace.json.gz`` -> ``w0.17``)."""
+    name = path.name
+    for suffix in (".gz", ".json", ".pt.trace"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def meta_from_header(path: Path, doc: Mapping[str, Any]) -> TraceMeta:
+    """TraceMeta from the top-level keys (all optional; odd values are ignored)."""
+    meta = TraceMeta(path=str(path), trace_name=trace_name(path))
+    version = doc.get("schemaVersion")
+    if type(version) is int:
+        meta.schema_version = version
+    props = doc.get("deviceProperties")
+    if isinstance(props, list):
+        meta.device_properties = [p for p in props if isinstance(p, dict)]
+    dist = doc.get("distributedInfo")
+    if isinstance(dist, dict):
+        meta.distributed_info = dist
+        if type(dist.get("rank")) is int:
+            meta.rank = dist["rank"]
+    base = doc.get("baseTimeNanoseconds")
+    if type(base) is int:
+        meta.base_time_ns = base
+    return meta
+
+
+def list_columns(acc: Accumulator) -> dict[str, np.ndarray]:
+    """The accumulator's row lists as typed numpy columns."""
+    return {k: np.array(getattr(acc, k), dtype=t) for k, t in EVENT_COLUMNS.items()}
+
+
+def list_memory(acc: Accumulator) -> dict[str, np.ndarray]:
+    return {k: np.array(acc.mem[k], dtype=t) for k, t in MEMORY_COLUMNS.items()}
+
+
+def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray],
+                memory: dict[str, np.ndarray]) -> EventTable:
+    """The table with rows sorted by start time (stable: ties keep file order)."""
+    order = np.argsort(columns["ts_ns"], kind="stable")
+    sorted_cols = {k: np.ascontiguousarray(columns[k][order]) for k in EVENT_COLUMNS}
+    return EventTable(
+        meta=meta,
+        names=list(acc.names),
+        memory=memory_events(memory),
+        thread_names=dict(acc.thread_names),
+        process_names=dict(acc.process_names),
+        skipped=dict(sorted(acc.skipped.items())),
+        normalized=dict(sorted(acc.normalized.items())),
+        **sorted_cols,
+    )

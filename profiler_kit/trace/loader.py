@@ -1,0 +1,81 @@
+"""Load any torch.profiler (Kineto) Chrome trace into an :class:`EventTable`.
+
+``load`` reads ``.json`` and ``.json.gz`` (detected by content, not by name);
+``find_traces`` finds the traces under a file, a strategy or run folder, or any
+TensorBoard logdir. Files that cannot be read raise :class:`TraceError` with one line
+naming the file and the problem; odd events inside a good file are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from pathlib import Path
+
+from profiler_kit.errors import TraceError
+from profiler_kit.trace.build import build_table, list_columns, list_memory, meta_from_header
+from profiler_kit.trace.normalize import Accumulator
+from profiler_kit.trace.source import decode_whole, read_all
+from profiler_kit.trace.table import EventTable
+
+__all__ = ["load", "load_simple", "find_traces", "TraceError"]
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+NOT_TRACES = frozenset({"run.json", "key_averages.json", "key_averages.json.gz"})
+SNIFF_BYTES = 1 << 20
+
+
+def load(path: str | os.PathLike[str]) -> EventTable:
+    """Read one trace file into an event table (rows sorted by start time)."""
+    return load_simple(path)
+
+
+def load_simple(path: str | os.PathLike[str]) -> EventTable:
+    """Reference loader: decode the whole file at once, then normalize event by event."""
+    p = Path(path)
+    doc = decode_whole(p, read_all(p))
+    acc = Accumulator()
+    for event in doc["traceEvents"]:
+        acc.add(event)
+    return build_table(meta_from_header(p, doc), acc, list_columns(acc), list_memory(acc))
+
+
+def find_traces(path: str | os.PathLike[str]) -> list[Path]:
+    """Trace files at ``path``: the file itself, or every trace below a folder, sorted.
+
+    Below a folder, ``*.pt.trace.json[.gz]`` always count; other ``*.json[.gz]`` files
+    count when they hold a ``traceEvents`` key near the start (so ``run.json`` and
+    ``key_averages.json`` are left out).
+    """
+    p = Path(path)
+    if p.is_file():
+        return [p]
+    if not p.exists():
+        raise TraceError(f"{p}: no such file or folder")
+    found = sorted(f for f in p.rglob("*") if f.is_file() and _looks_like_trace(f))
+    if not found:
+        raise TraceError(f"{p}: no trace files (*.json or *.json.gz with traceEvents) found")
+    return found
+
+
+def _looks_like_trace(f: Path) -> bool:
+    name = f.name
+    if not name.endswith(TRACE_SUFFIXES) or name in NOT_TRACES:
+        return False
+    if name.endswith((".pt.trace.json", ".pt.trace.json.gz")):
+        return True
+    return b'"traceEvents"' in _head(f)
+
+
+def _head(f: Path) -> bytes:
+    """The first MB of a file's (decompressed) content; empty when unreadable."""
+    try:
+        with open(f, "rb") as fh:
+            raw = fh.read(SNIFF_BYTES)
+        if raw[:2] == b"\x1f\x8b":
+            with gzip.open(f, "rb") as gz:
+                return gz.read(SNIFF_BYTES)
+        return raw
+    except (OSError, EOFError, zlib.error):
+        return b""

@@ -1,0 +1,246 @@
+"""Per-event normalization: the rules that turn one raw Chrome-trace event into table rows.
+
+This is the lenient path and the reference for every faster path: any event, however
+odd, is either turned into a row, ignored as bookkeeping (metadata, flows, plain
+instants), or skipped and counted by reason. Nothing here raises on bad events.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from profiler_kit.trace.table import CATEGORY_NAMES, GPU_CATS, Cat, MemoryEvents
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+# Phases that are bookkeeping rather than timed work: ignored, not counted.
+FLOW_PHASES = frozenset({"s", "f", "t"})
+INSTANT_PHASES = frozenset({"i", "I"})
+# Categories Kineto writes that have no Cat of their own but are not odd.
+KNOWN_OTHER_CATEGORIES = frozenset({"trace", "cpu_instant_event", "cuda_profiler_range"})
+GPU_CAT_VALUES = frozenset(int(c) for c in GPU_CATS)
+
+
+def string_id(value: str) -> int:
+    """A stable negative integer for a string pid/tid (the same in every file and chunk)."""
+    return -1 - zlib.crc32(value.encode("utf-8", "surrogatepass"))
+
+
+def us_to_ns(value: Any) -> int | str:
+    """Microseconds (int or float) to integer nanoseconds, or the reason it cannot be.
+
+    Integers are multiplied exactly. A float ``x`` becomes ``round(x * 1000)`` computed
+    on its integer and fractional parts apart, so the float product's own rounding
+    never moves the result (``4458676522690.655`` gives ``4458676522690655``).
+    """
+    if type(value) is int:
+        ns = value * 1000
+    elif type(value) is float:
+        if not math.isfinite(value):
+            return "non-finite"
+        whole = math.floor(value)
+        ns = whole * 1000 + round((value - whole) * 1000)
+    elif value is None:
+        return "missing"
+    else:
+        return "non-numeric"
+    if ns < INT64_MIN or ns > INT64_MAX:
+        return "out of 64-bit range"
+    return ns
+
+
+def id_value(value: Any) -> int | str:
+    """A pid/tid: integers as they are, strings mapped by :func:`string_id`."""
+    if type(value) is int:
+        if INT64_MIN <= value <= INT64_MAX:
+            return value
+        return "out of 64-bit range"
+    if type(value) is str:
+        return string_id(value)
+    if value is None:
+        return "missing"
+    return "non-integer"
+
+
+def optional_int(value: Any) -> int | None:
+    """An optional integer field (correlation, device, ...): the int, or None when odd/absent."""
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:
+        return value
+    return None
+
+
+class Accumulator:
+    """Row-by-row builder of table columns, with the skip/normalize counters."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, int] = {}
+        self.cat: list[int] = []
+        self.name: list[int] = []
+        self.ts_ns: list[int] = []
+        self.dur_ns: list[int] = []
+        self.pid: list[int] = []
+        self.tid: list[int] = []
+        self.device: list[int] = []
+        self.stream: list[int] = []
+        self.correlation: list[int] = []
+        self.external_id: list[int] = []
+        self.mem: dict[str, list[int]] = {k: [] for k in MEMORY_COLUMNS}
+        self.skipped: Counter[str] = Counter()
+        self.normalized: Counter[str] = Counter()
+        self.process_names: dict[int, str] = {}
+        self.thread_names: dict[tuple[int, int], str] = {}
+
+    def intern(self, name: str) -> int:
+        idx = self.names.get(name)
+        if idx is None:
+            idx = self.names[name] = len(self.names)
+        return idx
+
+    def add(self, event: Any) -> None:
+        """Add one raw event (anything JSON can hold)."""
+        if type(event) is not dict:
+            self.skipped["event is not an object"] += 1
+            return
+        ph = event.get("ph")
+        if ph == "X":
+            self._add_complete(event)
+        elif ph in INSTANT_PHASES:
+            if event.get("name") == "[memory]":
+                self._add_memory(event)
+        elif ph == "M":
+            self._add_metadata(event)
+        elif ph in FLOW_PHASES:
+            return
+        elif type(ph) is str:
+            self.skipped[f"unsupported phase {ph[:20]!r}"] += 1
+        else:
+            self.skipped["missing ph"] += 1
+
+    def _add_complete(self, e: dict[str, Any]) -> None:
+        name = e.get("name")
+        if type(name) is not str:
+            self.skipped["missing name"] += 1
+            return
+        ts = us_to_ns(e.get("ts"))
+        if type(ts) is str:
+            self.skipped[f"{ts} ts"] += 1
+            return
+        dur = us_to_ns(e.get("dur"))
+        if type(dur) is str:
+            self.skipped[f"{dur} dur"] += 1
+            return
+        if dur < 0:
+            self.skipped["negative dur"] += 1
+            return
+        pid = id_value(e.get("pid"))
+        if type(pid) is str:
+            self.skipped[f"{pid} pid"] += 1
+            return
+        tid = id_value(e.get("tid"))
+        if type(tid) is str:
+            self.skipped[f"{tid} tid"] += 1
+            return
+        cat = self.category(e.get("cat"))
+        args = e.get("args")
+        if type(args) is not dict:
+            if args is not None:
+                self.normalized["args not an object"] += 1
+            args = {}
+        self.cat.append(cat)
+        self.name.append(self.intern(name))
+        self.ts_ns.append(ts)
+        self.dur_ns.append(dur)
+        self.pid.append(pid)
+        self.tid.append(tid)
+        if cat in GPU_CAT_VALUES:
+            device = optional_int(args.get("device"))
+            stream = optional_int(args.get("stream"))
+            self.device.append(pid if device is None else device)
+            self.stream.append(tid if stream is None else stream)
+        else:
+            self.device.append(-1)
+            self.stream.append(-1)
+        corr = optional_int(args.get("correlation"))
+        self.correlation.append(-1 if corr is None else corr)
+        ext = args.get("External id", args.get("external id"))
+        ext = optional_int(ext)
+        self.external_id.append(-1 if ext is None else ext)
+
+    def category(self, raw: Any) -> int:
+        """The Cat of a raw ``cat`` value; unknown ones are kept as OTHER and counted."""
+        if type(raw) is not str:
+            self.normalized["missing category"] += 1
+            return int(Cat.OTHER)
+        cat = CATEGORY_NAMES.get(raw.lower())
+        if cat is not None:
+            return int(cat)
+        if raw.lower() not in KNOWN_OTHER_CATEGORIES:
+            self.normalized[f"unknown category: {raw[:60]}"] += 1
+        return int(Cat.OTHER)
+
+    def _add_memory(self, e: dict[str, Any]) -> None:
+        args = e.get("args")
+        if type(args) is not dict:
+            self.skipped["memory event without args"] += 1
+            return
+        nbytes = optional_int(args.get("Bytes"))
+        if nbytes is None:
+            self.skipped["memory event without Bytes"] += 1
+            return
+        ts = us_to_ns(e.get("ts"))
+        if type(ts) is str:
+            self.skipped[f"{ts} ts"] += 1
+            return
+        tid = id_value(e.get("tid"))
+        if type(tid) is str:
+            tid = -1
+        dev_type = optional_int(args.get("Device Type"))
+        dev_id = optional_int(args.get("Device Id"))
+        alloc = optional_int(args.get("Total Allocated"))
+        reserved = optional_int(args.get("Total Reserved"))
+        m = self.mem
+        m["ts_ns"].append(ts)
+        m["device_type"].append(0 if dev_type is None or not 0 <= dev_type < 128 else dev_type)
+        m["device_id"].append(-1 if dev_id is None or not -(2**31) <= dev_id < 2**31 else dev_id)
+        m["bytes"].append(nbytes)
+        m["total_allocated_bytes"].append(-1 if alloc is None else alloc)
+        m["total_reserved_bytes"].append(-1 if reserved is None else reserved)
+        m["tid"].append(tid)
+
+    def _add_metadata(self, e: dict[str, Any]) -> None:
+        args = e.get("args")
+        label = args.get("name") if type(args) is dict else None
+        if type(label) is not str:
+            return
+        pid = id_value(e.get("pid"))
+        if type(pid) is str:
+            return
+        if e.get("name") == "process_name":
+            self.process_names[pid] = label
+        elif e.get("name") == "thread_name":
+            tid = id_value(e.get("tid"))
+            if type(tid) is int:
+                self.thread_names[(pid, tid)] = label
+
+
+MEMORY_COLUMNS: dict[str, type] = {
+    "ts_ns": np.int64,
+    "device_type": np.int8,
+    "device_id": np.int32,
+    "bytes": np.int64,
+    "total_allocated_bytes": np.int64,
+    "total_reserved_bytes": np.int64,
+    "tid": np.int64,
+}
+
+
+def memory_events(columns: dict[str, np.ndarray]) -> MemoryEvents:
+    """MemoryEvents sorted by time (stable, so same-time events keep file order)."""
+    order = np.argsort(columns["ts_ns"], kind="stable")
+    return MemoryEvents(**{k: np.ascontiguousarray(v[order]) for k, v in columns.items()})

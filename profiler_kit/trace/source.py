@@ -1,0 +1,125 @@
+"""Reading trace bytes: plain or gzip (by content), whole or as a stream of blocks.
+
+Every I/O or decompression problem becomes a :class:`TraceError` naming the file.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from profiler_kit.errors import TraceError
+
+GZIP_MAGIC = b"\x1f\x8b"
+BLOCK_BYTES = 4 << 20
+
+
+def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
+    """The file's decompressed content in blocks of about ``block_bytes``.
+
+    Gzip is decompressed as it streams (several concatenated members are allowed),
+    so the whole decompressed text is never held at once.
+    """
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror or e})") from None
+    with fh:
+        first = _read(fh, path, block_bytes)
+        if not first:
+            raise TraceError(f"{path}: empty file")
+        if first[:2] != GZIP_MAGIC:
+            while first:
+                yield first
+                first = _read(fh, path, block_bytes)
+            return
+        yield from _gunzip(fh, path, first, block_bytes)
+
+
+def _read(fh: Any, path: Path, n: int) -> bytes:
+    try:
+        return fh.read(n)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def _gunzip(fh: Any, path: Path, first: bytes, block_bytes: int) -> Iterator[bytes]:
+    d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    data = first
+    produced = False
+    while True:
+        try:
+            # bound the output per call: a small gzip can expand a lot
+            out = d.decompress(data, block_bytes)
+            while out:
+                produced = True
+                yield out
+                out = d.decompress(d.unconsumed_tail, block_bytes)
+        except zlib.error as e:
+            raise TraceError(f"{path}: corrupt gzip data ({e})") from None
+        if d.eof:
+            rest = d.unused_data
+            if rest.strip(b"\x00"):
+                if rest[:2] != GZIP_MAGIC:
+                    return  # trailing garbage after the last member is ignored, like gzip(1)
+                d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+                data = rest
+                continue
+            data = _read(fh, path, block_bytes)
+            if not data:
+                break
+            if data[:2] != GZIP_MAGIC:
+                return
+            d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            continue
+        data = _read(fh, path, block_bytes)
+        if not data:
+            raise TraceError(f"{path}: truncated gzip file (compressed data ends early)")
+    if not produced:
+        raise TraceError(f"{path}: empty file (gzip with no content)")
+
+
+def read_all(path: Path) -> bytes:
+    """The whole decompressed content."""
+    return b"".join(iter_blocks(path))
+
+
+def decode_whole(path: Path, data: bytes) -> dict[str, Any]:
+    """Decode a complete trace document and check it is one; TraceError otherwise."""
+    if not data.strip():
+        raise TraceError(f"{path}: empty file")
+    try:
+        doc = msgspec.json.decode(data)
+    except msgspec.ValidationError:
+        doc = _decode_python(path, data)  # numbers beyond float range: Python's json copes
+    except msgspec.DecodeError as e:
+        raise TraceError(f"{path}: {json_problem(e)}") from None
+    check_document(path, doc)
+    return doc
+
+
+def _decode_python(path: Path, data: bytes) -> Any:
+    import json
+
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise TraceError(f"{path}: not valid JSON ({e})") from None
+
+
+def json_problem(e: Exception) -> str:
+    msg = str(e)
+    if "truncated" in msg:
+        return "truncated JSON (the file ends in the middle of the data)"
+    return f"not valid JSON ({msg})"
+
+
+def check_document(path: Path, doc: Any) -> None:
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise TraceError(f"{path}: not a torch.profiler trace (no traceEvents list)")

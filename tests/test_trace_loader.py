@@ -1,0 +1,325 @@
+"""The trace loader on real traces, on odd events and on bad files.
+
+Expected numbers are computed independently with the standard ``json`` module.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from profiler_kit.errors import TraceError
+from profiler_kit.trace.loader import find_traces, load, load_simple
+from profiler_kit.trace.table import CATEGORY_NAMES, Cat, EventTable
+
+DATA = Path(__file__).parent / "data"
+REAL = sorted(DATA.glob("*.json.gz"))
+
+
+def raw_doc(path: Path) -> dict[str, Any]:
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rb") as fh:
+        return json.load(fh)
+
+
+def exact_ns(us: int | float) -> int:
+    """Independent µs -> ns: exact decimal arithmetic on the JSON number."""
+    if isinstance(us, int):
+        return us * 1000
+    return int((Decimal(repr(us)) * 1000).to_integral_value())
+
+
+def write_trace(path: Path, events: list[Any], **top: Any) -> Path:
+    path.write_text(json.dumps({"schemaVersion": 1, **top, "traceEvents": events}))
+    return path
+
+
+def ev(**fields: Any) -> dict[str, Any]:
+    base = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}
+    base.update(fields)
+    return {k: v for k, v in base.items() if v is not ...}
+
+
+def assert_same(a: EventTable, b: EventTable) -> None:
+    for col in ("cat", "ts_ns", "dur_ns", "pid", "tid", "device", "stream", "correlation",
+                "external_id"):
+        np.testing.assert_array_equal(getattr(a, col), getattr(b, col), err_msg=col)
+    assert [a.names[i] for i in a.name] == [b.names[i] for i in b.name]
+    for col in ("ts_ns", "bytes", "total_allocated_bytes", "total_reserved_bytes", "device_id",
+                "device_type", "tid"):
+        np.testing.assert_array_equal(getattr(a.memory, col), getattr(b.memory, col))
+    assert a.skipped == b.skipped
+    assert a.normalized == b.normalized
+    assert a.process_names == b.process_names
+    assert a.thread_names == b.thread_names
+
+
+@pytest.fixture(scope="module", params=REAL, ids=lambda p: p.name)
+def real(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any], EventTable]:
+    path = request.param
+    return path, raw_doc(path), load(path)
+
+
+def test_every_complete_event_is_a_row(real) -> None:
+    _path, doc, table = real
+    complete = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    assert len(table) == len(complete)
+    assert table.skipped == {}
+
+
+def test_categories_and_durations_match_an_independent_count(real) -> None:
+    _path, doc, table = real
+    want_count: Counter[int] = Counter()
+    want_dur: Counter[int] = Counter()
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X":
+            cat = int(CATEGORY_NAMES.get(str(e.get("cat")).lower(), Cat.OTHER))
+            want_count[cat] += 1
+            want_dur[cat] += exact_ns(e["dur"])
+    for cat in Cat:
+        rows = table.rows(cat)
+        assert len(rows) == want_count[int(cat)], cat
+        assert int(table.dur_ns[rows].sum()) == want_dur[int(cat)], cat
+
+
+def test_kernel_totals_per_name_match(real) -> None:
+    _path, doc, table = real
+    want: Counter[str] = Counter()
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X" and str(e.get("cat")).lower() == "kernel":
+            want[e["name"]] += exact_ns(e["dur"])
+    got: Counter[str] = Counter()
+    for row in table.rows(Cat.KERNEL):
+        got[table.name_of(int(row))] += int(table.dur_ns[row])
+    assert got == want
+
+
+def test_rows_sorted_and_gpu_columns_set(real) -> None:
+    _path, doc, table = real
+    assert np.all(np.diff(table.ts_ns) >= 0)
+    assert np.all(table.dur_ns >= 0)
+    gpu = np.isin(table.cat, [int(Cat.KERNEL), int(Cat.MEMCPY), int(Cat.MEMSET)])
+    cpu = np.isin(table.cat, [int(Cat.CPU_OP), int(Cat.RUNTIME), int(Cat.USER_ANNOTATION)])
+    assert np.all(table.device[cpu] == -1) and np.all(table.stream[cpu] == -1)
+    assert np.all(table.device[gpu] >= 0)
+    kernels = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    assert sorted(int(d) for d in table.device[table.cat == Cat.KERNEL]) == sorted(
+        e["args"].get("device", e["pid"]) for e in kernels
+    )
+    assert sorted(int(s) for s in table.stream[table.cat == Cat.KERNEL]) == sorted(
+        e["args"].get("stream", e["tid"]) for e in kernels
+    )
+    assert sorted(int(c) for c in table.correlation[table.cat == Cat.KERNEL]) == sorted(
+        e["args"].get("correlation", -1) for e in kernels
+    )
+
+
+def test_metadata(real) -> None:
+    path, doc, table = real
+    meta = table.meta
+    assert meta.path == str(path)
+    assert meta.schema_version == doc.get("schemaVersion")
+    assert meta.rank == doc.get("distributedInfo", {}).get("rank")
+    assert meta.base_time_ns == doc.get("baseTimeNanoseconds")
+    assert meta.device_properties == doc.get("deviceProperties", [])
+    names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "process_name"
+             and isinstance(e["pid"], int)}
+    assert {k: v for k, v in table.process_names.items() if k >= 0} == names
+
+
+def test_simple_and_fast_loaders_agree(real) -> None:
+    path, _doc, table = real
+    assert_same(table, load_simple(path))
+
+
+def test_memory_events_from_a_cpu_trace() -> None:
+    path = DATA / "cpu_torch_profiler.pt.trace.json.gz"
+    doc = raw_doc(path)
+    mem = [e for e in doc["traceEvents"] if e.get("ph") == "i" and e.get("name") == "[memory]"]
+    table = load(path)
+    assert len(table.memory) == len(mem) > 0
+    assert int(table.memory.bytes.sum()) == sum(e["args"]["Bytes"] for e in mem)
+    assert int(table.memory.total_allocated_bytes.max()) == max(
+        e["args"]["Total Allocated"] for e in mem
+    )
+    assert set(table.memory.device_type.tolist()) == {0}
+    assert np.all(np.diff(table.memory.ts_ns) >= 0)
+    phases = {table.names[i] for i in table.name[table.cat == Cat.USER_ANNOTATION]}
+    assert {"forward", "backward", "optimizer"} <= phases
+
+
+def test_plain_json_loads_like_gzip(tmp_path: Path) -> None:
+    src = DATA / "a100_alexnet.json.gz"
+    plain = tmp_path / "alexnet.json"
+    plain.write_bytes(gzip.decompress(src.read_bytes()))
+    assert_same(load(plain), load(src))
+
+
+def test_legacy_categories_are_mapped(tmp_path: Path) -> None:
+    events = [
+        ev(cat="Kernel", name="k1", args={"device": 1, "stream": 3, "correlation": 9}),
+        ev(cat="Operator", name="aten::mm", pid=5, tid=6, args={"external id": 4}),
+        ev(cat="Runtime", name="cudaLaunchKernel", pid=5, tid=6, args={"correlation": 9}),
+        ev(cat="Memcpy", name="Memcpy HtoD", args={}),
+        ev(cat="Memset", name="Memset", args={"device": 2}),
+    ]
+    table = load(write_trace(tmp_path / "legacy.json", events))
+    by_name = {table.names[int(table.name[i])]: i for i in range(len(table))}
+    assert table.cat[by_name["k1"]] == Cat.KERNEL
+    assert (table.device[by_name["k1"]], table.stream[by_name["k1"]]) == (1, 3)
+    assert table.correlation[by_name["k1"]] == 9
+    assert table.cat[by_name["aten::mm"]] == Cat.CPU_OP
+    assert table.external_id[by_name["aten::mm"]] == 4
+    assert table.device[by_name["aten::mm"]] == -1
+    assert table.cat[by_name["cudaLaunchKernel"]] == Cat.RUNTIME
+    assert table.cat[by_name["Memcpy HtoD"]] == Cat.MEMCPY
+    assert (table.device[by_name["Memcpy HtoD"]], table.stream[by_name["Memcpy HtoD"]]) == (0, 7)
+    assert table.cat[by_name["Memset"]] == Cat.MEMSET
+
+
+def test_time_units(tmp_path: Path) -> None:
+    events = [ev(ts=1695835542514261, dur=3), ev(ts=4458676522690.655, dur=0.0005),
+              ev(ts=1.5, dur=2.25)]
+    table = load(write_trace(tmp_path / "t.json", events))
+    assert table.ts_ns.tolist() == [1500, 4458676522690655, 1695835542514261000]
+    assert table.dur_ns.tolist() == [2250, 0, 3000]
+
+
+def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
+    events = [
+        ev(name="ok"),
+        ev(dur=...),
+        ev(dur=-1),
+        ev(ts="soon"),
+        ev(ts=...),
+        ev(pid=2**70),
+        ev(dur=2**80),
+        ev(name=...),
+        ev(pid=None),
+        "not an event",
+        ev(ph="B"),
+        ev(pid="Spans", tid="PyTorch Profiler", cat="Trace", name="span"),
+        ev(cat="mystery", name="m"),
+        ev(args=[1, 2], name="listargs"),
+        ev(args={"correlation": 2**65, "External id": "x"}, name="bigcorr"),
+        {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 3, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "i", "name": "Iteration Start", "pid": "Traces", "tid": "x", "ts": 1, "s": "g"},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 4, "args": {"Bytes": 512,
+         "Total Allocated": 512, "Total Reserved": 2048, "Device Type": 1, "Device Id": 0}},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 4, "args": {}},
+    ]
+    table = load(write_trace(tmp_path / "odd.json", events))
+    names = sorted(table.names[i] for i in table.name)
+    assert names == ["bigcorr", "listargs", "m", "ok", "span"]
+    assert table.skipped == {
+        "event is not an object": 1,
+        "memory event without Bytes": 1,
+        "missing dur": 1,
+        "missing name": 1,
+        "missing pid": 1,
+        "missing ts": 1,
+        "negative dur": 1,
+        "non-numeric ts": 1,
+        "out of 64-bit range dur": 1,
+        "out of 64-bit range pid": 1,
+        "unsupported phase 'B'": 1,
+    }
+    assert table.normalized == {"args not an object": 1, "unknown category: mystery": 1}
+    span = table.names.index("span")
+    assert table.pid[table.name == span][0] < 0
+    assert table.cat[table.name == span][0] == Cat.OTHER
+    big = table.names.index("bigcorr")
+    assert table.correlation[table.name == big][0] == -1
+    assert table.external_id[table.name == big][0] == -1
+    assert len(table.memory) == 1
+    assert table.memory.total_reserved_bytes.tolist() == [2048]
+    assert table.memory.device_type.tolist() == [1]
+    assert table.memory.device_id.tolist() == [0]
+    assert_same(table, load_simple(tmp_path / "odd.json"))
+
+
+BAD_FILES = {
+    "empty.json": b"",
+    "blank.json": b"  \n ",
+    "truncated.json": b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}, {"ph": ',
+    "notjson.json": b"this is not json",
+    "list.json": b"[1, 2, 3]",
+    "noevents.json": b'{"schemaVersion": 1}',
+    "eventsnotlist.json": b'{"traceEvents": {"a": 1}}',
+    "corrupt.json.gz": b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage-not-deflate",
+    "truncated.json.gz": gzip.compress(b'{"traceEvents": []}' * 50)[:30],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_files_raise_one_clear_line(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(BAD_FILES[name])
+    for loader in (load, load_simple):
+        with pytest.raises(TraceError) as info:
+            loader(path)
+        message = str(info.value)
+        assert message.startswith(str(path) + ": ")
+        assert "\n" not in message
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="no such file"):
+        load(tmp_path / "nope.json")
+
+
+def test_empty_event_list_is_an_empty_table(tmp_path: Path) -> None:
+    table = load(write_trace(tmp_path / "e.json", []))
+    assert len(table) == 0 and len(table.memory) == 0 and table.names == []
+
+
+def test_find_traces_in_a_logdir(tmp_path: Path) -> None:
+    run = tmp_path / "run1"
+    (run / "threads").mkdir(parents=True)
+    (run / "streams").mkdir()
+    write_trace(run / "threads" / "w0.123.pt.trace.json", [])
+    (run / "streams" / "w0.9.pt.trace.json.gz").write_bytes(
+        gzip.compress(json.dumps({"traceEvents": []}).encode()))
+    write_trace(run / "other_trace.json", [ev()])
+    (run / "run.json").write_text(json.dumps({"traceEvents": [], "schema": 1}))
+    (run / "threads" / "key_averages.json").write_text("[]")
+    (run / "settings.json").write_text(json.dumps({"a": 1}))
+    (run / "notes.txt").write_text("x")
+    found = find_traces(tmp_path)
+    assert found == sorted([run / "other_trace.json", run / "streams" / "w0.9.pt.trace.json.gz",
+                            run / "threads" / "w0.123.pt.trace.json"])
+    assert find_traces(run / "other_trace.json") == [run / "other_trace.json"]
+
+
+def test_find_traces_errors(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(TraceError, match="no trace files"):
+        find_traces(tmp_path)
+    with pytest.raises(TraceError, match="no such file"):
+        find_traces(tmp_path / "missing")
+
+
+def test_find_traces_on_the_test_data() -> None:
+    assert find_traces(DATA) == REAL
+
+
+def test_loading_never_imports_torch() -> None:
+    code = (
+        "import sys\n"
+        "from profiler_kit.trace.loader import load\n"
+        f"t = load({str(DATA / 'a100_alexnet.json.gz')!r})\n"
+        "assert len(t) > 0\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
