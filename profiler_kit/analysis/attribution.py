@@ -1,0 +1,103 @@
+"""Link every GPU activity (kernel, memcpy, memset) to the CPU op that launched it, and class it.
+
+The link goes through the correlation id to the runtime call (``cudaLaunchKernel``,
+``hipLaunchKernel``, ``cuLaunchKernel``, ...) and from there to the innermost range
+open on that call's thread; when the runtime call is missing, the activity's
+``External id`` names the op directly. A kernel takes the class of its linked op
+(or the nearest ancestor that has one); name rules decide only when no op says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from profiler_kit.analysis import classify
+from profiler_kit.analysis.nesting import OpTree, innermost_at, thread_keys_for
+from profiler_kit.trace.table import Cat, EventTable
+
+GPU_ACTIVITY_CATS = (Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET)
+
+
+@dataclass(frozen=True)
+class GpuActivity:
+    """GPU activity rows (kernels, memcpy, memset) with their launching op and class."""
+
+    row: np.ndarray  # int64 table rows, in table (start time) order
+    node: np.ndarray  # int64 innermost CPU range in the op tree (-1 when not linked)
+    op_node: np.ndarray  # int64 the launching cpu_op node (-1 when not linked)
+    klass: np.ndarray  # int8 index into classify.CLASSES
+    linked_by: np.ndarray  # int8: 0 none, 1 correlation, 2 external id
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+def attribute_gpu(table: EventTable, tree: OpTree) -> GpuActivity:
+    """Attribute and class every kernel, memcpy and memset of ``table``."""
+    cats = np.array([int(c) for c in GPU_ACTIVITY_CATS], dtype=table.cat.dtype)
+    rows = np.flatnonzero(np.isin(table.cat, cats))
+    node = np.full(len(rows), -1, dtype=np.int64)
+    linked_by = np.zeros(len(rows), dtype=np.int8)
+
+    # 1. correlation id -> runtime call -> innermost range open on its thread
+    runtime = table.rows(Cat.RUNTIME)
+    runtime = runtime[table.correlation[runtime] >= 0]
+    corr = table.correlation[rows]
+    if len(runtime) and len(rows):
+        rt_corr = table.correlation[runtime]
+        order = np.argsort(rt_corr, kind="stable")
+        rt_sorted = rt_corr[order]
+        pos = np.searchsorted(rt_sorted, corr)
+        pos_c = np.minimum(pos, len(rt_sorted) - 1)
+        hit = (corr >= 0) & (pos < len(rt_sorted)) & (rt_sorted[pos_c] == corr)
+        rt_rows = runtime[order[pos_c[hit]]]
+        keys = thread_keys_for(tree, table.pid[rt_rows], table.tid[rt_rows])
+        found = innermost_at(tree, keys, table.ts_ns[rt_rows])
+        idx = np.flatnonzero(hit)
+        node[idx] = found
+        linked_by[idx[found >= 0]] = 1
+
+    # 2. External id -> the op carrying that id
+    missing = np.flatnonzero((node < 0) & (table.external_id[rows] >= 0))
+    if len(missing) and len(tree):
+        ext_nodes = table.external_id[tree.row]
+        valid = np.flatnonzero(ext_nodes >= 0)
+        order = valid[np.argsort(ext_nodes[valid], kind="stable")]
+        ext_sorted = ext_nodes[order]
+        want = table.external_id[rows[missing]]
+        pos = np.searchsorted(ext_sorted, want)
+        pos_c = np.minimum(pos, max(len(ext_sorted) - 1, 0))
+        if len(ext_sorted):
+            hit = (pos < len(ext_sorted)) & (ext_sorted[pos_c] == want)
+            node[missing[hit]] = order[pos_c[hit]]
+            linked_by[missing[hit]] = 2
+
+    op_node = np.where(node >= 0, tree.op_node[np.maximum(node, 0)], -1) if len(tree) else node
+    klass = _classes(table, rows, node, tree)
+    return GpuActivity(row=rows, node=node, op_node=op_node, klass=klass, linked_by=linked_by)
+
+
+def _classes(table: EventTable, rows: np.ndarray, node: np.ndarray, tree: OpTree) -> np.ndarray:
+    other = classify.CLASS_INDEX[classify.OTHER]
+    klass = np.full(len(rows), other, dtype=np.int8)
+    if not len(rows):
+        return klass
+    if len(tree):
+        linked = node >= 0
+        klass[linked] = tree.klass[node[linked]]
+    need = klass == other
+    if need.any():
+        names = table.name[rows[need]]
+        uniq, inverse = np.unique(names, return_inverse=True)
+        lut = np.array(
+            [classify.CLASS_INDEX[classify.classify_kernel_name(table.names[int(u)])]
+             for u in uniq],
+            dtype=np.int8,
+        )
+        klass[need] = lut[inverse.reshape(-1)]
+    cat = table.cat[rows]
+    klass[cat == Cat.MEMCPY] = classify.CLASS_INDEX[classify.MEMCPY]
+    klass[cat == Cat.MEMSET] = classify.CLASS_INDEX[classify.MEMSET]
+    return klass

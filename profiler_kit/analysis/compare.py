@@ -1,0 +1,161 @@
+"""Comparison: any number of trace analyses side by side, with deltas against a baseline.
+
+Each metric says which direction is better, so the best value can be highlighted;
+deltas are relative to the baseline's value ((value - baseline) / baseline).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiler_kit.analysis import classify
+from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.errors import UsageError
+
+Value = float | int | None
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str  # "ns", "bytes", "fraction", "count"
+    better: str  # "lower", "higher" or "none"
+    values: tuple[Value, ...]
+    deltas: tuple[float | None, ...]  # relative to the baseline; None where undefined
+    best: int | None  # index of the best value (None when nothing to choose)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    labels: tuple[str, ...]
+    baseline: int
+    metrics: tuple[Metric, ...]
+
+
+def _step(a: TraceAnalysis) -> Value:
+    return a.steps.median_ns
+
+
+def _gpu(fn: Callable[[TraceAnalysis], Value]) -> Callable[[TraceAnalysis], Value]:
+    return lambda a: fn(a) if a.has_gpu else None
+
+
+def _peak(a: TraceAnalysis, field: str) -> Value:
+    values = [getattr(d, field) for d in a.memory.devices if getattr(d, field) is not None]
+    return max(values) if values else None
+
+
+_METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...] = (
+    ("step_median_ns", "step time (median)", "ns", "lower", _step),
+    ("gpu_busy_ns", "GPU busy", "ns", "lower", _gpu(lambda a: a.timeline.busy_ns)),
+    ("gpu_idle_ns", "GPU idle", "ns", "lower",
+     _gpu(lambda a: a.timeline.window_ns - a.timeline.busy_ns)),
+    ("gpu_idle_share", "GPU idle share", "fraction", "lower",
+     _gpu(lambda a: a.timeline.idle_share)),
+    ("multi_stream_ns", "time with 2+ streams busy", "ns", "higher",
+     _gpu(lambda a: sum(d.multi_stream_ns for d in a.timeline.devices))),
+    ("multi_device_ns", "time with 2+ devices busy", "ns", "higher",
+     _gpu(lambda a: a.timeline.multi_device_ns)),
+    ("comm_compute_overlap_ns", "communication overlapped", "ns", "higher",
+     _gpu(lambda a: sum(d.comm_compute_overlap_ns for d in a.timeline.devices))),
+    ("exposed_communication_ns", "communication exposed", "ns", "lower",
+     _gpu(lambda a: sum(d.exposed_communication_ns for d in a.timeline.devices))),
+    ("low_precision_share", "GEMM+conv in fp16/bf16", "fraction", "higher",
+     _gpu(lambda a: a.precision.low_precision_share)),
+    ("kernels", "GPU kernels launched", "count", "lower",
+     _gpu(lambda a: sum(k.count for k in a.kernels if k.category == "kernel"))),
+    ("peak_allocated_bytes", "peak memory allocated", "bytes", "lower",
+     lambda a: _peak(a, "peak_allocated_bytes")),
+    ("peak_reserved_bytes", "peak memory reserved", "bytes", "lower",
+     lambda a: _peak(a, "peak_reserved_bytes")),
+)
+
+
+def compare(analyses: Sequence[TraceAnalysis], baseline: str | int | None = None) -> Comparison:
+    """Put ``analyses`` side by side; ``baseline`` is a label or an index (default: the first)."""
+    if not analyses:
+        raise UsageError("nothing to compare: no traces")
+    labels = tuple(a.label for a in analyses)
+    base = _baseline_index(labels, analyses, baseline)
+    metrics = []
+    for key, label, unit, better, fn in _METRICS:
+        values = tuple(fn(a) for a in analyses)
+        if all(v is None for v in values):
+            continue
+        metrics.append(_metric(key, label, unit, better, values, base))
+    any_gpu = any(a.has_gpu for a in analyses)
+    for klass in classify.CLASSES:
+        if any_gpu:
+            values = tuple(a.gpu.ns(klass) if a.has_gpu else None for a in analyses)
+            key, label = f"gpu_{klass}_ns", f"GPU {klass}"
+        else:
+            values = tuple(a.cpu.ns(klass) for a in analyses)
+            key, label = f"cpu_{klass}_self_ns", f"CPU {klass} (self)"
+        if any(v for v in values):
+            metrics.append(_metric(key, label, "ns", "lower", values, base))
+    return Comparison(labels=labels, baseline=base, metrics=tuple(metrics))
+
+
+def _baseline_index(
+    labels: tuple[str, ...], analyses: Sequence[TraceAnalysis], baseline: str | int | None
+) -> int:
+    if baseline is None:
+        return 0
+    if isinstance(baseline, int):
+        if not 0 <= baseline < len(labels):
+            raise UsageError(f"baseline index {baseline} out of range (0..{len(labels) - 1})")
+        return baseline
+    if baseline in labels:
+        return labels.index(baseline)
+    # A path given on the command line: the first trace at or below it.
+    target = Path(baseline).resolve()
+    for i, a in enumerate(analyses):
+        p = Path(a.path).resolve()
+        if p == target or target in p.parents:
+            return i
+    raise UsageError(f"baseline {baseline!r} is none of: {', '.join(labels)}")
+
+
+def _metric(key: str, label: str, unit: str, better: str, values: tuple[Value, ...],
+            base: int) -> Metric:
+    b = values[base]
+    deltas = tuple(
+        (v - b) / b if v is not None and b not in (None, 0) else None for v in values
+    )
+    present = [(v, i) for i, v in enumerate(values) if v is not None]
+    best = None
+    if len(present) > 1 and better != "none" and len({v for v, _ in present}) > 1:
+        best = (min(present) if better == "lower" else max(present))[1]
+    return Metric(key, label, unit, better, values, deltas, best)
+
+
+_TRACE_SUFFIX = re.compile(r"(\.pt\.trace)?\.json(\.gz)?$")
+
+
+def label_traces(paths: Sequence[Path]) -> list[str]:
+    """Short unique labels: the strategy folder when it holds one trace, else the file stem."""
+    paths = [Path(p) for p in paths]
+    per_parent = Counter(p.parent for p in paths)
+    several_parents = len(per_parent) > 1
+    parts = []
+    for p in paths:
+        stem = _TRACE_SUFFIX.sub("", p.name)
+        if several_parents and per_parent[p.parent] == 1:
+            parts.append([*p.parent.parts])
+        elif several_parents:
+            parts.append([*p.parent.parts, stem])
+        else:
+            parts.append([*p.parent.parts[-1:], stem][-1:])
+    labels = ["/".join(x[-1:]) for x in parts]
+    depth = 1
+    while len(set(labels)) < len(labels) and depth < max(len(x) for x in parts):
+        depth += 1
+        labels = ["/".join(x[-depth:]) for x in parts]
+    if len(set(labels)) < len(labels):  # the same file twice
+        labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
+    return labels

@@ -1,0 +1,347 @@
+"""Recommendations: rules that fire on measured numbers, each with its threshold and evidence.
+
+A rule states what it measured (``measured``), the line it crossed (``threshold``,
+and whether it fires above or below it) and the numbers behind it (``evidence``:
+label, raw value, unit), so a reader can check it. Values stay raw (ns, bytes,
+fractions); renderers format them. CPU-only traces skip the GPU rules, and say so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from profiler_kit.analysis import classify
+from profiler_kit.analysis.attribution import GpuActivity
+from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.memory import Memory
+from profiler_kit.analysis.nesting import OpTree
+from profiler_kit.analysis.precision import Precision
+from profiler_kit.analysis.steps import Steps
+from profiler_kit.analysis.timeline import Timeline
+from profiler_kit.trace.table import Cat, EventTable
+
+# Thresholds (fractions unless named otherwise).
+LOW_UTILIZATION = 0.5  # GPU busy / window below this
+LOW_PRECISION_ELIGIBLE = 0.10  # GEMM+conv share of GPU time above which precision matters
+LOW_PRECISION_SHARE = 0.5  # low-precision share of GEMM+conv time below this
+SHORT_KERNEL_NS = 10_000  # a kernel shorter than 10 µs is mostly launch overhead
+SHORT_KERNEL_SHARE = 0.5  # share of kernels that are short
+SHORT_KERNEL_MIN_COUNT = 100
+MEMCPY_SHARE = 0.10  # memcpy time / GPU activity time
+DATALOADER_SHARE = 0.10  # data-loader time / steps window
+EXPOSED_COMM_SHARE = 0.10  # communication not overlapped with computation / device window
+MEMORY_NEAR_CAPACITY = 0.90  # peak / device memory
+FP32_GEMM_SHARE = 0.20  # share of GEMM time in fp32 (non tensor-core) kernels
+TENSOR_CORE_MAJOR = 8  # NVIDIA compute capability with TF32 tensor cores
+
+_DATALOADER = re.compile(r"DataLoader", re.IGNORECASE)
+_BIAS_ADD = re.compile(r"^aten::add_?$")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    label: str
+    value: float | int | str
+    unit: str  # "ns", "bytes", "fraction", "count", "" (plain)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    rule: str  # stable id, e.g. "low_gpu_utilization"
+    scope: str  # "trace" or a device ("cuda:0")
+    title: str
+    advice: str
+    measured: float
+    threshold: float
+    fires_when: str  # "above" or "below"
+    unit: str  # unit of measured/threshold: "fraction", "count", ...
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True)
+class Findings:
+    recommendations: tuple[Recommendation, ...]
+    notes: tuple[str, ...]  # rules not evaluated and why
+
+
+def _dev(device: int) -> str:
+    return f"gpu:{device}"
+
+
+def recommend(
+    table: EventTable,
+    tree: OpTree,
+    gpu: GpuActivity,
+    gpu_breakdown: Breakdown,
+    timeline: Timeline,
+    steps: Steps,
+    precision: Precision,
+    memory: Memory,
+) -> Findings:
+    """Evaluate every rule; return those that fired and notes about those that could not run."""
+    recs: list[Recommendation] = []
+    notes: list[str] = []
+    if not len(gpu):
+        notes.append("CPU-only trace (no GPU kernels, memcpy or memset): GPU rules not evaluated")
+    else:
+        recs += _utilization(timeline)
+        recs += _precision(precision, gpu_breakdown)
+        recs += _launch_bound(table, gpu, timeline)
+        recs += _memcpy(gpu_breakdown)
+        recs += _exposed_comm(timeline)
+        recs += _fp32_matmul(table, precision, notes)
+    recs += _memory(memory, notes)
+    recs += _dataloader(table, steps)
+    recs += _conv_bias_bn(table, tree)
+    return Findings(tuple(recs), tuple(notes))
+
+
+def _utilization(timeline: Timeline) -> list[Recommendation]:
+    out = []
+    for d in timeline.devices:
+        if d.window_ns <= 0:
+            continue
+        util = d.busy_ns / d.window_ns
+        if util < LOW_UTILIZATION:
+            out.append(Recommendation(
+                rule="low_gpu_utilization", scope=_dev(d.device),
+                title="GPU mostly idle",
+                advice="The GPU waits on the host: batch more work per launch, overlap data "
+                       "loading, use CUDA graphs or torch.compile, or run independent work "
+                       "on more streams.",
+                measured=util, threshold=LOW_UTILIZATION, fires_when="below", unit="fraction",
+                evidence=(Evidence("GPU busy", d.busy_ns, "ns"),
+                          Evidence("GPU window", d.window_ns, "ns"),
+                          Evidence("idle", d.idle_ns, "ns")),
+            ))
+    return out
+
+
+def _precision(precision: Precision, gpu_bd: Breakdown) -> list[Recommendation]:
+    if not gpu_bd.total_ns or precision.eligible_ns <= 0:
+        return []
+    eligible_share = precision.eligible_ns / gpu_bd.total_ns
+    low = precision.low_precision_share or 0.0
+    if eligible_share < LOW_PRECISION_ELIGIBLE or low >= LOW_PRECISION_SHARE:
+        return []
+    return [Recommendation(
+        rule="reduced_precision_unused", scope="trace",
+        title="GEMM/convolution time not in reduced precision",
+        advice="Run the model under torch.autocast (bf16 or fp16) so GEMMs and convolutions "
+               "use tensor/matrix cores at 16-bit precision.",
+        measured=low, threshold=LOW_PRECISION_SHARE, fires_when="below", unit="fraction",
+        evidence=(Evidence("GEMM + convolution kernel time", precision.eligible_ns, "ns"),
+                  Evidence("share of GPU time", eligible_share, "fraction"),
+                  Evidence("in fp16/bf16/fp8 kernels", precision.low_precision_ns, "ns")),
+    )]
+
+
+def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline) -> list[Recommendation]:
+    kernels = gpu.row[table.cat[gpu.row] == Cat.KERNEL]
+    if len(kernels) < SHORT_KERNEL_MIN_COUNT:
+        return []
+    dur = table.dur_ns[kernels]
+    short = float((dur < SHORT_KERNEL_NS).mean())
+    if short < SHORT_KERNEL_SHARE:
+        return []
+    return [Recommendation(
+        rule="launch_bound", scope="trace",
+        title="Many short kernels (launch-bound)",
+        advice="Most kernels run for less than their launch cost: fuse them (torch.compile), "
+               "capture them in CUDA graphs, or give each kernel more work (larger batches).",
+        measured=short, threshold=SHORT_KERNEL_SHARE, fires_when="above", unit="fraction",
+        evidence=(Evidence("kernels", len(kernels), "count"),
+                  Evidence("shorter than", SHORT_KERNEL_NS, "ns"),
+                  Evidence("median kernel", int(np.median(dur)), "ns"),
+                  Evidence("GPU idle share", timeline.idle_share or 0.0, "fraction")),
+    )]
+
+
+def _memcpy(gpu_bd: Breakdown) -> list[Recommendation]:
+    if not gpu_bd.total_ns:
+        return []
+    memcpy = gpu_bd.ns(classify.MEMCPY)
+    share = memcpy / gpu_bd.total_ns
+    if share < MEMCPY_SHARE:
+        return []
+    return [Recommendation(
+        rule="memcpy_share", scope="trace",
+        title="Large share of GPU time in memory copies",
+        advice="Keep tensors on the device, create inputs there, and use pinned memory with "
+               "non_blocking=True for the copies that remain.",
+        measured=share, threshold=MEMCPY_SHARE, fires_when="above", unit="fraction",
+        evidence=(Evidence("memcpy time", memcpy, "ns"),
+                  Evidence("GPU activity time", gpu_bd.total_ns, "ns")),
+    )]
+
+
+def _exposed_comm(timeline: Timeline) -> list[Recommendation]:
+    out = []
+    for d in timeline.devices:
+        if d.window_ns <= 0 or not d.communication_busy_ns:
+            continue
+        share = d.exposed_communication_ns / d.window_ns
+        if share >= EXPOSED_COMM_SHARE:
+            out.append(Recommendation(
+                rule="exposed_communication", scope=_dev(d.device),
+                title="Communication not hidden behind computation",
+                advice="Overlap collectives with compute: DDP bucketing (bucket_cap_mb), "
+                       "gradient accumulation with no_sync, or FSDP prefetching.",
+                measured=share, threshold=EXPOSED_COMM_SHARE, fires_when="above",
+                unit="fraction",
+                evidence=(Evidence("communication busy", d.communication_busy_ns, "ns"),
+                          Evidence("overlapped with computation", d.comm_compute_overlap_ns,
+                                   "ns"),
+                          Evidence("exposed", d.exposed_communication_ns, "ns"),
+                          Evidence("GPU window", d.window_ns, "ns")),
+            ))
+    return out
+
+
+def _fp32_matmul(table: EventTable, precision: Precision, notes: list[str]) -> list[Recommendation]:
+    props = table.meta.device_properties
+    nvidia = [p for p in props if p.get("warpSize") == 32
+              and isinstance(p.get("computeMajor"), int)]
+    if not nvidia:
+        notes.append("fp32-matmul rule: no NVIDIA deviceProperties (compute capability unknown)")
+        return []
+    major = max(int(p["computeMajor"]) for p in nvidia)
+    if major < TENSOR_CORE_MAJOR or precision.gemm_ns <= 0:
+        return []
+    share = precision.gemm_fp32_simt_ns / precision.gemm_ns
+    if share < FP32_GEMM_SHARE:
+        return []
+    ev = [Evidence("compute capability", f"{major}.x", ""),
+          Evidence("GEMM kernel time", precision.gemm_ns, "ns"),
+          Evidence("in fp32 (non tensor-core) kernels", precision.gemm_fp32_simt_ns, "ns")]
+    ev += [Evidence(f"kernel {name}", ns, "ns") for name, ns in precision.fp32_simt_top[:3]]
+    return [Recommendation(
+        rule="fp32_matmul_on_tensor_core_gpu", scope="trace",
+        title="fp32 matmuls on a GPU with TF32 tensor cores",
+        advice="Allow TF32 for matmuls: torch.set_float32_matmul_precision('high') "
+               "(or use autocast).",
+        measured=share, threshold=FP32_GEMM_SHARE, fires_when="above", unit="fraction",
+        evidence=tuple(ev),
+    )]
+
+
+def _memory(memory: Memory, notes: list[str]) -> list[Recommendation]:
+    if not memory.recorded:
+        notes.append("memory rule: no [memory] events (profile_memory was off)")
+        return []
+    out = []
+    for d in memory.devices:
+        if not d.capacity_bytes:
+            continue
+        peak = d.peak_reserved_bytes if d.peak_reserved_bytes is not None \
+            else d.peak_allocated_bytes
+        frac = peak / d.capacity_bytes
+        if frac >= MEMORY_NEAR_CAPACITY:
+            out.append(Recommendation(
+                rule="memory_near_capacity", scope=d.device,
+                title="Memory near device capacity",
+                advice="Reduce activation memory (activation checkpointing, smaller batch, "
+                       "reduced precision) before the next allocation fails.",
+                measured=frac, threshold=MEMORY_NEAR_CAPACITY, fires_when="above",
+                unit="fraction",
+                evidence=(Evidence("peak", peak, "bytes"),
+                          Evidence("device memory", d.capacity_bytes, "bytes")),
+            ))
+    return out
+
+
+def _dataloader(table: EventTable, steps: Steps) -> list[Recommendation]:
+    ids = [i for i, n in enumerate(table.names) if _DATALOADER.search(n)]
+    window = steps.end_ns - steps.start_ns
+    if not ids or window <= 0:
+        return []
+    cpu = np.isin(table.cat, np.array([int(Cat.CPU_OP), int(Cat.USER_ANNOTATION)],
+                                      dtype=table.cat.dtype))
+    rows = np.flatnonzero(cpu & np.isin(table.name, np.array(ids)))
+    from profiler_kit.analysis import intervals
+
+    start = np.clip(table.ts_ns[rows], steps.start_ns, steps.end_ns)
+    end = np.clip(table.ts_ns[rows] + table.dur_ns[rows], steps.start_ns, steps.end_ns)
+    loader_ns = intervals.length(start, end)
+    share = loader_ns / window
+    if share < DATALOADER_SHARE:
+        return []
+    return [Recommendation(
+        rule="dataloader_share", scope="trace",
+        title="Large share of time waiting for data",
+        advice="Use more DataLoader workers, pin_memory=True, persistent_workers=True and "
+               "prefetching, or move preprocessing to the GPU.",
+        measured=share, threshold=DATALOADER_SHARE, fires_when="above", unit="fraction",
+        evidence=(Evidence("data-loader time", loader_ns, "ns"),
+                  Evidence("steps window" if steps.source == "ProfilerStep" else "trace window",
+                           window, "ns"),
+                  Evidence("data-loader spans", len(rows), "count")),
+    )]
+
+
+def _conv_bias_bn(table: EventTable, tree: OpTree) -> list[Recommendation]:
+    """A convolution with a bias whose output goes straight into batch norm wastes the bias."""
+    n = len(tree)
+    if not n:
+        return []
+    conv = classify.CLASS_INDEX[classify.CONVOLUTION]
+    bn = classify.CLASS_INDEX[classify.BATCHNORM]
+    is_op = table.cat[tree.row] == Cat.CPU_OP
+    parent_cls = np.where(tree.parent >= 0, tree.own_klass[np.maximum(tree.parent, 0)], -1)
+    # Outermost convolution ops (aten::conv2d, not its aten::_convolution children).
+    convs = np.flatnonzero(is_op & (tree.own_klass == conv) & (parent_cls != conv))
+    if not len(convs):
+        return []
+    nxt = _next_sibling(tree)
+    follow = nxt[convs]
+    ok = follow >= 0
+    convs, follow = convs[ok], follow[ok]
+    pairs = convs[tree.own_klass[follow] == bn]
+    if not len(pairs):
+        return []
+    with_bias = [int(c) for c in pairs.tolist() if _conv_has_bias(table, tree, int(c))]
+    if not with_bias:
+        return []
+    example = table.names[int(table.name[tree.row[with_bias[0]]])]
+    follower = table.names[int(table.name[tree.row[nxt[with_bias[0]]]])]
+    return [Recommendation(
+        rule="conv_bias_before_batchnorm", scope="trace",
+        title="Convolution bias followed by batch norm",
+        advice="Batch norm subtracts the mean right after, so the convolution's bias does "
+               "nothing: build those convolutions with bias=False.",
+        measured=len(with_bias), threshold=1, fires_when="above", unit="count",
+        evidence=(Evidence("conv ops with a bias followed by batch norm", len(with_bias),
+                           "count"),
+                  Evidence("conv ops followed by batch norm", len(pairs), "count"),
+                  Evidence("example", f"{example} -> {follower}", "")),
+    )]
+
+
+def _next_sibling(tree: OpTree) -> np.ndarray:
+    """The node that follows each node under the same parent on the same thread (-1: none)."""
+    n = len(tree)
+    order = np.lexsort((np.arange(n), tree.parent, tree.thread))
+    same = (tree.parent[order][1:] == tree.parent[order][:-1]) & (
+        tree.thread[order][1:] == tree.thread[order][:-1])
+    nxt = np.full(n, -1, dtype=np.int64)
+    nxt[order[:-1][same]] = order[1:][same]
+    return nxt
+
+
+def _conv_has_bias(table: EventTable, tree: OpTree, node: int) -> bool:
+    """Input Dims when the trace recorded shapes; else a bias ``add_`` inside the conv (cuDNN)."""
+    dims = getattr(table, "input_dims", None)
+    row = int(tree.row[node])
+    if dims is not None and row in dims:
+        shapes = dims[row]
+        return len(shapes) >= 3 and isinstance(shapes[2], list) and len(shapes[2]) > 0
+    end = tree.end_ns[node]
+    j = node + 1
+    while j < len(tree) and tree.thread[j] == tree.thread[node] and tree.start_ns[j] < end:
+        if _BIAS_ADD.match(table.names[int(table.name[tree.row[j]])]):
+            return True
+        j += 1
+    return False

@@ -1,0 +1,140 @@
+"""One trace, fully analyzed: :func:`analyze_table` bundles every analysis into a ``TraceAnalysis``.
+
+This is what ``profkit analyze``, ``profkit compare`` and ``profkit run``'s summary
+read. It holds raw numbers only (ns, bytes, fractions); renderers format them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from profiler_kit.analysis.attribution import attribute_gpu
+from profiler_kit.analysis.hotspots import (
+    Breakdown,
+    NameTotal,
+    cpu_breakdown,
+    gpu_breakdown,
+    kernel_table,
+)
+from profiler_kit.analysis.memory import Memory, analyze_memory
+from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.phases import Phases, analyze_phases
+from profiler_kit.analysis.precision import Precision, analyze_precision
+from profiler_kit.analysis.recommend import Recommendation, recommend
+from profiler_kit.analysis.steps import Steps, analyze_steps
+from profiler_kit.analysis.timeline import Timeline, analyze_timeline
+from profiler_kit.trace.table import EventTable
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What ``deviceProperties`` says about one GPU (fields the trace lacks are None)."""
+
+    id: int
+    name: str | None
+    total_memory_bytes: int | None
+    compute_capability: str | None
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """How GPU activities were linked to the ops that launched them."""
+
+    by_correlation: int
+    by_external_id: int
+    unlinked: int  # classed by kernel name alone
+
+
+@dataclass(frozen=True)
+class TraceAnalysis:
+    path: str
+    label: str
+    rank: int | None
+    world_size: int | None
+    devices: tuple[DeviceInfo, ...]
+    events: int
+    skipped: dict[str, int]
+    gpu: Breakdown  # all GPU activity (kernels, memcpy, memset) by class
+    gpu_by_device: tuple[tuple[int, Breakdown], ...]  # only when several devices
+    cpu: Breakdown  # CPU op self time by class
+    kernels: tuple[NameTotal, ...]  # every GPU activity name, largest total first
+    attribution: Attribution
+    timeline: Timeline
+    steps: Steps
+    precision: Precision
+    memory: Memory
+    phases: Phases
+    recommendations: tuple[Recommendation, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpu.count > 0
+
+
+def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> TraceAnalysis:
+    """Run every analysis on one event table."""
+    tree = build_op_tree(table)
+    gpu = attribute_gpu(table, tree)
+    gpu_bd = gpu_breakdown(table, gpu, top=top)
+    devices = np.unique(table.device[gpu.row]) if len(gpu) else np.zeros(0, dtype=np.int64)
+    by_device: tuple[tuple[int, Breakdown], ...] = ()
+    if len(devices) > 1:
+        by_device = tuple(
+            (int(d), gpu_breakdown(table, gpu, table.device[gpu.row] == d, top=top))
+            for d in devices.tolist()
+        )
+    timeline = analyze_timeline(table, gpu)
+    steps = analyze_steps(table)
+    precision = analyze_precision(table, gpu, top=top)
+    memory = analyze_memory(table, tree, top=max(top, 10))
+    phases = analyze_phases(table, steps.end_ns - steps.start_ns)
+    findings = recommend(table, tree, gpu, gpu_bd, timeline, steps, precision, memory)
+    meta = table.meta
+    notes = list(findings.notes)
+    if steps.source == "window":
+        notes.insert(0, "no ProfilerStep# spans: step figures describe the whole trace window")
+    return TraceAnalysis(
+        path=str(meta.path),
+        label=label or meta.trace_name or str(meta.path),
+        rank=meta.rank,
+        world_size=_int_or_none(meta.distributed_info.get("world_size")),
+        devices=tuple(_device_info(p) for p in meta.device_properties),
+        events=len(table),
+        skipped=dict(table.skipped),
+        gpu=gpu_bd,
+        gpu_by_device=by_device,
+        cpu=cpu_breakdown(table, tree, top=top),
+        kernels=tuple(kernel_table(table, gpu)),
+        attribution=Attribution(
+            by_correlation=int((gpu.linked_by == 1).sum()),
+            by_external_id=int((gpu.linked_by == 2).sum()),
+            unlinked=int((gpu.linked_by == 0).sum()),
+        ),
+        timeline=timeline,
+        steps=steps,
+        precision=precision,
+        memory=memory,
+        phases=phases,
+        recommendations=findings.recommendations,
+        notes=tuple(notes),
+    )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _device_info(p: dict[str, Any]) -> DeviceInfo:
+    major, minor = p.get("computeMajor"), p.get("computeMinor")
+    cc = f"{major}.{minor}" if isinstance(major, int) and isinstance(minor, int) else None
+    name = p.get("name")
+    return DeviceInfo(
+        id=_int_or_none(p.get("id")) if _int_or_none(p.get("id")) is not None else -1,
+        name=name if isinstance(name, str) else None,
+        total_memory_bytes=_int_or_none(p.get("totalGlobalMem")),
+        compute_capability=cc,
+    )
