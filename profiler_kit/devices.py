@@ -1,0 +1,144 @@
+"""Devices: which ones exist, synchronizing every one in use, peak memory, AMP dtype.
+
+A sample is only sound when every device the strategy touched has finished its
+work, so :func:`synchronize` takes the whole list, not just the current device.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import socket
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+
+from profiler_kit.errors import UsageError
+from profiler_kit.scenario import CUDA, MULTI_GPU, Strategy
+
+
+def cuda_count() -> int:
+    """Number of usable CUDA devices (0 when torch has no CUDA or no GPU is present)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def resolve(requested: str) -> str:
+    """``auto`` / ``cpu`` / ``cuda`` / ``cuda:N`` -> the device the run uses, or UsageError."""
+    requested = requested.strip().lower()
+    if requested == "auto":
+        return "cuda" if cuda_count() > 0 else "cpu"
+    if requested == "cpu":
+        return "cpu"
+    if requested == "cuda" or requested.startswith("cuda:"):
+        count = cuda_count()
+        if count == 0:
+            raise UsageError(
+                f"--device {requested}: this machine has no CUDA device; use --device cpu"
+            )
+        if ":" in requested:
+            index = requested.split(":", 1)[1]
+            if not index.isdigit() or int(index) >= count:
+                raise UsageError(
+                    f"--device {requested}: no such device; this machine has {count} CUDA device(s)"
+                )
+        return requested
+    raise UsageError(f"--device {requested!r}: choose auto, cpu, cuda or cuda:N")
+
+
+def unmet_requirement(strategy: Strategy, device: str) -> str | None:
+    """Why ``strategy`` cannot run on this machine with this run device, or None if it can."""
+    for need in strategy.requires:
+        if need == CUDA:
+            if cuda_count() == 0:
+                return "needs CUDA; this machine has none"
+            if not device.startswith("cuda"):
+                return f"needs CUDA; the run's device is {device}"
+        elif need == MULTI_GPU:
+            count = cuda_count()
+            if count < 2:
+                return f"needs ≥2 GPUs; found {count}"
+            if not device.startswith("cuda"):
+                return f"needs ≥2 GPUs; the run's device is {device}"
+        else:
+            return f"needs {need}, which profkit cannot check"
+    if strategy.processes and strategy.world_size > 1 and device.startswith("cuda"):
+        count = cuda_count()
+        if count < strategy.world_size:
+            return f"needs {strategy.world_size} GPUs (one per rank); found {count}"
+    return None
+
+
+def amp_dtype(device: str) -> str:
+    """The autocast dtype of AMP twins: float16 on CUDA, bfloat16 on CPU."""
+    return "float16" if device.startswith("cuda") else "bfloat16"
+
+
+def synchronize(devices: Iterable[Any]) -> None:
+    """Wait until every CUDA device in ``devices`` has finished its queued work (CPU: no-op)."""
+    for d in devices:
+        dev = torch.device(d)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
+
+def cuda_devices(devices: Iterable[Any]) -> list[torch.device]:
+    """The distinct CUDA devices among ``devices``, with explicit indices."""
+    found: dict[int, torch.device] = {}
+    for d in devices:
+        dev = torch.device(d)
+        if dev.type == "cuda":
+            index = dev.index if dev.index is not None else torch.cuda.current_device()
+            found[index] = torch.device("cuda", index)
+    return [found[i] for i in sorted(found)]
+
+
+def reset_peak_memory(devices: Iterable[Any]) -> None:
+    """Start a fresh peak for every CUDA device in ``devices``."""
+    for dev in cuda_devices(devices):
+        torch.cuda.reset_peak_memory_stats(dev)
+
+
+def peak_memory(devices: Iterable[Any]) -> dict[str, dict[str, int]]:
+    """Peak allocated/reserved bytes per CUDA device since :func:`reset_peak_memory`."""
+    return {
+        str(dev): {
+            "allocated_bytes": int(torch.cuda.max_memory_allocated(dev)),
+            "reserved_bytes": int(torch.cuda.max_memory_reserved(dev)),
+        }
+        for dev in cuda_devices(devices)
+    }
+
+
+def environment(argv: list[str] | None = None) -> dict[str, Any]:
+    """What a reader of run.json needs to know about the machine and software."""
+    try:
+        import torchvision
+
+        torchvision_version: str | None = torchvision.__version__
+    except ImportError:  # pragma: no cover - torchvision is a run dependency
+        torchvision_version = None
+    count = cuda_count()
+    cudnn = torch.backends.cudnn.version() if count else None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "torchvision": torchvision_version,
+        "cuda": torch.version.cuda,
+        "cudnn": cudnn,
+        "cuda_available": count > 0,
+        "device_count": count,
+        "devices": [torch.cuda.get_device_name(i) for i in range(count)],
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "cpu_threads": torch.get_num_threads(),
+        "hostname": socket.gethostname(),
+        "command_line": shlex.join(argv if argv is not None else sys.argv),
+    }
+
+
+def as_dict(memory: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    return {k: dict(v) for k, v in memory.items()}

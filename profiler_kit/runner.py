@@ -1,0 +1,432 @@
+"""Runs a scenario: every strategy at every point, measured, checked and recorded.
+
+``measure`` (re-exported here) measures one strategy in one process; ``run`` decides
+which strategies run, checks each against the baseline, records skipped and failed
+ones, and rewrites run.json after every strategy so an interrupted run keeps what
+finished.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import json
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from profiler_kit import artifacts, devices, equivalence, hotspot_summary, timing
+from profiler_kit.errors import UsageError
+from profiler_kit.measure import DEFAULT_WORKER, Measurement, MeasureOptions, measure
+from profiler_kit.results import (
+    FAILED,
+    INTERRUPTED,
+    OK,
+    SKIPPED,
+    Equivalence,
+    RunResult,
+    StrategyResult,
+)
+from profiler_kit.scenario import RunConfig, Scenario, Strategy
+
+__all__ = [
+    "DEFAULT_WORKER", "Measurement", "MeasureOptions", "RunObserver", "measure", "run",
+    "resolve_params", "select_strategies", "validate_options",
+]
+
+
+class RunObserver(Protocol):
+    """Told what the runner is doing, e.g. to draw progress bars."""
+
+    def strategy_started(self, label: str) -> None: ...
+
+    def progress(self, pass_name: str, done: int, total: int) -> None: ...
+
+    def strategy_finished(self, result: StrategyResult) -> None: ...
+
+
+# ---------------------------------------------------------------- parameters
+
+
+def _convert(param: Any, value: Any) -> Any:
+    """A value of the parameter's type, from Python or from a command-line string."""
+    kind = param.type
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise UsageError(f"{param.flag}: expected true or false, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (kind, str, int, float)):
+        raise UsageError(f"{param.flag}: expected {kind.__name__}, got {value!r}")
+    try:
+        converted = kind(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{param.flag}: expected {kind.__name__}, got {value!r}") from None
+    if kind is int and isinstance(value, float) and value != converted:
+        raise UsageError(f"{param.flag}: expected an integer, got {value!r}")
+    if param.min_value is not None and converted < param.min_value:
+        raise UsageError(f"{param.flag} must be at least {param.min_value:g}, got {value}")
+    if param.choices and converted not in param.choices:
+        known = ", ".join(str(c) for c in param.choices)
+        raise UsageError(f"{param.flag}: choose one of {known}, got {value!r}")
+    return converted
+
+
+def resolve_params(scenario: Scenario, given: Mapping[str, Any], device: str) -> dict[str, Any]:
+    """Every parameter's value (given, else the device's default), checked; sweep
+    parameters become tuples of values."""
+    known = {p.name for p in scenario.params}
+    for name in given:
+        if name not in known:
+            names = ", ".join(p.flag for p in scenario.params) or "none"
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(
+                f"scenario {scenario.name!r} has no parameter {flag} (its parameters: {names})"
+            )
+    resolved: dict[str, Any] = {}
+    for p in scenario.params:
+        value = given.get(p.name)
+        if value is None:
+            value = p.default_for(device)
+        if p.sweep:
+            items = value.split(",") if isinstance(value, str) else value
+            items = items if isinstance(items, (list, tuple)) else [items]
+            items = [v for v in items if not (isinstance(v, str) and not v.strip())]
+            if not items:
+                raise UsageError(f"{p.flag}: give at least one value")
+            resolved[p.name] = tuple(_convert(p, v) for v in items)
+        else:
+            resolved[p.name] = _convert(p, value)
+    return resolved
+
+
+def points_of(scenario: Scenario, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The sweep points: one dict of swept values each (``[{}]`` without a sweep)."""
+    swept = [p.name for p in scenario.params if p.sweep]
+    if not swept:
+        return [{}]
+    return [dict(zip(swept, combo, strict=True))
+            for combo in itertools.product(*(params[n] for n in swept))]
+
+
+def validate_options(options: MeasureOptions) -> None:
+    checks = (
+        ("--iterations", options.iterations, 1),
+        ("--warmup", options.warmup, 0),
+        ("--profile-wait", options.profile_wait, 0),
+        ("--profile-warmup", options.profile_warmup, 0),
+        ("--profile-active", options.profile_active, 1),
+        ("--profile-repeat", options.profile_repeat, 1),
+    )
+    for flag, value, low in checks:
+        if value < low:
+            raise UsageError(f"{flag} must be at least {low}, got {value}")
+
+
+def select_strategies(
+    scenario: Scenario,
+    params: Mapping[str, Any],
+    names: Sequence[str] | None = None,
+    opt_in: Sequence[str] = (),
+    amp: bool = False,
+) -> list[Strategy]:
+    """The strategies of one point, baseline first, each AMP twin after its strategy."""
+    base = scenario.expand(params)
+    if amp and not scenario.supports_amp:
+        raise UsageError(f"scenario {scenario.name!r} has no AMP variants (--amp)")
+    known: dict[str, Strategy] = {}
+    for s in base:
+        known[s.name] = s
+        if scenario.supports_amp:
+            known[s.amp_twin().name] = s.amp_twin()
+    if names:
+        wanted = set()
+        for n in names:
+            if n not in known:
+                raise UsageError(
+                    f"scenario {scenario.name!r} has no strategy {n!r} "
+                    f"(choose from {', '.join(known)})"
+                )
+            wanted.add(n)
+    else:
+        wanted = {s.name for s in base if s.opt_in is None or s.opt_in in set(opt_in)}
+    if amp:
+        wanted |= {known[n].amp_twin().name for n in list(wanted) if not known[n].amp}
+    chosen: list[Strategy] = []
+    for s in base:
+        if s.name in wanted:
+            chosen.append(s)
+        twin = f"{s.name}+amp"
+        if twin in wanted and twin in known:
+            chosen.append(known[twin])
+    chosen.sort(key=lambda s: s.name != scenario.baseline)
+    return chosen
+
+
+# ---------------------------------------------------------------- the run
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _Run:
+    """The state of one run in progress; ``save`` rewrites run.json from it."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+
+    def add(self, strategy: StrategyResult) -> None:
+        self.result = replace(self.result, strategies=(*self.result.strategies, strategy))
+        self.save()
+
+    def save(self) -> None:
+        artifacts.write_json_atomic(self.result.run_dir / artifacts.RUN_JSON,
+                                    self.result.to_json())
+
+
+def run(
+    scenario: Scenario,
+    params: Mapping[str, Any] | None = None,
+    *,
+    device: str = "auto",
+    strategies: Sequence[str] | None = None,
+    opt_in: Sequence[str] = (),
+    amp: bool = False,
+    options: MeasureOptions | None = None,
+    out: str | Path = "traces",
+    seed: int = 0,
+    argv: list[str] | None = None,
+    observer: RunObserver | None = None,
+) -> RunResult:
+    """Measure every selected strategy of ``scenario`` at every point; write the run folder.
+
+    Bad input raises UsageError before anything runs. A failing strategy is recorded
+    and the others still run; Ctrl-C ends the run with what finished recorded and
+    ``interrupted`` set.
+    """
+    options = options or MeasureOptions()
+    validate_options(options)
+    device = devices.resolve(device)
+    resolved = resolve_params(scenario, params or {}, device)
+    points = points_of(scenario, resolved)
+    plans = []
+    for point in points:
+        point_params = {**resolved, **point}
+        validate = getattr(scenario, "validate", None)
+        if callable(validate):
+            validate(point_params)
+        chosen = select_strategies(scenario, point_params, strategies, opt_in, amp)
+        plans.append((point, point_params, chosen))
+
+    run_dir = artifacts.new_run_dir(out, scenario.name)
+    state = _Run(RunResult(
+        run_dir=run_dir,
+        scenario=scenario.name,
+        description=scenario.description,
+        baseline=scenario.baseline,
+        item_unit=scenario.item_unit,
+        device=device,
+        params=resolved,
+        sweep=tuple(p.name for p in scenario.params if p.sweep),
+        points=tuple(points) if points != [{}] else (),
+        options=asdict(options),
+        environment=devices.environment(argv),
+        strategies=(),
+        started_at=_now(),
+        seed=seed,
+    ))
+    state.save()
+    try:
+        for point, point_params, chosen in plans:
+            _run_point(state, scenario, point, point_params, chosen, device, seed, options,
+                       observer)
+    except KeyboardInterrupt:
+        state.result = replace(state.result, interrupted=True)
+    state.result = replace(state.result, finished_at=_now())
+    state.save()
+    return state.result
+
+
+def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
+               point_params: Mapping[str, Any], chosen: list[Strategy], device: str,
+               seed: int, options: MeasureOptions, observer: RunObserver | None) -> None:
+    label = artifacts.point_dir_name(point)
+    reference: list[Any] | None = None
+    reference_note = ""
+    baseline_median: float | None = None
+    baseline_needed = any(s.name != scenario.baseline and not s.processes for s in chosen)
+    if baseline_needed and scenario.baseline not in {s.name for s in chosen}:
+        reference, reference_note = _reference(scenario, point_params, device, seed)
+
+    for strategy in chosen:
+        common = dict(name=strategy.name, point=label, point_params=dict(point_params),
+                      amp=strategy.amp,
+                      amp_dtype=devices.amp_dtype(device) if strategy.amp else None)
+        if observer:
+            observer.strategy_started(f"{label}/{strategy.name}" if label else strategy.name)
+        reason = devices.unmet_requirement(strategy, device)
+        if reason:
+            result = StrategyResult(status=SKIPPED, reason=reason, **common)
+            state.add(result)
+            if observer:
+                observer.strategy_finished(result)
+            continue
+        rel_dir = f"{label}/{strategy.name}" if label else strategy.name
+        config = RunConfig(params=dict(point_params), device=device,
+                           amp_dtype=common["amp_dtype"], seed=seed)
+        is_baseline = strategy.name == scenario.baseline
+        try:
+            result, outputs = _measure_strategy(
+                scenario, strategy, config, options, state.result.run_dir, rel_dir, common,
+                reference if not is_baseline else None,
+                reference_note, observer,
+            )
+        except KeyboardInterrupt:
+            state.add(StrategyResult(status=INTERRUPTED, error="interrupted (Ctrl-C)",
+                                     dir=rel_dir, **common))
+            raise
+        except UsageError:
+            raise
+        except Exception as exc:  # a failing strategy must not end the run
+            _free_device_memory()
+            result = StrategyResult(
+                status=FAILED, error=_one_line(exc), traceback=traceback.format_exc(),
+                dir=rel_dir, **common,
+            )
+            outputs = None
+        if is_baseline and result.status == OK:
+            if outputs is not None:
+                reference = outputs
+            if result.stats:
+                baseline_median = result.stats.median_ns
+        elif is_baseline and result.status == FAILED:
+            reference_note = f"the baseline {scenario.baseline!r} failed"
+        if result.status == OK and result.stats:
+            result = replace(result, speedup=timing.speedup(baseline_median,
+                                                            result.stats.median_ns))
+        state.add(result)
+        if observer:
+            observer.strategy_finished(result)
+
+
+def _reference(scenario: Scenario, params: Mapping[str, Any], device: str,
+               seed: int) -> tuple[list[Any] | None, str]:
+    """The baseline's outputs when the baseline itself is not part of the run."""
+    base = next((s for s in scenario.expand(params) if s.name == scenario.baseline), None)
+    if base is None or devices.unmet_requirement(base, device):
+        return None, f"the baseline {scenario.baseline!r} cannot run here"
+    workload = scenario.build(base, RunConfig(params=dict(params), device=device, seed=seed))
+    try:
+        return equivalence.snapshot(workload.outputs()), ""
+    finally:
+        workload.close()
+
+
+def _measure_strategy(
+    scenario: Scenario, strategy: Strategy, config: RunConfig, options: MeasureOptions,
+    run_dir: Path, rel_dir: str, common: dict[str, Any],
+    reference: list[Any] | None, reference_note: str, observer: RunObserver | None,
+) -> tuple[StrategyResult, list[Any] | None]:
+    progress = observer.progress if observer else None
+    strategy_dir = run_dir / rel_dir
+    if strategy.processes:
+        from profiler_kit import distributed  # written for multi-process strategies
+
+        per_rank = distributed.run_strategy(scenario, strategy, config, options, strategy_dir)
+        check = Equivalence(False, True, detail="checked by the ranks, if at all")
+        return _result_from(per_rank, run_dir, rel_dir, common, check), None
+
+    workload = scenario.build(strategy, config)
+    try:
+        if progress:
+            progress("checking", 0, 1)
+        outputs = equivalence.snapshot(workload.outputs())
+        if strategy.name == scenario.baseline:
+            check = Equivalence(True, True, 0.0, None, "baseline", "this is the baseline")
+        elif reference is None:
+            check = Equivalence(False, True, detail=reference_note or "no baseline outputs")
+        else:
+            check = equivalence.compare(reference, outputs, config.amp_dtype)
+        if not check.ok:
+            return StrategyResult(
+                status=FAILED, dir=rel_dir, equivalence=check,
+                error=f"does not compute what {scenario.baseline!r} computes: {check.detail}",
+                **common,
+            ), None
+        measurement = measure(workload, options, strategy_dir, DEFAULT_WORKER, progress)
+    finally:
+        workload.close()
+    return _result_from([measurement], run_dir, rel_dir, common, check), outputs
+
+
+def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
+                 common: dict[str, Any], check: Equivalence) -> StrategyResult:
+    """One result from one measurement per rank: each step is the slowest rank's."""
+    first = per_rank[0]
+    multi = len(per_rank) > 1
+    samples = (timing.slowest_rank([m.samples_ns for m in per_rank]) if multi
+               else first.samples_ns)
+    profiled = (timing.slowest_rank([m.profiled_samples_ns for m in per_rank]) if multi
+                else first.profiled_samples_ns)
+    st = timing.stats(samples)
+    items = sum(m.items_per_step for m in per_rank)
+    memory: dict[str, dict[str, int]] = {}
+    for rank, m in enumerate(per_rank):
+        for dev_name, values in m.peak_memory.items():
+            key = f"rank{rank}:{dev_name}" if multi else dev_name
+            memory[key] = dict(values)
+    phases = {name: timing.stats(v) for name, v in first.phase_samples_ns.items() if v}
+    traces = tuple(_relative(f, run_dir) for m in per_rank for f in m.trace_files)
+    ka_files = tuple(_relative(f, run_dir) for m in per_rank for f in m.key_averages_files)
+    shares, basis = _hotspots(first.key_averages_files)
+    return StrategyResult(
+        status=OK, dir=rel_dir, samples_ns=tuple(samples), stats=st,
+        profiled=timing.stats(profiled) if profiled else None, phases=phases,
+        items_per_step=items, throughput_items_per_s=timing.throughput(items, st.median_ns),
+        peak_memory=memory, info=dict(first.info), trace_files=traces,
+        key_averages_files=ka_files, hotspots=shares, hotspot_basis=basis, equivalence=check,
+        per_rank_samples_ns=tuple(tuple(m.samples_ns) for m in per_rank) if multi else (),
+        **common,
+    )
+
+
+def _hotspots(key_averages_files: Sequence[str]) -> tuple[dict[str, float], str]:
+    for f in key_averages_files:
+        if f.endswith(".json"):
+            with open(f, encoding="utf-8") as fh:
+                return hotspot_summary.shares(json.load(fh))
+    return {}, ""
+
+
+def _relative(path: str, base: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}"[:500]
+
+
+def _free_device_memory() -> None:
+    """After a failure (e.g. out of memory) give cached blocks back before the next strategy."""
+    import gc
+
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - best effort cleanup
+        pass
