@@ -42,6 +42,7 @@ class Precision:
     gemm_ns: int
     gemm_fp32_simt_ns: int  # GEMM kernels with no tf32/f16/bf16/tensor-core marker
     fp32_simt_top: tuple[tuple[str, int], ...]  # (kernel name, total ns), largest first
+    gemm_fp32_simt_top: tuple[tuple[str, int], ...]  # the same, GEMM kernels only
 
     @property
     def low_precision_share(self) -> float | None:
@@ -75,12 +76,8 @@ def analyze_precision(table: EventTable, gpu: GpuActivity, top: int = 5) -> Prec
     low = low_lut[inverse] if len(uniq) else np.zeros(0, dtype=bool)
     tensor = tc_lut[inverse] if len(uniq) else np.zeros(0, dtype=bool)
     simt = ~tensor
-    totals = np.bincount(inverse[simt], weights=dur[simt], minlength=len(uniq)) if len(uniq) else []
-    simt_top = [
-        (table.names[int(uniq[i])], int(round(totals[i])))
-        for i in np.argsort(-np.asarray(totals), kind="stable")[:top].tolist()
-        if totals[i] > 0
-    ]
+    simt_top = _top(table, uniq, inverse, dur, simt, top)
+    gemm_top = _top(table, uniq, inverse, dur, simt & is_gemm, top)
     return Precision(
         eligible_ns=int(dur.sum()),
         low_precision_ns=int(dur[low].sum()),
@@ -88,5 +85,17 @@ def analyze_precision(table: EventTable, gpu: GpuActivity, top: int = 5) -> Prec
         fp32_simt_ns=int(dur[simt].sum()),
         gemm_ns=int(dur[is_gemm].sum()),
         gemm_fp32_simt_ns=int(dur[is_gemm & simt].sum()),
-        fp32_simt_top=tuple(simt_top),
+        fp32_simt_top=simt_top,
+        gemm_fp32_simt_top=gemm_top,
     )
+
+
+def _top(table: EventTable, uniq: np.ndarray, inverse: np.ndarray, dur: np.ndarray,
+         mask: np.ndarray, top: int) -> tuple[tuple[str, int], ...]:
+    """The ``top`` kernel names by total time among the rows in ``mask``."""
+    if not len(uniq):
+        return ()
+    totals = np.rint(np.bincount(inverse[mask], weights=dur[mask], minlength=len(uniq)))
+    order = np.argsort(-totals, kind="stable")[:top]
+    return tuple((table.names[int(uniq[i])], int(totals[i])) for i in order.tolist()
+                 if totals[i] > 0)

@@ -1,0 +1,97 @@
+"""``profkit analyze PATH...``: hotspots, timeline, memory and recommendations of any trace.
+
+Several traces (or a run folder) are each analyzed, then compared side by side.
+Never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from profiler_kit.cli import command
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="trace file (.json/.json.gz), strategy folder, run folder or logdir")
+    add_output_arguments(p)
+
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the analysis as JSON (schema profkit.analysis/1) to FILE, "
+                        "or to stdout when FILE is left out")
+    p.add_argument("--markdown", metavar="FILE", help="also write a Markdown report to FILE")
+    p.add_argument("--baseline", metavar="LABEL",
+                   help="trace label or path the others are compared against (default: first)")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="names to list per table (default 10)")
+
+
+def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True) -> int:
+    """Hand the results to the renderers the arguments ask for.
+
+    The console shows every analysis (``full``) or only the comparison; it stays
+    quiet when the JSON goes to stdout, so the output can be piped.
+    """
+    from pathlib import Path
+
+    from profiler_kit.errors import UsageError
+
+    inputs = {f.resolve() for f in (Path(a.path) for a in analyses)}
+    for out in (args.json, args.markdown):
+        if out and out != "-" and Path(out).resolve() in inputs:
+            raise UsageError(f"{out}: refusing to overwrite an input trace")
+    if args.json is not None:
+        from profiler_kit.render.analysis_json import dumps
+
+        text = dumps(analyses, comparison)
+        if args.json == "-":
+            import sys
+
+            sys.stdout.write(text)
+        else:
+            _write(args.json, text)
+    if args.markdown:
+        from profiler_kit.render.analysis_markdown import render as markdown
+
+        _write(args.markdown, markdown(analyses, comparison, top=args.top))
+    if args.json != "-":
+        from rich.console import Console
+
+        from profiler_kit.render.analysis_console import comparison_table, render
+
+        if full:
+            render(Console(), analyses, comparison, top=args.top)
+        elif comparison is not None:
+            Console().print(comparison_table(comparison))
+    return 0
+
+
+def _write(path: str, text: str) -> None:
+    """Write atomically: a reader never sees half a report."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from profiler_kit.errors import UsageError
+
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+@command("analyze", "hotspots, timeline, memory and recommendations from torch.profiler traces",
+         add_arguments)
+def analyze(args: argparse.Namespace) -> int:
+    from profiler_kit import api
+
+    analyses = api.analyze(args.paths, top=args.top)
+    comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
+    return emit(args, analyses, comparison)

@@ -1,0 +1,252 @@
+"""Rich console output for ``profkit analyze`` and ``profkit compare``. Formats, never computes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from profiler_kit.analysis.compare import Comparison, Metric
+from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.recommend import Evidence, Recommendation
+from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.render import units
+
+
+def short_name(name: str, width: int = 70) -> str:
+    """A kernel or op name cut to fit: no ``void``, no argument list, ``…`` when cut."""
+    if name.startswith("void "):
+        name = name[5:]
+    name = name.replace("(anonymous namespace)::", "")
+    depth = 0
+    for i, ch in enumerate(name):  # drop the parameter list after the template arguments
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0 and i > 0 and name[i - 1] != " " and name.endswith(")"):
+            name = name[:i]
+            break
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def value(v: float | int | str | None, unit: str) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if unit == "ns":
+        return units.duration(v)
+    if unit == "bytes":
+        return units.nbytes(v)
+    if unit == "fraction":
+        return units.percent(v)
+    if unit == "count":
+        return f"{int(v):,}"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _title(a: TraceAnalysis) -> Text:
+    parts = [f"{a.events:,} events"]
+    if a.rank is not None:
+        parts.insert(0, f"rank {a.rank}" + (f" of {a.world_size}" if a.world_size else ""))
+    names = sorted({d.name for d in a.devices if d.name})
+    if names:
+        parts.insert(0, ", ".join(names))
+    elif not a.has_gpu:
+        parts.insert(0, "CPU only")
+    t = Text(a.label, style="bold")
+    t.append(f"  ({'; '.join(parts)})", style="dim")
+    return t
+
+
+def _steps(a: TraceAnalysis) -> Text:
+    s = a.steps
+    if s.source == "window":
+        return Text("Steps: no ProfilerStep# spans; whole trace window "
+                    f"{units.duration(s.median_ns)}")
+    spread = f", IQR/median {units.percent(s.spread)}" if s.count > 1 else ""
+    return Text(
+        f"Steps: {s.count} × ProfilerStep, median {units.duration(s.median_ns)} "
+        f"(min {units.duration(s.min_ns)}, max {units.duration(s.max_ns)}{spread})"
+    )
+
+
+def _timeline(a: TraceAnalysis) -> Table | None:
+    if not a.timeline.devices:
+        return None
+    t = Table(title="GPU timeline", box=box.SIMPLE_HEAD, title_justify="left",
+              title_style="bold")
+    for col in ("device", "window", "busy", "idle", "streams (busy)", "2+ streams",
+                "comm.", "comm. exposed"):
+        t.add_column(col, justify="left" if col in ("device", "streams (busy)") else "right")
+    for d in a.timeline.devices:
+        streams = ", ".join(f"{s.stream}: {units.duration(s.busy_ns)}" for s in d.streams[:4])
+        if len(d.streams) > 4:
+            streams += f", +{len(d.streams) - 4}"
+        t.add_row(
+            f"gpu:{d.device}", units.duration(d.window_ns), units.duration(d.busy_ns),
+            f"{units.duration(d.idle_ns)} ({units.percent(d.idle_share)})", streams,
+            units.duration(d.multi_stream_ns), units.duration(d.communication_busy_ns),
+            units.duration(d.exposed_communication_ns),
+        )
+    if len(a.timeline.devices) > 1:
+        t.caption = f"time with 2+ devices busy: {units.duration(a.timeline.multi_device_ns)}"
+    return t
+
+
+def _breakdown(title: str, bd: Breakdown, what: str) -> Table:
+    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+    t.add_column("class")
+    t.add_column("count", justify="right")
+    t.add_column("time", justify="right")
+    t.add_column("share", justify="right")
+    t.add_column(f"top {what}", overflow="fold")
+    for c in bd.classes:
+        top = "\n".join(
+            f"{short_name(n.name, 60)} ×{n.count} {units.duration(n.total_ns)}" for n in c.top[:3]
+        )
+        t.add_row(c.klass, f"{c.count:,}", units.duration(c.total_ns), units.percent(c.share), top)
+    t.caption = f"total {units.duration(bd.total_ns)} in {bd.count:,} {what}"
+    return t
+
+
+def _kernels(a: TraceAnalysis, top: int) -> Table:
+    t = Table(title=f"Top GPU kernels (of {len(a.kernels):,} names)", box=box.SIMPLE_HEAD,
+              title_justify="left", title_style="bold")
+    t.add_column("kernel", overflow="fold")
+    t.add_column("class")
+    t.add_column("count", justify="right")
+    t.add_column("total", justify="right")
+    t.add_column("mean", justify="right")
+    for k in a.kernels[:top]:
+        t.add_row(short_name(k.name), k.klass, f"{k.count:,}", units.duration(k.total_ns),
+                  units.duration(k.total_ns / k.count if k.count else None))
+    return t
+
+
+def _precision(a: TraceAnalysis) -> Text | None:
+    p = a.precision
+    if not p.eligible_ns:
+        return None
+    return Text(
+        f"Precision: GEMM + convolution kernels {units.duration(p.eligible_ns)}; "
+        f"fp16/bf16/fp8 {units.percent(p.low_precision_share)}, "
+        f"tensor/matrix cores (incl. tf32) {units.percent(p.tensor_core_share)}"
+    )
+
+
+def _memory(a: TraceAnalysis) -> Table | Text:
+    m = a.memory
+    if not m.recorded:
+        return Text("Memory: not recorded (no [memory] events; profile with profile_memory=True)")
+    t = Table(title="Memory", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+    for col in ("device", "peak allocated", "peak reserved", "allocations", "capacity"):
+        t.add_column(col, justify="left" if col == "device" else "right")
+    for d in m.devices:
+        t.add_row(d.device, units.nbytes(d.peak_allocated_bytes),
+                  units.nbytes(d.peak_reserved_bytes), f"{d.allocations:,}",
+                  units.nbytes(d.capacity_bytes))
+    if m.top_ops:
+        t.caption = "allocated most: " + ", ".join(
+            f"{o.name} {units.nbytes(o.allocated_bytes)}" for o in m.top_ops[:4])
+    return t
+
+
+def _phases(a: TraceAnalysis, top: int) -> Table | None:
+    if not a.phases.phases:
+        return None
+    t = Table(title="Phases (record_function)", box=box.SIMPLE_HEAD, title_justify="left",
+              title_style="bold")
+    t.add_column("annotation", overflow="fold")
+    t.add_column("count", justify="right")
+    t.add_column("CPU time", justify="right")
+    t.add_column("GPU time", justify="right")
+    t.add_column("of window", justify="right")
+    for p in a.phases.phases[:top]:
+        t.add_row(short_name(p.name, 60), f"{p.count:,}", units.duration(p.cpu_total_ns),
+                  units.duration(p.gpu_total_ns) if p.gpu_total_ns else "-",
+                  units.percent(p.share_of_window))
+    return t
+
+
+def _evidence(ev: Sequence[Evidence]) -> str:
+    return "; ".join(f"{e.label} {value(e.value, e.unit)}" for e in ev)
+
+
+def recommendation_lines(r: Recommendation) -> tuple[str, str]:
+    """Headline (with measured vs threshold) and evidence line of one recommendation."""
+    cmp = "<" if r.fires_when == "below" else "≥"
+    head = (f"{r.title} [{r.scope}]: {value(r.measured, r.unit)} {cmp} "
+            f"{value(r.threshold, r.unit)} ({r.rule})")
+    return head, f"{r.advice} Evidence: {_evidence(r.evidence)}"
+
+
+def _recommendations(a: TraceAnalysis) -> Text:
+    t = Text()
+    if not a.recommendations:
+        t.append("Recommendations: none fired.\n", style="bold")
+    else:
+        t.append("Recommendations\n", style="bold")
+    for i, r in enumerate(a.recommendations, 1):
+        head, body = recommendation_lines(r)
+        t.append(f"{i}. {head}\n", style="yellow")
+        t.append(f"   {body}\n")
+    for n in a.notes:
+        t.append(f"note: {n}\n", style="dim")
+    return t
+
+
+def trace_view(a: TraceAnalysis, top: int = 10) -> Group:
+    parts: list = [_title(a), _steps(a)]
+    tl = _timeline(a)
+    if tl is not None:
+        parts.append(tl)
+    if a.has_gpu:
+        parts.append(_breakdown("GPU time by class", a.gpu, "kernels"))
+        for dev, bd in a.gpu_by_device:
+            parts.append(_breakdown(f"GPU time by class, gpu:{dev}", bd, "kernels"))
+        parts.append(_kernels(a, top))
+    if a.cpu.count:
+        parts.append(_breakdown("CPU ops by self time", a.cpu, "ops"))
+    prec = _precision(a)
+    if prec is not None:
+        parts.append(prec)
+    parts.append(_memory(a))
+    ph = _phases(a, top)
+    if ph is not None:
+        parts.append(ph)
+    parts.append(_recommendations(a))
+    return Group(*parts)
+
+
+def comparison_table(c: Comparison) -> Table:
+    t = Table(title=f"Comparison (baseline: {c.labels[c.baseline]}; best in bold green)",
+              box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+    t.add_column("metric")
+    for i, label in enumerate(c.labels):
+        t.add_column(label + (" (baseline)" if i == c.baseline else ""), justify="right",
+                     overflow="fold")
+    for m in c.metrics:
+        t.add_row(m.label, *(_cell(m, i, c.baseline) for i in range(len(c.labels))))
+    return t
+
+
+def _cell(m: Metric, i: int, baseline: int) -> Text:
+    text = value(m.values[i], m.unit)
+    if i != baseline and m.deltas[i] is not None:
+        text += f" ({units.signed_percent(m.deltas[i])})"
+    return Text(text, style="bold green" if m.best == i else "")
+
+
+def render(console: Console, analyses: Sequence[TraceAnalysis],
+           comparison: Comparison | None = None, top: int = 10) -> None:
+    """Print every analysis, then the comparison when there is one."""
+    for a in analyses:
+        console.print(Panel(trace_view(a, top), box=box.ROUNDED, expand=True))
+    if comparison is not None:
+        console.print(comparison_table(comparison))

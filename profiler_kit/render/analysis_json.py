@@ -1,0 +1,93 @@
+"""JSON for ``profkit analyze --json``: schema ``profkit.analysis/1`` (see docs/analysis-json.md).
+
+The document is the analyses' own fields, raw units (ns, bytes, fractions), with
+``klass`` spelled ``class``. Fields are only ever added within one schema version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from profiler_kit.analysis.compare import Comparison
+from profiler_kit.analysis.report import TraceAnalysis
+
+SCHEMA = "profkit.analysis/1"
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            ("class" if f.name == "klass" else f.name): _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+        }
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    return value
+
+
+def trace_document(a: TraceAnalysis) -> dict[str, Any]:
+    """One trace's analysis as plain JSON data."""
+    tl = a.timeline
+    return {
+        "label": a.label,
+        "path": a.path,
+        "rank": a.rank,
+        "world_size": a.world_size,
+        "devices": _plain(a.devices),
+        "events": a.events,
+        "skipped": dict(a.skipped),
+        "steps": _plain(a.steps),
+        "gpu_hotspots": _plain(a.gpu),
+        "gpu_hotspots_by_device": [
+            {"device": dev, **_plain(bd)} for dev, bd in a.gpu_by_device
+        ],
+        "cpu_hotspots": _plain(a.cpu),
+        "kernels": _plain(a.kernels),
+        "attribution": _plain(a.attribution),
+        "timeline": {
+            **_plain(tl),
+            "busy_ns": tl.busy_ns,
+            "window_ns": tl.window_ns,
+            "idle_share": tl.idle_share,
+        },
+        "precision": {
+            **_plain(a.precision),
+            "fp32_simt_top": [{"name": n, "total_ns": ns} for n, ns in a.precision.fp32_simt_top],
+            "low_precision_share": a.precision.low_precision_share,
+            "tensor_core_share": a.precision.tensor_core_share,
+        },
+        "memory": _plain(a.memory),
+        "phases": _plain(a.phases.phases),
+        "recommendations": _plain(a.recommendations),
+        "notes": list(a.notes),
+    }
+
+
+def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None) -> dict[str, Any]:
+    """The whole ``profkit analyze``/``compare`` result."""
+    comp = None
+    if comparison is not None:
+        comp = {
+            "labels": list(comparison.labels),
+            "baseline": comparison.labels[comparison.baseline],
+            "metrics": [
+                {**_plain(m), "best": comparison.labels[m.best] if m.best is not None else None}
+                for m in comparison.metrics
+            ],
+        }
+    return {
+        "schema": SCHEMA,
+        "traces": [trace_document(a) for a in analyses],
+        "comparison": comp,
+    }
+
+
+def dumps(analyses: Sequence[TraceAnalysis], comparison: Comparison | None) -> str:
+    return json.dumps(document(analyses, comparison), indent=1, allow_nan=False) + "\n"

@@ -1,0 +1,110 @@
+"""Markdown report for ``profkit analyze --markdown``. Formats, never computes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from profiler_kit.analysis.compare import Comparison
+from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.render import units
+from profiler_kit.render.analysis_console import recommendation_lines, short_name, value
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _breakdown(title: str, bd: Breakdown, what: str) -> list[str]:
+    rows = [
+        [c.klass, f"{c.count:,}", units.duration(c.total_ns), units.percent(c.share),
+         "; ".join(f"`{short_name(n.name, 60)}` {units.duration(n.total_ns)}" for n in c.top[:3])]
+        for c in bd.classes
+    ]
+    return [f"### {title}", ""] + _table(["class", "count", "time", "share", f"top {what}"], rows)
+
+
+def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
+    out = [f"## {a.label}", "", f"`{a.path}` — {a.events:,} events"
+           + (f", rank {a.rank}" if a.rank is not None else ""), ""]
+    s = a.steps
+    if s.source == "window":
+        out += [f"No `ProfilerStep#` spans: whole trace window {units.duration(s.median_ns)}.", ""]
+    else:
+        out += [f"Steps: {s.count}, median {units.duration(s.median_ns)} (min "
+                f"{units.duration(s.min_ns)}, max {units.duration(s.max_ns)}).", ""]
+    if a.timeline.devices:
+        rows = [[f"gpu:{d.device}", units.duration(d.window_ns), units.duration(d.busy_ns),
+                 units.percent(d.idle_share), units.duration(d.multi_stream_ns),
+                 units.duration(d.communication_busy_ns),
+                 units.duration(d.exposed_communication_ns)] for d in a.timeline.devices]
+        out += ["### GPU timeline", ""] + _table(
+            ["device", "window", "busy", "idle", "2+ streams", "comm.", "comm. exposed"], rows)
+    if a.has_gpu:
+        out += _breakdown("GPU time by class", a.gpu, "kernels")
+        rows = [[f"`{short_name(k.name)}`", k.klass, f"{k.count:,}", units.duration(k.total_ns)]
+                for k in a.kernels[:top]]
+        out += ["### Top GPU kernels", ""] + _table(["kernel", "class", "count", "total"], rows)
+    if a.cpu.count:
+        out += _breakdown("CPU ops by self time", a.cpu, "ops")
+    p = a.precision
+    if p.eligible_ns:
+        out += [f"Precision: GEMM + convolution {units.duration(p.eligible_ns)}; fp16/bf16/fp8 "
+                f"{units.percent(p.low_precision_share)}, tensor/matrix cores "
+                f"{units.percent(p.tensor_core_share)}.", ""]
+    m = a.memory
+    if not m.recorded:
+        out += ["Memory: not recorded.", ""]
+    else:
+        rows = [[d.device, units.nbytes(d.peak_allocated_bytes),
+                 units.nbytes(d.peak_reserved_bytes), units.nbytes(d.capacity_bytes)]
+                for d in m.devices]
+        out += ["### Memory", ""] + _table(["device", "peak allocated", "peak reserved",
+                                            "capacity"], rows)
+        if m.top_ops:
+            out += ["Allocated most: " + ", ".join(
+                f"`{o.name}` {units.nbytes(o.allocated_bytes)}" for o in m.top_ops[:5]), ""]
+    if a.phases.phases:
+        rows = [[f"`{ph.name}`", f"{ph.count:,}", units.duration(ph.cpu_total_ns),
+                 units.duration(ph.gpu_total_ns) if ph.gpu_total_ns else "-"]
+                for ph in a.phases.phases[:top]]
+        out += ["### Phases", ""] + _table(["annotation", "count", "CPU time", "GPU time"], rows)
+    out += ["### Recommendations", ""]
+    if not a.recommendations:
+        out.append("None fired.")
+    for r in a.recommendations:
+        head, body = recommendation_lines(r)
+        out.append(f"- **{head}**  \n  {body}")
+    out += [f"- _note: {n}_" for n in a.notes] + [""]
+    return out
+
+
+def comparison_section(c: Comparison) -> list[str]:
+    header = ["metric"] + [lab + (" (baseline)" if i == c.baseline else "")
+                           for i, lab in enumerate(c.labels)]
+    rows = []
+    for m in c.metrics:
+        cells = [m.label]
+        for i in range(len(c.labels)):
+            text = value(m.values[i], m.unit)
+            if i != c.baseline and m.deltas[i] is not None:
+                text += f" ({units.signed_percent(m.deltas[i])})"
+            cells.append(f"**{text}**" if m.best == i else text)
+        rows.append(cells)
+    return ["## Comparison", "", "Best value in bold.", ""] + _table(header, rows)
+
+
+def render(analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
+           top: int = 10) -> str:
+    out = ["# profkit analysis", ""]
+    if comparison is not None:
+        out += comparison_section(comparison)
+    for a in analyses:
+        out += trace_section(a, top)
+    return "\n".join(out) + "\n"
