@@ -35,7 +35,7 @@ DATALOADER_SHARE = 0.10  # data-loader time / steps window
 EXPOSED_COMM_SHARE = 0.10  # communication not overlapped with computation / device window
 MEMORY_NEAR_CAPACITY = 0.90  # peak / device memory
 FP32_GEMM_SHARE = 0.20  # share of GEMM time in fp32 (non tensor-core) kernels
-FP32_GEMM_MIN_GPU_SHARE = 0.05  # ... and those kernels' share of all GPU time
+FP32_GEMM_MIN_GPU_SHARE = 0.05  # ... and those kernels' share of GPU kernel time
 TENSOR_CORE_MAJOR = 8  # NVIDIA compute capability with TF32 tensor cores
 
 _DATALOADER = re.compile(r"DataLoader", re.IGNORECASE)
@@ -214,13 +214,14 @@ def _fp32_matmul(table: EventTable, precision: Precision, gpu_bd: Breakdown,
     if major < TENSOR_CORE_MAJOR or precision.gemm_ns <= 0:
         return []
     share = precision.gemm_fp32_simt_ns / precision.gemm_ns
-    gpu_share = precision.gemm_fp32_simt_ns / gpu_bd.total_ns if gpu_bd.total_ns else 0.0
+    compute = gpu_bd.total_ns - gpu_bd.ns(classify.MEMCPY) - gpu_bd.ns(classify.MEMSET)
+    gpu_share = precision.gemm_fp32_simt_ns / compute if compute > 0 else 0.0
     if share < FP32_GEMM_SHARE or gpu_share < FP32_GEMM_MIN_GPU_SHARE:
         return []
     ev = [Evidence("compute capability", f"{major}.x", ""),
           Evidence("GEMM kernel time", precision.gemm_ns, "ns"),
           Evidence("in fp32 (non tensor-core) kernels", precision.gemm_fp32_simt_ns, "ns"),
-          Evidence("share of GPU time", gpu_share, "fraction")]
+          Evidence("share of GPU kernel time", gpu_share, "fraction")]
     ev += [Evidence(f"kernel {name}", ns, "ns") for name, ns in precision.gemm_fp32_simt_top[:3]]
     return [Recommendation(
         rule="fp32_matmul_on_tensor_core_gpu", scope="trace",

@@ -1,0 +1,116 @@
+"""Each recommendation rule fires on a table built to cross its threshold, and not below it."""
+
+from __future__ import annotations
+
+from analysis_tables import Alloc, kernel, launch, make_table, op
+
+from profiler_kit.analysis import recommend as rules
+from profiler_kit.analysis.report import analyze_table
+from profiler_kit.trace.table import Cat
+
+A100 = [{"id": 0, "name": "NVIDIA A100", "totalGlobalMem": 1000, "computeMajor": 8,
+         "computeMinor": 0, "warpSize": 32}]
+
+
+def fired(table) -> dict:
+    return {r.rule: r for r in analyze_table(table).recommendations}
+
+
+def test_low_gpu_utilization_fires_below_threshold_only():
+    idle = fired(make_table([kernel("k", 0, 10), kernel("k", 90, 10)]))
+    busy = fired(make_table([kernel("k", 0, 60), kernel("k", 60, 40)]))
+    r = idle["low_gpu_utilization"]
+    assert r.measured == 0.2 and r.threshold == rules.LOW_UTILIZATION and r.fires_when == "below"
+    assert {e.label: e.value for e in r.evidence}["GPU busy"] == 20
+    assert "low_gpu_utilization" not in busy
+
+
+def test_reduced_precision_unused_and_fp32_matmul_on_ampere():
+    events = [op("aten::mm", 0, 100), launch(1, corr=1),
+              kernel("ampere_sgemm_128x64_nn", 10, 80, corr=1)]
+    got = fired(make_table(events, device_properties=A100))
+    assert got["reduced_precision_unused"].measured == 0.0
+    tf32 = got["fp32_matmul_on_tensor_core_gpu"]
+    assert tf32.measured == 1.0
+    assert any("ampere_sgemm_128x64_nn" in e.label for e in tf32.evidence)
+    bf16 = [op("aten::mm", 0, 100), launch(1, corr=1),
+            kernel("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_nn", 10, 80, corr=1)]
+    got = fired(make_table(bf16, device_properties=A100))
+    assert "reduced_precision_unused" not in got
+    assert "fp32_matmul_on_tensor_core_gpu" not in got
+
+
+def test_fp32_matmul_rule_needs_tensor_core_gpu():
+    events = [op("aten::mm", 0, 100), launch(1, corr=1), kernel("volta_sgemm", 10, 80, corr=1)]
+    v100 = [{**A100[0], "computeMajor": 7}]
+    assert "fp32_matmul_on_tensor_core_gpu" not in fired(make_table(events,
+                                                                    device_properties=v100))
+
+
+def test_launch_bound_many_short_kernels():
+    short = [kernel("k", i * 20, 5) for i in range(rules.SHORT_KERNEL_MIN_COUNT)]
+    r = fired(make_table(short))["launch_bound"]
+    assert r.measured == 1.0
+    long = [kernel("k", i * 30_000, 20_000) for i in range(rules.SHORT_KERNEL_MIN_COUNT)]
+    assert "launch_bound" not in fired(make_table(long))
+
+
+def test_memcpy_share():
+    got = fired(make_table([kernel("k", 0, 80), kernel("Memcpy HtoD", 80, 20, cat=Cat.MEMCPY)]))
+    assert got["memcpy_share"].measured == 0.2
+
+
+def test_exposed_communication():
+    events = [kernel("ncclKernel_AllReduce", 0, 50, stream=40), kernel("gemm_k", 40, 60)]
+    r = fired(make_table(events))["exposed_communication"]
+    assert r.measured == 40 / 100 and r.scope == "gpu:0"
+
+
+def test_dataloader_share_within_steps():
+    events = [
+        op("ProfilerStep#1", 0, 1000, cat=Cat.USER_ANNOTATION),
+        op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 300),
+        op("aten::mm", 400, 100),
+    ]
+    r = fired(make_table(events))["dataloader_share"]
+    assert r.measured == 0.3 and r.threshold == rules.DATALOADER_SHARE
+
+
+def test_memory_near_capacity_from_device_properties():
+    allocs = [Alloc(ts=10, nbytes=950, total_allocated=950, total_reserved=960),
+              Alloc(ts=20, nbytes=-950, total_allocated=0, total_reserved=960)]
+    got = fired(make_table([kernel("k", 0, 100)], allocs, device_properties=A100))
+    r = got["memory_near_capacity"]
+    assert r.measured == 0.96 and r.scope == "cuda:0"
+    low = [Alloc(ts=10, nbytes=100, total_allocated=100, total_reserved=200)]
+    assert "memory_near_capacity" not in fired(make_table([kernel("k", 0, 100)], low,
+                                                          device_properties=A100))
+
+
+def test_conv_bias_followed_by_batchnorm_from_the_bias_add():
+    events = [
+        op("aten::conv2d", 0, 100), op("aten::convolution", 5, 90),
+        op("aten::_convolution", 10, 80), op("aten::cudnn_convolution", 15, 40),
+        op("aten::add_", 60, 20),  # cuDNN adds the bias after the convolution
+        op("aten::batch_norm", 120, 50),
+    ]
+    r = fired(make_table(events))["conv_bias_before_batchnorm"]
+    assert r.measured == 1
+    no_bias = [e for e in events if e.name != "aten::add_"]
+    assert "conv_bias_before_batchnorm" not in fired(make_table(no_bias))
+    relu_between = events[:-1] + [op("aten::relu", 120, 10), op("aten::batch_norm", 140, 50)]
+    assert "conv_bias_before_batchnorm" not in fired(make_table(relu_between))
+
+
+def test_cpu_only_table_skips_gpu_rules_with_a_note():
+    a = analyze_table(make_table([op("aten::mm", 0, 10)]))
+    assert a.recommendations == ()
+    assert any("GPU rules not evaluated" in n for n in a.notes)
+    assert any("no ProfilerStep# spans" in n for n in a.notes)
+
+
+def test_odd_but_valid_tables_do_not_crash():
+    for events in ([], [kernel("k", 5, 0)], [op("x", 0, 0)], [launch(0, corr=3)],
+                   [kernel("k", 0, 10, corr=99)]):
+        a = analyze_table(make_table(events))
+        assert a.events == len(events)
