@@ -60,7 +60,7 @@ _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...
     ("multi_stream_ns", "time with 2+ streams busy", "ns", "higher",
      _gpu(lambda a: sum(d.multi_stream_ns for d in a.timeline.devices))),
     ("multi_device_ns", "time with 2+ devices busy", "ns", "higher",
-     _gpu(lambda a: a.timeline.multi_device_ns)),
+     _gpu(lambda a: a.timeline.multi_device_ns if len(a.timeline.devices) > 1 else None)),
     ("comm_compute_overlap_ns", "communication overlapped", "ns", "higher",
      _gpu(lambda a: sum(d.comm_compute_overlap_ns for d in a.timeline.devices))),
     ("exposed_communication_ns", "communication exposed", "ns", "lower",

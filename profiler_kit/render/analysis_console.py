@@ -16,6 +16,14 @@ from profiler_kit.analysis.recommend import Evidence, Recommendation
 from profiler_kit.analysis.report import TraceAnalysis
 from profiler_kit.render import units
 
+_TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
+          "title_style": "bold"}
+
+
+def _name_width(console_width: int) -> int:
+    """Room left for a name column beside four fixed columns, inside the panel."""
+    return max(24, console_width - 46)
+
 
 def short_name(name: str, width: int = 70) -> str:
     """A kernel or op name cut to fit: no ``void``, no argument list, ``…`` when cut."""
@@ -79,52 +87,58 @@ def _steps(a: TraceAnalysis) -> Text:
 def _timeline(a: TraceAnalysis) -> Table | None:
     if not a.timeline.devices:
         return None
-    t = Table(title="GPU timeline", box=box.SIMPLE_HEAD, title_justify="left",
-              title_style="bold")
-    for col in ("device", "window", "busy", "idle", "streams (busy)", "2+ streams",
-                "comm.", "comm. exposed"):
-        t.add_column(col, justify="left" if col in ("device", "streams (busy)") else "right")
+    t = Table(title="GPU timeline", **_TABLE)
+    for col in ("device", "window", "busy", "idle", "idle %", "2+ str.", "comm.", "exposed"):
+        t.add_column(col, justify="left" if col == "device" else "right", no_wrap=True,
+                     min_width=7)
     for d in a.timeline.devices:
-        streams = ", ".join(f"{s.stream}: {units.duration(s.busy_ns)}" for s in d.streams[:4])
-        if len(d.streams) > 4:
-            streams += f", +{len(d.streams) - 4}"
         t.add_row(
             f"gpu:{d.device}", units.duration(d.window_ns), units.duration(d.busy_ns),
-            f"{units.duration(d.idle_ns)} ({units.percent(d.idle_share)})", streams,
+            units.duration(d.idle_ns), units.percent(d.idle_share),
             units.duration(d.multi_stream_ns), units.duration(d.communication_busy_ns),
             units.duration(d.exposed_communication_ns),
         )
+    lines = []
+    for d in a.timeline.devices:
+        streams = ", ".join(f"{s.stream}: {units.duration(s.busy_ns)}" for s in d.streams[:6])
+        more = f", +{len(d.streams) - 6} more" if len(d.streams) > 6 else ""
+        lines.append(f"gpu:{d.device} busy per stream: {streams}{more}")
     if len(a.timeline.devices) > 1:
-        t.caption = f"time with 2+ devices busy: {units.duration(a.timeline.multi_device_ns)}"
+        lines.append(f"time with 2+ devices busy: {units.duration(a.timeline.multi_device_ns)}")
+    t.caption = "\n".join(lines)
+    t.caption_justify = "left"
     return t
 
 
-def _breakdown(title: str, bd: Breakdown, what: str) -> Table:
-    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
-    t.add_column("class")
-    t.add_column("count", justify="right")
-    t.add_column("time", justify="right")
-    t.add_column("share", justify="right")
-    t.add_column(f"top {what}", overflow="fold")
+def _breakdown(title: str, bd: Breakdown, what: str, width: int) -> Table:
+    t = Table(title=title, **_TABLE)
+    t.add_column("class", no_wrap=True, min_width=13)
+    t.add_column("count", justify="right", no_wrap=True, min_width=5)
+    t.add_column("time", justify="right", no_wrap=True, min_width=7)
+    t.add_column("share", justify="right", no_wrap=True, min_width=6)
+    t.add_column(f"top {what} (time, count, name)", overflow="ellipsis", no_wrap=True,
+                 max_width=_name_width(width))
     for c in bd.classes:
         top = "\n".join(
-            f"{short_name(n.name, 60)} ×{n.count} {units.duration(n.total_ns)}" for n in c.top[:3]
+            f"{units.duration(n.total_ns):>8} ×{n.count:<5} "
+            f"{short_name(n.name, _name_width(width) - 18)}"
+            for n in c.top[:3]
         )
         t.add_row(c.klass, f"{c.count:,}", units.duration(c.total_ns), units.percent(c.share), top)
     t.caption = f"total {units.duration(bd.total_ns)} in {bd.count:,} {what}"
     return t
 
 
-def _kernels(a: TraceAnalysis, top: int) -> Table:
-    t = Table(title=f"Top GPU kernels (of {len(a.kernels):,} names)", box=box.SIMPLE_HEAD,
-              title_justify="left", title_style="bold")
-    t.add_column("kernel", overflow="fold")
-    t.add_column("class")
-    t.add_column("count", justify="right")
-    t.add_column("total", justify="right")
-    t.add_column("mean", justify="right")
+def _kernels(a: TraceAnalysis, top: int, width: int) -> Table:
+    t = Table(title=f"Top GPU kernels (of {len(a.kernels):,} names)", **_TABLE)
+    t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=_name_width(width) - 6)
+    t.add_column("class", no_wrap=True, min_width=13)
+    t.add_column("count", justify="right", no_wrap=True, min_width=5)
+    t.add_column("total", justify="right", no_wrap=True, min_width=7)
+    t.add_column("mean", justify="right", no_wrap=True, min_width=7)
     for k in a.kernels[:top]:
-        t.add_row(short_name(k.name), k.klass, f"{k.count:,}", units.duration(k.total_ns),
+        t.add_row(short_name(k.name, _name_width(width) - 8), k.klass, f"{k.count:,}",
+                  units.duration(k.total_ns),
                   units.duration(k.total_ns / k.count if k.count else None))
     return t
 
@@ -134,34 +148,38 @@ def _precision(a: TraceAnalysis) -> Text | None:
     if not p.eligible_ns:
         return None
     return Text(
-        f"Precision: GEMM + convolution kernels {units.duration(p.eligible_ns)}; "
-        f"fp16/bf16/fp8 {units.percent(p.low_precision_share)}, "
-        f"tensor/matrix cores (incl. tf32) {units.percent(p.tensor_core_share)}"
+        f"Precision of GEMM + convolution kernels ({units.duration(p.eligible_ns)}): "
+        f"fp16/bf16/fp8 {units.percent(p.low_precision_share)}; "
+        f"tensor cores incl. tf32 {units.percent(p.tensor_core_share)}"
     )
 
 
-def _memory(a: TraceAnalysis) -> Table | Text:
+def _memory(a: TraceAnalysis) -> Table | Group | Text:
     m = a.memory
     if not m.recorded:
         return Text("Memory: not recorded (no [memory] events; profile with profile_memory=True)")
-    t = Table(title="Memory", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+    t = Table(title="Memory", **_TABLE)
     for col in ("device", "peak allocated", "peak reserved", "allocations", "capacity"):
         t.add_column(col, justify="left" if col == "device" else "right")
     for d in m.devices:
         t.add_row(d.device, units.nbytes(d.peak_allocated_bytes),
                   units.nbytes(d.peak_reserved_bytes), f"{d.allocations:,}",
                   units.nbytes(d.capacity_bytes))
-    if m.top_ops:
-        t.caption = "allocated most: " + ", ".join(
-            f"{o.name} {units.nbytes(o.allocated_bytes)}" for o in m.top_ops[:4])
-    return t
+    if not m.top_ops:
+        return t
+    ops = Table(title="Ops that allocated most", **_TABLE)
+    ops.add_column("op", overflow="fold")
+    ops.add_column("allocations", justify="right")
+    ops.add_column("bytes", justify="right")
+    for o in m.top_ops[:5]:
+        ops.add_row(short_name(o.name), f"{o.allocations:,}", units.nbytes(o.allocated_bytes))
+    return Group(t, ops)
 
 
 def _phases(a: TraceAnalysis, top: int) -> Table | None:
     if not a.phases.phases:
         return None
-    t = Table(title="Phases (record_function)", box=box.SIMPLE_HEAD, title_justify="left",
-              title_style="bold")
+    t = Table(title="Phases (record_function)", **_TABLE)
     t.add_column("annotation", overflow="fold")
     t.add_column("count", justify="right")
     t.add_column("CPU time", justify="right")
@@ -201,18 +219,19 @@ def _recommendations(a: TraceAnalysis) -> Text:
     return t
 
 
-def trace_view(a: TraceAnalysis, top: int = 10) -> Group:
+def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
+    """One trace's sections; ``width`` is the console width the name columns must fit."""
     parts: list = [_title(a), _steps(a)]
     tl = _timeline(a)
     if tl is not None:
         parts.append(tl)
     if a.has_gpu:
-        parts.append(_breakdown("GPU time by class", a.gpu, "kernels"))
+        parts.append(_breakdown("GPU time by class", a.gpu, "kernels", width))
         for dev, bd in a.gpu_by_device:
-            parts.append(_breakdown(f"GPU time by class, gpu:{dev}", bd, "kernels"))
-        parts.append(_kernels(a, top))
+            parts.append(_breakdown(f"GPU time by class, gpu:{dev}", bd, "kernels", width))
+        parts.append(_kernels(a, top, width))
     if a.cpu.count:
-        parts.append(_breakdown("CPU ops by self time", a.cpu, "ops"))
+        parts.append(_breakdown("CPU ops by self time", a.cpu, "ops", width))
     prec = _precision(a)
     if prec is not None:
         parts.append(prec)
@@ -226,7 +245,7 @@ def trace_view(a: TraceAnalysis, top: int = 10) -> Group:
 
 def comparison_table(c: Comparison) -> Table:
     t = Table(title=f"Comparison (baseline: {c.labels[c.baseline]}; best in bold green)",
-              box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+              **_TABLE)
     t.add_column("metric")
     for i, label in enumerate(c.labels):
         t.add_column(label + (" (baseline)" if i == c.baseline else ""), justify="right",
@@ -247,6 +266,6 @@ def render(console: Console, analyses: Sequence[TraceAnalysis],
            comparison: Comparison | None = None, top: int = 10) -> None:
     """Print every analysis, then the comparison when there is one."""
     for a in analyses:
-        console.print(Panel(trace_view(a, top), box=box.ROUNDED, expand=True))
+        console.print(Panel(trace_view(a, top, console.width), box=box.ROUNDED, expand=True))
     if comparison is not None:
         console.print(comparison_table(comparison))
