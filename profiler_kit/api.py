@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from profiler_kit.analysis.compare import Comparison
     from profiler_kit.analysis.report import TraceAnalysis
+    from profiler_kit.analysis.report_diff import ReportDiff
 
 
 def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -64,3 +65,23 @@ def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
     else:
         analyses = analyze(items)  # type: ignore[arg-type]
     return compare_analyses(analyses, baseline)
+
+
+def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDiff:
+    """Two DDP benchmark reports side by side (profkit's ``ddp_report.json``, a ``ddp`` run
+    folder, or PyTorch's DDP benchmark JSON), with a noise verdict per change.
+
+    A file that is not such a report raises ``UsageError``. Does not import torch.
+    """
+    from profiler_kit.analysis.report_diff import diff_reports
+    from profiler_kit.ddp_report import load_report
+
+    def label(path: str | os.PathLike[str]) -> str:
+        p = Path(path)
+        return f"{p.parent.name}/{p.name}" if p.name in ("ddp_report.json", "run.json") else (
+            p.name or str(p))
+
+    base_label, test_label = label(base), label(test)
+    if base_label == test_label:
+        base_label, test_label = str(base), str(test)
+    return diff_reports(load_report(base), load_report(test), base_label, test_label)

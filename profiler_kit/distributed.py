@@ -169,8 +169,20 @@ def run_strategy(
     """
     strategy_dir = Path(strategy_dir)
     if under_torchrun():
-        return _run_in_torchrun(scenario, strategy, config, options, strategy_dir)
-    return _spawn(scenario, strategy, config, options, strategy_dir)
+        measured = _run_in_torchrun(scenario, strategy, config, options, strategy_dir)
+    else:
+        measured = _spawn(scenario, strategy, config, options, strategy_dir)
+    return [_own_files(m, rank) for rank, m in enumerate(measured)]
+
+
+def _own_files(measurement: Any, rank: int) -> Any:
+    """Keep only the rank's own traces: ranks write into one folder at the same time, so
+    each one's "new files" listing also catches its peers' traces."""
+    files = getattr(measurement, "trace_files", None)
+    if files is None:
+        return measurement
+    own = tuple(f for f in files if Path(f).name.startswith(f"rank{rank}."))
+    return replace(measurement, trace_files=own)
 
 
 # ---------------------------------------------------------------------------

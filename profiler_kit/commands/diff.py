@@ -1,0 +1,63 @@
+"""``profkit diff BASE TEST``: two DDP benchmark reports side by side, with noise verdicts.
+
+Reads profkit's ``ddp_report.json`` (or a ``ddp`` run folder) and PyTorch's own DDP
+benchmark JSON. Never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from profiler_kit.cli import command
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", metavar="BASE",
+                   help="the baseline report: ddp_report.json, a ddp run folder, or the JSON "
+                        "of PyTorch's DDP benchmark")
+    p.add_argument("test", metavar="TEST", help="the report compared against BASE")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the diff as JSON to FILE, or to stdout when FILE is left out")
+
+
+@command("diff", "two DDP benchmark reports: p75/p95 s/iter and examples/s per model and "
+         "world size, with the % change and whether it is beyond noise", add_arguments)
+def diff(args: argparse.Namespace) -> int:
+    from profiler_kit import api
+
+    result = api.diff(args.base, args.test)
+    if args.json is not None:
+        import json
+        import sys
+        from dataclasses import asdict
+
+        text = json.dumps(asdict(result), indent=1) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+            return 0
+        _write(args.json, text)
+    from rich.console import Console
+
+    from profiler_kit.render.diff_console import render
+
+    render(Console(), result)
+    return 0
+
+
+def _write(path: str, text: str) -> None:
+    """Write atomically, with one clear line when the file cannot be written."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from profiler_kit.errors import UsageError
+
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None

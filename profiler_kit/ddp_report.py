@@ -1,0 +1,193 @@
+"""The ``ddp`` run as a report in PyTorch's DDP-benchmark schema, plus what that schema lacks.
+
+PyTorch's benchmark (torch/benchmarks/distributed/ddp/benchmark.py) writes::
+
+    {"pytorch_version", "cuda_version", "distributed_backend", "bucket_size",
+     "benchmark_results": [{"model", "batch_size",
+                            "result": [{"ranks": [0, 1, ...], "measurements": [s, ...]}]}]}
+
+with the first result of each benchmark the run without DDP. This report keeps every one
+of those keys, so PyTorch's own ``diff.py`` reads it, and adds: ``metadata`` (versions,
+backend, bucket size, device, threads, world and topology), per benchmark its
+``bucket_size`` and ``image_size``, and per configuration its name, ``world_size``,
+``times`` (p50/p75/p90/p95 seconds per iteration, examples/s per replica and aggregate)
+and ``per_rank_measurements``. One difference in meaning: ``measurements`` here are the
+slowest rank's time of each step (PyTorch pools every rank's samples). No torch import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from profiler_kit import __version__
+from profiler_kit.errors import UsageError
+
+SCHEMA = "profkit.ddp_report/1"
+REPORT_NAME = "ddp_report.json"
+PERCENTILES = (50, 75, 90, 95)
+
+
+def times(measurements_s: Sequence[float], batch_size: int, ranks: int) -> dict[str, Any]:
+    """Percentiles of seconds per iteration and the examples/s they imply (numpy's linear
+    percentiles, as PyTorch's benchmark computes them)."""
+    data = np.asarray(measurements_s, dtype=float)
+    out: dict[str, Any] = {"sec_per_iter": {}, "examples_per_sec_per_replica": {},
+                           "examples_per_sec": {}}
+    for p in PERCENTILES:
+        value = float(np.percentile(data, p))
+        key = f"p{p}"
+        out["sec_per_iter"][key] = value
+        out["examples_per_sec_per_replica"][key] = batch_size / value if value > 0 else None
+        out["examples_per_sec"][key] = batch_size * ranks / value if value > 0 else None
+    return out
+
+
+def build(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The report of a ``ddp`` run, from its run.json (or ``RunResult.to_json()``)."""
+    env = dict(run.get("environment", {}))
+    dist_env = dict(env.get("distributed") or {})
+    params = dict(run.get("params", {}))
+    buckets = params.get("bucket_cap_mb")
+    bucket_list = list(buckets) if isinstance(buckets, (list, tuple)) else [buckets]
+    device = str(run.get("device", "cpu"))
+    backend = dist_env.get("backend") or ("nccl" if device.startswith("cuda") else "gloo")
+
+    benchmarks: dict[tuple[Any, ...], dict[str, Any]] = {}
+    threads: int | None = None
+    for s in run.get("strategies", []):
+        pp = dict(s.get("point_params") or params)
+        bucket = pp.get("bucket_cap_mb")
+        bucket = bucket[0] if isinstance(bucket, (list, tuple)) else bucket
+        batch = int(pp.get("batch_size", 0))
+        key = (pp.get("model"), batch, bucket, pp.get("image_size"))
+        bench = benchmarks.setdefault(key, {
+            "model": pp.get("model"),
+            "batch_size": batch,
+            "bucket_size": bucket,
+            "image_size": pp.get("image_size"),
+            "result": [],
+            "failed": [],
+            "skipped": [],
+        })
+        name = s.get("name", "")
+        world = _world_size(name)
+        if s.get("status") != "ok" or not s.get("samples_ns"):
+            bucket_name = "skipped" if s.get("status") == "skipped" else "failed"
+            bench[bucket_name].append({
+                "configuration": name, "world_size": world,
+                "status": s.get("status"), "error": s.get("error") or s.get("reason"),
+            })
+            continue
+        info = dict(s.get("info") or {})
+        if threads is None and info.get("threads_per_rank") is not None:
+            threads = int(info["threads_per_rank"])
+        measurements = [ns / 1e9 for ns in s["samples_ns"]]
+        per_rank = s.get("per_rank_samples_ns") or [s["samples_ns"]]
+        bench["result"].append({
+            "ranks": list(range(world)),
+            "measurements": measurements,
+            "configuration": name,
+            "world_size": world,
+            "ddp": name != "no-ddp",
+            "times": times(measurements, batch, world),
+            "per_rank_measurements": [[ns / 1e9 for ns in r] for r in per_rank],
+            "profiled_sec_per_iter_p50": (s.get("profiled") or {}).get("p50_ns", 0) / 1e9
+            if s.get("profiled") else None,
+            "trace_dir": s.get("dir"),
+        })
+    for bench in benchmarks.values():
+        bench["result"].sort(key=lambda r: (r["ddp"], r["world_size"]))
+
+    bucket_size = bucket_list[0] if len(bucket_list) == 1 else bucket_list
+    metadata = {
+        "profkit_version": __version__,
+        "scenario": "ddp",
+        "run_id": run.get("run_id"),
+        "pytorch_version": env.get("torch"),
+        "torchvision_version": env.get("torchvision"),
+        "cuda_version": env.get("cuda"),
+        "python_version": env.get("python"),
+        "distributed_backend": backend,
+        "launcher": dist_env.get("launcher", "spawn"),
+        "bucket_size": bucket_size,
+        "device": device,
+        "device_names": env.get("devices") or [],
+        "cuda_device_count": env.get("device_count", 0),
+        "world_size": max(
+            (r["world_size"] for b in benchmarks.values() for r in b["result"]), default=0
+        ),
+        "threads_per_rank": threads if not device.startswith("cuda") else None,
+        "cpu_count": env.get("cpu_count"),
+        "hostname": env.get("hostname"),
+        "interconnect_topology": dist_env.get("interconnect_topology"),
+        "iterations": (run.get("options") or {}).get("iterations"),
+        "warmup": (run.get("options") or {}).get("warmup"),
+        "measurements": "seconds per iteration of the slowest rank, each step bracketed "
+        "by a device synchronization, after warm-up",
+        "started_at": run.get("started_at"),
+    }
+    return {
+        "schema": SCHEMA,
+        "pytorch_version": env.get("torch"),
+        "cuda_version": env.get("cuda"),
+        "distributed_backend": backend,
+        "bucket_size": bucket_size,
+        "metadata": metadata,
+        "benchmark_results": list(benchmarks.values()),
+    }
+
+
+def _world_size(configuration: str) -> int:
+    """``ddp-w4`` -> 4; ``no-ddp`` -> 1."""
+    tail = configuration.rsplit("-w", 1)[-1]
+    return int(tail) if configuration.startswith("ddp-w") and tail.isdigit() else 1
+
+
+def write_for_run(run: Mapping[str, Any], run_dir: Path) -> Path:
+    """Write ``ddp_report.json`` into ``run_dir`` (atomically) and return its path."""
+    path = Path(run_dir) / REPORT_NAME
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(build(run), indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load_run(path: Path) -> dict[str, Any]:
+    """A run folder or its run.json, as a dict."""
+    path = Path(path)
+    file = path / "run.json" if path.is_dir() else path
+    with open(file, encoding="utf-8") as fh:
+        return dict(json.load(fh))
+
+
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A DDP report to diff: profkit's ``ddp_report.json``, PyTorch's benchmark JSON, or a
+    ``ddp`` run folder / run.json (its report is built on the fly). UsageError otherwise."""
+    path = Path(path)
+    if path.is_dir():
+        report = path / REPORT_NAME
+        path = report if report.exists() else path / "run.json"
+    if not path.is_file():
+        raise UsageError(f"{path}: no such report (give a ddp_report.json, a benchmark JSON "
+                         "or a ddp run folder)")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not a JSON report ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a DDP benchmark report (expected a JSON object)")
+    if "benchmark_results" in data:
+        return data
+    if isinstance(data.get("strategies"), list) and isinstance(data.get("scenario"), dict):
+        if data["scenario"].get("name") != "ddp":
+            raise UsageError(f"{path}: a run of scenario {data['scenario'].get('name')!r}, "
+                             "not ddp: only ddp runs have a DDP report")
+        return build(data)
+    raise UsageError(f"{path}: not a DDP benchmark report (no 'benchmark_results')")

@@ -1,0 +1,128 @@
+"""Rich console output for ``profkit diff``: metadata side by side, then per model the
+p75/p95 seconds per iteration and examples/s of each configuration. Formats, never computes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from profiler_kit.analysis.report_diff import (
+    BenchmarkDiff,
+    ConfigurationDiff,
+    NoiseVerdict,
+    ReportDiff,
+)
+from profiler_kit.render import units
+
+_TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
+          "title_style": "bold"}
+
+
+def _plain(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_plain(x) for x in v) or "-"
+    return str(v)
+
+
+def metadata_table(d: ReportDiff) -> Table:
+    t = Table(title="Metadata", **_TABLE)
+    t.add_column("")
+    t.add_column(d.base_label, overflow="fold")
+    t.add_column(d.test_label, overflow="fold")
+    for row in d.metadata:
+        style = "yellow" if row.differs else None
+        t.add_row(row.key, _plain(row.base), _plain(row.test), style=style)
+    return t
+
+
+def _noise(n: NoiseVerdict) -> Text:
+    if n.beyond_noise is None:
+        return Text("n/a", style="dim")
+    low, high = n.ci_low_fraction or 0.0, n.ci_high_fraction or 0.0
+    interval = f" [{100 * low:+.1f}, {100 * high:+.1f}] %"
+    if n.beyond_noise:
+        return Text("yes" + interval, style="bold")
+    return Text("no" + interval, style="dim")
+
+
+def _change(fraction: float | None, lower_is_better: bool) -> Text:
+    text = units.signed_percent(fraction)
+    if fraction is None or fraction == 0:
+        return Text(text)
+    better = fraction < 0 if lower_is_better else fraction > 0
+    return Text(text, style="green" if better else "red")
+
+
+def _examples(per_s: float | None) -> str:
+    return "-" if per_s is None else f"{per_s:.4g}"
+
+
+def _p_value(c: ConfigurationDiff) -> str:
+    return "n/a" if c.mann_whitney_p is None else f"{c.mann_whitney_p:.3g}"
+
+
+def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table:
+    bucket = _plain(b.base_bucket_size)
+    if b.test_bucket_size != b.base_bucket_size:
+        bucket = f"{bucket} → {_plain(b.test_bucket_size)}"
+    t = Table(title=f"Benchmark: {b.model}, batch {b.batch_size} per rank, bucket {bucket} MB",
+              caption=f"base: {base_label}   test: {test_label}", caption_justify="left",
+              **_TABLE)
+    t.add_column("configuration")
+    t.add_column("ranks", justify="right")
+    t.add_column("", justify="left")
+    t.add_column("base s/iter", justify="right")
+    t.add_column("test s/iter", justify="right")
+    t.add_column("Δ", justify="right")
+    t.add_column("base ex/s", justify="right")
+    t.add_column("test ex/s", justify="right")
+    t.add_column("Δ", justify="right")
+    t.add_column("beyond noise [95 % interval]", justify="left", no_wrap=True)
+    t.add_column("Mann-Whitney p", justify="right")
+    for c in b.configurations:
+        for i, p in enumerate(c.percentiles):
+            first = i == 0
+            t.add_row(
+                c.configuration if first else "",
+                str(c.world_size) if first else "",
+                f"p{p.percentile}",
+                units.duration(p.base_ns),
+                units.duration(p.test_ns),
+                _change(p.change_fraction, lower_is_better=True),
+                _examples(p.base_examples_per_s),
+                _examples(p.test_examples_per_s),
+                _change(p.examples_change_fraction, lower_is_better=False),
+                _noise(p.noise),
+                _p_value(c) if first else "",
+                end_section=i == len(c.percentiles) - 1,
+            )
+    return t
+
+
+def render(console: Console, d: ReportDiff) -> None:
+    console.print(Text(f"profkit diff: {d.base_label} (base) vs {d.test_label} (test)",
+                       style="bold"))
+    console.print(metadata_table(d))
+    for b in d.benchmarks:
+        console.print(benchmark_table(b, d.base_label, d.test_label))
+        for name in b.only_in_base:
+            console.print(Text(f"  {name}: only in {d.base_label}", style="dim"))
+        for name in b.only_in_test:
+            console.print(Text(f"  {name}: only in {d.test_label}", style="dim"))
+    for line in d.unmatched:
+        console.print(Text(line, style="dim"))
+    console.print(Text(
+        f"Δ: test against base (green is better; examples/s are aggregate over the ranks). "
+        f"Beyond noise: the {100 * (1 - d.alpha):g} % bootstrap interval of the percentile's "
+        f"change excludes 0; Mann-Whitney p < {d.alpha:g}: the whole distributions differ. "
+        "n/a: a report has percentiles only.",
+        style="dim",
+    ))
