@@ -142,20 +142,28 @@ def label_traces(paths: Sequence[Path]) -> list[str]:
     paths = [Path(p) for p in paths]
     per_parent = Counter(p.parent for p in paths)
     several_parents = len(per_parent) > 1
-    parts = []
+    parts: list[list[str]] = []
+    depth: list[int] = []  # components each label starts with
     for p in paths:
         stem = _TRACE_SUFFIX.sub("", p.name)
         if several_parents and per_parent[p.parent] == 1:
             parts.append([*p.parent.parts])
+            depth.append(1)
         elif several_parents:
             parts.append([*p.parent.parts, stem])
+            depth.append(2)
         else:
-            parts.append([*p.parent.parts[-1:], stem][-1:])
-    labels = ["/".join(x[-1:]) for x in parts]
-    depth = 1
-    while len(set(labels)) < len(labels) and depth < max(len(x) for x in parts):
-        depth += 1
-        labels = ["/".join(x[-depth:]) for x in parts]
+            parts.append([stem])
+            depth.append(1)
+
+    def labels_at(extra: int) -> list[str]:
+        return ["/".join(x[-(d + extra):]) for x, d in zip(parts, depth, strict=True)]
+
+    extra = 0
+    labels = labels_at(extra)
+    while len(set(labels)) < len(labels) and extra < max(len(x) for x in parts):
+        extra += 1
+        labels = labels_at(extra)
     if len(set(labels)) < len(labels):  # the same file twice
         labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
     return labels

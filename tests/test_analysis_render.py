@@ -1,0 +1,88 @@
+"""Renderers: console at a fixed width, the JSON schema, Markdown. They only format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from profiler_kit import api
+from profiler_kit.analysis.compare import compare
+from profiler_kit.render import analysis_console, analysis_json, analysis_markdown
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def analyses():
+    return api.analyze([DATA / "a100_ddp_nccl_rank0.json.gz",
+                        DATA / "cpu_torch_profiler.pt.trace.json.gz"])
+
+
+def _console_text(analyses, comparison, width):
+    console = Console(width=width, record=True, color_system=None, file=open("/dev/null", "w"))
+    analysis_console.render(console, analyses, comparison, top=5)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_console_fits_the_width_and_shows_every_section(analyses, width):
+    text = _console_text(analyses, compare(analyses), width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    for heading in ("GPU timeline", "GPU time by class", "Top GPU kernels",
+                    "CPU ops by self time", "Phases (record_function)", "Recommendations",
+                    "Memory", "Comparison (baseline: a100_ddp_nccl_rank0"):
+        assert heading in text
+    assert "GPU mostly idle [gpu:0]: 23.8 % < 50.0 % (low_gpu_utilization)" in text
+    assert "Memory: not recorded" in text  # the DDP trace has no [memory] events
+    assert "CPU-only trace" in text  # the CPU trace says why GPU rules did not run
+    assert "ncclKernel_AllRe" in text  # cut to fit at 80 columns, whole at 120
+
+
+def test_short_names_drop_arguments_but_keep_meaning():
+    n = "void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float)"
+    assert analysis_console.short_name(n) == "at::native::max_pool_forward_nchw<float, float>"
+    assert analysis_console.short_name("Memcpy DtoD (Device -> Device)") == \
+        "Memcpy DtoD (Device -> Device)"
+    assert analysis_console.short_name("x" * 100, 10) == "x" * 9 + "…"
+
+
+def test_json_document_follows_the_schema(analyses):
+    doc = json.loads(analysis_json.dumps(analyses, compare(analyses)))
+    assert doc["schema"] == "profkit.analysis/1"
+    ddp, cpu = doc["traces"]
+    assert set(ddp) >= {"label", "path", "rank", "devices", "steps", "gpu_hotspots",
+                        "cpu_hotspots", "kernels", "timeline", "precision", "memory",
+                        "phases", "recommendations", "notes", "attribution", "skipped"}
+    assert ddp["rank"] == 0 and ddp["devices"][0]["compute_capability"] == "8.0"
+    kernels = ddp["kernels"]
+    assert len(kernels) == len(analyses[0].kernels)
+    assert set(kernels[0]) == {"name", "category", "class", "count", "total_ns", "min_ns",
+                               "max_ns"}
+    assert sum(k["total_ns"] for k in kernels) == ddp["gpu_hotspots"]["total_ns"]
+    assert ddp["timeline"]["devices"][0]["busy_ns"] == ddp["timeline"]["busy_ns"]
+    rec = ddp["recommendations"][0]
+    assert set(rec) == {"rule", "scope", "title", "advice", "measured", "threshold",
+                        "fires_when", "unit", "evidence"}
+    assert cpu["memory"]["recorded"] is True and cpu["memory"]["devices"][0]["device"] == "cpu"
+    assert doc["comparison"]["baseline"] == "a100_ddp_nccl_rank0"
+    step = next(m for m in doc["comparison"]["metrics"] if m["key"] == "step_median_ns")
+    assert step["best"] == "cpu_torch_profiler"  # 153 ms against 222 ms
+
+
+def test_json_single_trace_has_no_comparison(analyses):
+    doc = analysis_json.document(analyses[:1], None)
+    assert doc["comparison"] is None and len(doc["traces"]) == 1
+
+
+def test_markdown_has_tables_and_escapes_pipes(analyses):
+    md = analysis_markdown.render(analyses, compare(analyses))
+    assert md.startswith("# profkit analysis")
+    assert "## Comparison" in md and "## a100_ddp_nccl_rank0" in md
+    assert "| class | count | time | share | top kernels |" in md
+    assert "**GPU mostly idle [gpu:0]" in md
+    for line in md.splitlines():
+        if line.startswith("|"):
+            assert line.endswith("|")
