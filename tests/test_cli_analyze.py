@@ -1,0 +1,99 @@
+"""``profkit analyze`` and ``profkit compare`` end to end, in a subprocess like a user runs them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+DDP = DATA / "a100_ddp_nccl_rank0.json.gz"
+CPU = DATA / "cpu_torch_profiler.pt.trace.json.gz"
+
+
+def profkit(*args: str, width: int = 100) -> subprocess.CompletedProcess:
+    env = {"COLUMNS": str(width), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
+    return subprocess.run([sys.executable, "-m", "profiler_kit", *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_analyze_never_imports_torch():
+    code = ("import sys; from profiler_kit.cli import main; "
+            f"rc = main(['analyze', '--json', '-', {str(DDP)!r}]); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["schema"] == "profkit.analysis/1"
+
+
+def test_analyze_prints_the_console_report():
+    r = profkit("analyze", str(DDP))
+    assert r.returncode == 0, r.stderr
+    assert "GPU time by class" in r.stdout and "Recommendations" in r.stdout
+
+
+def test_json_to_a_file_and_markdown(tmp_path):
+    out, md = tmp_path / "a.json", tmp_path / "report.md"
+    r = profkit("analyze", str(CPU), "--json", str(out), "--markdown", str(md))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["traces"][0]["memory"]["recorded"] is True
+    assert md.read_text().startswith("# profkit analysis")
+    assert "CPU ops by self time" in r.stdout  # the console report still prints
+
+
+def test_folder_with_one_trace_per_rank_shows_each_rank_and_compares(tmp_path):
+    run = tmp_path / "run" / "ddp"
+    run.mkdir(parents=True)
+    for rank in (0, 1):
+        shutil.copy(DDP, run / f"worker{rank}.pt.trace.json.gz")
+    (tmp_path / "run" / "run.json").write_text("{}")  # not a trace: left out
+    r = profkit("analyze", str(tmp_path / "run"), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [t["label"] for t in doc["traces"]] == ["worker0", "worker1"]
+    assert doc["comparison"]["labels"] == ["worker0", "worker1"]
+
+
+def test_compare_with_baseline(tmp_path):
+    for name, src in (("sequential", DDP), ("streams", CPU)):
+        (tmp_path / name).mkdir()
+        shutil.copy(src, tmp_path / name / "w.pt.trace.json.gz")
+    r = profkit("compare", str(tmp_path / "sequential"), str(tmp_path / "streams"),
+                "--baseline", "streams", width=140)
+    assert r.returncode == 0, r.stderr
+    assert "Comparison (baseline: streams" in r.stdout
+    assert "step time (median)" in r.stdout and "sequential" in r.stdout
+    assert "GPU time by class" not in r.stdout  # compare shows the table only
+    r = profkit("compare", str(tmp_path / "sequential"), "--baseline", "nope")
+    assert r.returncode == 2 and "nope" in r.stderr
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "not_json", "not_trace", "empty_dir"])
+def test_bad_inputs_are_one_line_and_exit_2(tmp_path, make):
+    target = tmp_path / "t.json"
+    if make == "empty":
+        target.write_text("")
+    elif make == "not_json":
+        target.write_text("{nope")
+    elif make == "not_trace":
+        target.write_text('{"hello": 1}')
+    elif make == "empty_dir":
+        target = tmp_path / "nothing_here"
+        target.mkdir()
+    r = profkit("analyze", str(target))
+    assert r.returncode == 2
+    assert r.stderr.startswith("profkit: error: ") and len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr
+
+
+def test_refuses_to_overwrite_an_input_trace(tmp_path):
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(CPU, trace)
+    r = profkit("analyze", str(trace), "--json", str(trace))
+    assert r.returncode == 2 and "refusing" in r.stderr
+    assert trace.read_bytes() == CPU.read_bytes()
