@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from analysis_tables import kernel, launch, make_table, op
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from profiler_kit.analysis import classify
 from profiler_kit.analysis.attribution import attribute_gpu
@@ -111,3 +113,37 @@ def test_no_ops_no_kernels_is_fine():
     gpu = attribute_gpu(t, tree)
     assert len(tree) == 0 and len(gpu) == 0
     assert gpu_breakdown(t, gpu).classes == ()
+
+
+def _stack_sweep(spans):
+    """Reference: parents by an explicit stack, in (thread, start, longest first) order."""
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1], -spans[i][2]))
+    parent = {}
+    stack: list[int] = []
+    thread = None
+    for i in order:
+        th, s, d = spans[i]
+        if th != thread:
+            stack, thread = [], th
+        while stack and spans[stack[-1]][1] + spans[stack[-1]][2] <= s:
+            stack.pop()
+        parent[i] = stack[-1] if stack else None
+        stack.append(i)
+    return parent
+
+
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 60), st.integers(0, 40)),
+                max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_vectorized_parents_match_a_stack_sweep(spans):
+    # Distinct (thread, start, dur) so the order of equal spans cannot differ.
+    spans = list(dict.fromkeys(spans))
+    t = make_table([op(f"op{i}", s, d, tid=th) for i, (th, s, d) in enumerate(spans)])
+    tree = build_op_tree(t)
+    index_of = {t.names[t.name[r]]: k for k, r in enumerate(tree.row)}
+    expected = _stack_sweep(spans)
+    for i in range(len(spans)):
+        node = index_of[f"op{i}"]
+        p = int(tree.parent[node])
+        got = None if p < 0 else int(t.names[t.name[tree.row[p]]][2:])
+        assert got == expected[i], (i, spans)

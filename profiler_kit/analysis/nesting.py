@@ -1,8 +1,9 @@
 """The CPU op tree: which op encloses which, per thread, and self time.
 
 CPU-side ranges (``cpu_op`` and ``user_annotation`` events) nest on their thread.
-One stack sweep in start order gives every range its parent; everything else
-(self time, the innermost range around a point in time) is vectorized on top.
+Parents come from a vectorized equivalent of a stack sweep in start order; everything
+else (self time, classes inherited from ancestors, the innermost range around a point
+in time) is vectorized on top, so millions of ops cost no per-op Python work.
 """
 
 from __future__ import annotations
@@ -44,14 +45,10 @@ class OpTree:
 
 
 def build_op_tree(table: EventTable) -> OpTree:
-    """Nest the CPU ranges of ``table`` per thread with one stack sweep."""
+    """Nest the CPU ranges of ``table`` per thread."""
     mask = np.isin(table.cat, np.array([int(c) for c in _TREE_CATS], dtype=table.cat.dtype))
     rows = np.flatnonzero(mask)
-    pid = table.pid[rows]
-    tid = table.tid[rows]
-    pairs = np.stack([pid, tid], axis=1) if len(rows) else np.zeros((0, 2), dtype=np.int64)
-    uniq, thread = np.unique(pairs, axis=0, return_inverse=True)
-    thread = thread.reshape(-1).astype(np.int64)
+    uniq, thread = _pair_ids(table.pid[rows], table.tid[rows])
     start = table.ts_ns[rows]
     dur = table.dur_ns[rows]
     order = np.lexsort((-dur, start, thread))
@@ -59,48 +56,17 @@ def build_op_tree(table: EventTable) -> OpTree:
     end = start + dur
     n = len(rows)
 
-    is_op = (table.cat[rows] == Cat.CPU_OP)
+    is_op = table.cat[rows] == Cat.CPU_OP
     own = _own_classes(table, rows, is_op)
-
-    parent = np.full(n, -1, dtype=np.int64)
-    op_node = np.full(n, -1, dtype=np.int64)
-    klass = own.copy()
+    parent = _parents(thread, start, end)
     other = classify.CLASS_INDEX[classify.OTHER]
-    # The one per-event Python loop: a stack of open ranges per thread.
-    thread_l = thread.tolist()
-    start_l = start.tolist()
-    end_l = end.tolist()
-    is_op_l = is_op.tolist()
-    own_l = own.tolist()
-    parent_l = parent.tolist()
-    op_node_l = op_node.tolist()
-    klass_l = klass.tolist()
-    stack: list[int] = []
-    current_thread = -1
-    for i in range(n):
-        if thread_l[i] != current_thread:
-            stack.clear()
-            current_thread = thread_l[i]
-        s = start_l[i]
-        while stack and end_l[stack[-1]] <= s:
-            stack.pop()
-        if stack:
-            p = stack[-1]
-            parent_l[i] = p
-            if own_l[i] == other:
-                klass_l[i] = klass_l[p]
-            op_node_l[i] = i if is_op_l[i] else op_node_l[p]
-        elif is_op_l[i]:
-            op_node_l[i] = i
-        stack.append(i)
-    parent = np.asarray(parent_l, dtype=np.int64)
-    op_node = np.asarray(op_node_l, dtype=np.int64)
-    klass = np.asarray(klass_l, dtype=np.int8)
+    classed = _nearest_self_or_ancestor(own != other, parent)
+    klass = np.where(classed >= 0, own[np.maximum(classed, 0)], other).astype(np.int8)
+    op_node = _nearest_self_or_ancestor(is_op, parent)
 
-    has_parent = parent >= 0
     child_part = np.zeros(n, dtype=np.int64)
-    if has_parent.any():
-        kids = np.flatnonzero(has_parent)
+    kids = np.flatnonzero(parent >= 0)
+    if len(kids):
         inside = np.minimum(end[kids], end[parent[kids]]) - start[kids]
         child_part = np.rint(
             np.bincount(parent[kids], weights=np.maximum(inside, 0), minlength=n)
@@ -118,9 +84,54 @@ def build_op_tree(table: EventTable) -> OpTree:
         klass=klass,
         own_klass=own,
         self_ns=self_ns,
-        threads=[(int(p), int(t)) for p, t in uniq],
+        threads=uniq,
         thread_bounds=bounds,
     )
+
+
+def _pair_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Dense ids of (pid, tid) pairs, in sorted pair order, and each row's id."""
+    if not len(pid):
+        return [], np.zeros(0, dtype=np.int64)
+    upid, ipid = np.unique(pid, return_inverse=True)
+    utid, itid = np.unique(tid, return_inverse=True)
+    combined = ipid.reshape(-1).astype(np.int64) * len(utid) + itid.reshape(-1)
+    ucomb, ids = np.unique(combined, return_inverse=True)
+    pairs = [(int(upid[c // len(utid)]), int(utid[c % len(utid)])) for c in ucomb.tolist()]
+    return pairs, ids.reshape(-1).astype(np.int64)
+
+
+def _parents(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Parent of every range: the latest earlier range on its thread still open at its start.
+
+    That is what a stack sweep finds, computed by pointer jumping: a candidate that
+    has already ended hands over its own candidate, since everything between the two
+    ended even earlier. Each round is vectorized; chains halve every round.
+    """
+    n = len(start)
+    cand = np.arange(n, dtype=np.int64) - 1
+    pending = np.arange(n, dtype=np.int64)
+    while len(pending):
+        c = cand[pending]
+        valid = c >= 0
+        valid[valid] = thread[c[valid]] == thread[pending[valid]]
+        cand[pending[~valid]] = -1
+        pending, c = pending[valid], c[valid]
+        still = end[c] <= start[pending]
+        pending, c = pending[still], c[still]
+        cand[pending] = cand[c]
+    return cand
+
+
+def _nearest_self_or_ancestor(has: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """For every node, itself if ``has`` else its nearest ancestor that has it (-1: none)."""
+    ptr = np.where(has, np.arange(len(has), dtype=np.int64), parent)
+    pending = np.flatnonzero((ptr >= 0) & ~has[np.maximum(ptr, 0)])
+    while len(pending):
+        ptr[pending] = ptr[ptr[pending]]
+        p = ptr[pending]
+        pending = pending[(p >= 0) & ~has[np.maximum(p, 0)]]
+    return ptr
 
 
 def _own_classes(table: EventTable, rows: np.ndarray, is_op: np.ndarray) -> np.ndarray:
@@ -173,10 +184,9 @@ def thread_keys_for(tree: OpTree, pid: np.ndarray, tid: np.ndarray) -> np.ndarra
     lookup = {pt: i for i, pt in enumerate(tree.threads)}
     if not len(pid):
         return np.zeros(0, dtype=np.int64)
-    pairs = np.stack([pid, tid], axis=1)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    keys = np.array([lookup.get((int(p), int(t)), -1) for p, t in uniq], dtype=np.int64)
-    return keys[inverse.reshape(-1)]
+    pairs, ids = _pair_ids(pid, tid)
+    keys = np.array([lookup.get(pt, -1) for pt in pairs], dtype=np.int64)
+    return keys[ids]
 
 
 def thread_keys_for_tid(tree: OpTree, tid: np.ndarray) -> np.ndarray:
