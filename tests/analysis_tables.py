@@ -24,6 +24,7 @@ class Ev:
     stream: int = -1
     correlation: int = -1
     external_id: int = -1
+    input_dims: list[Any] | None = None  # args["Input Dims"] when recorded
 
 
 @dataclass
@@ -54,8 +55,8 @@ def launch(ts: int, corr: int, tid: int = 1, dur: int = 5, name: str = "cudaLaun
 
 
 def op(name: str, ts: int, dur: int, tid: int = 1, ext: int = -1,
-       cat: Cat = Cat.CPU_OP) -> Ev:
-    return Ev(cat, name, ts, dur, tid=tid, external_id=ext)
+       cat: Cat = Cat.CPU_OP, dims: list[Any] | None = None) -> Ev:
+    return Ev(cat, name, ts, dur, tid=tid, external_id=ext, input_dims=dims)
 
 
 def make_table(events: list[Ev], allocs: list[Alloc] | None = None,
@@ -94,4 +95,5 @@ def make_table(events: list[Ev], allocs: list[Alloc] | None = None,
             total_reserved_bytes=acol("total_reserved", np.int64),
             tid=acol("tid", np.int64),
         ),
+        input_dims={i: e.input_dims for i, e in enumerate(events) if e.input_dims is not None},
     )

@@ -102,6 +102,24 @@ def test_conv_bias_followed_by_batchnorm_from_the_bias_add():
     assert "conv_bias_before_batchnorm" not in fired(make_table(relu_between))
 
 
+def test_conv_bias_followed_by_batchnorm_from_input_dims():
+    with_bias = [[4, 3, 16, 16], [8, 3, 3, 3], [8], [], [], [], []]
+    no_bias = [[4, 3, 16, 16], [8, 3, 3, 3], [], [], [], [], []]
+    for dims, fires in ((with_bias, True), (no_bias, False)):
+        events = [
+            op("aten::conv2d", 0, 100, dims=dims),
+            op("aten::convolution", 5, 90), op("aten::mkldnn_convolution", 10, 80),
+            op("aten::batch_norm", 120, 50),
+            op("aten::conv2d", 200, 100, dims=dims), op("aten::relu", 320, 10),
+        ]
+        got = fired(make_table(events))
+        assert ("conv_bias_before_batchnorm" in got) == fires
+        if fires:
+            ev = {e.label: e.value for e in got["conv_bias_before_batchnorm"].evidence}
+            assert ev["conv ops followed by batch norm"] == 1
+            assert ev["example"] == "aten::conv2d -> aten::batch_norm"
+
+
 def test_cpu_only_table_skips_gpu_rules_with_a_note():
     a = analyze_table(make_table([op("aten::mm", 0, 10)]))
     assert a.recommendations == ()

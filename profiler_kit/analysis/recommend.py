@@ -338,10 +338,9 @@ def _next_sibling(tree: OpTree) -> np.ndarray:
 
 def _conv_has_bias(table: EventTable, tree: OpTree, node: int) -> bool:
     """Input Dims when the trace recorded shapes; else a bias ``add_`` inside the conv (cuDNN)."""
-    dims = getattr(table, "input_dims", None)
     row = int(tree.row[node])
-    if dims is not None and row in dims:
-        shapes = dims[row]
+    if row in table.input_dims:
+        shapes = table.input_dims[row]
         return len(shapes) >= 3 and isinstance(shapes[2], list) and len(shapes[2]) > 0
     end = tree.end_ns[node]
     j = node + 1

@@ -111,6 +111,9 @@ class EventTable:
     # reason -> number of events kept after a fix (e.g. "unknown category: foo" kept as OTHER,
     # args that are not an object); these rows are in the table, unlike ``skipped``
     normalized: dict[str, int] = field(default_factory=dict)
+    # row -> args["Input Dims"] of cpu_op rows, for traces recorded with shapes; optional
+    # (empty when the loader does not keep it). The conv-bias-before-batchnorm rule reads it.
+    input_dims: dict[int, list[Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ts_ns)
