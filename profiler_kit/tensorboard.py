@@ -1,0 +1,294 @@
+"""Start TensorBoard with the PyTorch profiler plugin on a run, and stop it again.
+
+``profkit run`` writes one TensorBoard run per strategy (``<run>/<strategy>/*.pt.trace.json``);
+this module finds the run to show, starts ``tensorboard --logdir <run>`` on a free loopback
+port with the torch-tb-profiler plugin, and waits until the server answers, so the URL it
+hands back works when the user opens it. It does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from profiler_kit.errors import UsageError
+
+PLUGIN_NAME = "pytorch_profiler"  # the plugin's name in TensorBoard's URLs
+INSTALL_HINT = 'pip install "tensorboard>=2.21" "torch-tb-profiler==0.4.3"'
+LOOPBACK = "127.0.0.1"
+
+# The file names torch-tb-profiler accepts as traces (its consts.WORKER_PATTERN):
+# <worker>[.<span digits>].pt.trace.json[.gz]. Anything else in a run folder is ignored by it.
+TRACE_FILE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(?:\.gz)?$")
+
+
+def latest_run(out_dir: Path) -> Path:
+    """The newest run under ``out_dir``: ``<out>/<scenario>/<run-id>/`` holding a run.json.
+
+    "Newest" is the run whose run.json was written last (the runner rewrites it as
+    strategies finish), with the folder name breaking ties.
+    """
+    if not out_dir.is_dir():
+        raise UsageError(
+            f"no runs: output folder {out_dir} does not exist (run `profkit run` first)"
+        )
+    runs = [p.parent for p in out_dir.glob("*/*/run.json") if p.is_file()]
+    if not runs:
+        raise UsageError(f"no runs under {out_dir} (run `profkit run` first, or name a run folder)")
+    return max(runs, key=lambda run: ((run / "run.json").stat().st_mtime_ns, run.name))
+
+
+def resolve_logdir(run_dir: str | None, out_dir: Path) -> Path:
+    """The folder to show: ``run_dir`` when given, else the latest run under ``out_dir``."""
+    logdir = latest_run(out_dir) if run_dir is None else Path(run_dir)
+    if not logdir.is_dir():
+        raise UsageError(f"run folder {logdir} does not exist")
+    if not trace_files(logdir):
+        raise UsageError(
+            f"no torch.profiler traces (*.pt.trace.json[.gz]) under {logdir}: nothing to show"
+        )
+    return logdir.resolve()
+
+
+def trace_files(logdir: Path) -> list[Path]:
+    """Every file under ``logdir`` that the profiler plugin loads as a trace."""
+    return sorted(p for p in logdir.rglob("*.pt.trace.json*") if TRACE_FILE.match(p.name))
+
+
+def tensorboard_command() -> list[str]:
+    """How to start TensorBoard: this interpreter's ``tensorboard.main`` when it has the
+    plugin (so the plugin is the one installed beside profkit), else ``tensorboard`` on PATH."""
+    if _importable("tensorboard") and _importable("torch_tb_profiler"):
+        return [sys.executable, "-m", "tensorboard.main"]
+    if not _importable("torch_tb_profiler") and _importable("tensorboard"):
+        raise UsageError(f"TensorBoard's PyTorch profiler plugin is not installed: {INSTALL_HINT}")
+    executable = shutil.which("tensorboard")
+    if executable is None:
+        raise UsageError(f"TensorBoard is not installed: {INSTALL_HINT}")
+    return [executable]
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port that nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_in_use(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex((host, port)) == 0
+
+
+@dataclass
+class TensorBoardServer:
+    """A running TensorBoard child process; ``stop()`` ends it (and its data server)."""
+
+    process: subprocess.Popen[bytes]
+    logdir: Path
+    port: int
+    log_path: Path
+    host: str = LOOPBACK
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """Where the user opens the profiler plugin."""
+        return f"{self.base_url}/#{PLUGIN_NAME}"
+
+    def plugin_url(self, route: str) -> str:
+        return f"{self.base_url}/data/plugin/{PLUGIN_NAME}/{route.lstrip('/')}"
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout_s: float = 5.0) -> int | None:
+        """End TensorBoard and everything it started; its return code.
+
+        SIGTERM first; TensorBoard then waits for the plugin's trace-loading threads and
+        processes, so after ``timeout_s`` (or at a second Ctrl-C) the whole process group
+        (TensorBoard, its data server, the plugin's loaders) is killed.
+        """
+        if self.process.poll() is None:
+            self._signal_group(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                pass
+        # Leftover loaders or a data server may outlive the leader: end the group in any case.
+        self._signal_group(getattr(signal, "SIGKILL", signal.SIGTERM))
+        self.process.wait()
+        return self.process.returncode
+
+    def _signal_group(self, signum: int) -> None:
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(self.process.pid, signum)  # the child leads its own session
+            elif self.process.poll() is None:
+                self.process.send_signal(signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def start(
+    logdir: Path,
+    port: int | None = None,
+    host: str = LOOPBACK,
+    timeout_s: float = 90.0,
+    command: Sequence[str] | None = None,
+) -> TensorBoardServer:
+    """Start TensorBoard on ``logdir`` and return once its profiler plugin answers.
+
+    Raises UsageError when the port is taken, TensorBoard exits, the plugin is missing,
+    or nothing answers within ``timeout_s``; the child is stopped in every such case.
+    """
+    if port is not None and port_in_use(port, host):
+        raise UsageError(f"port {port} on {host} is already in use (pick another with --port)")
+    chosen = free_port(host) if port is None else port
+    argv = [*(command or tensorboard_command()), "--logdir", str(logdir),
+            "--host", host, "--port", str(chosen)]
+    # The child's output goes to a file that outlives profkit, for the user to read.
+    log_file = tempfile.NamedTemporaryFile(
+        prefix="profkit-tensorboard-", suffix=".log", delete=False
+    )
+    process = _spawn(argv, log_file)
+    log_file.close()
+    server = TensorBoardServer(process, logdir, chosen, Path(log_file.name), host)
+    try:
+        _wait_until_ready(server, timeout_s)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _spawn(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+    # Own session: a Ctrl-C in the terminal reaches profkit only, which then stops the
+    # child in order instead of both racing to shut down.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    try:
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=env, start_new_session=True,
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot start TensorBoard ({exc}): {INSTALL_HINT}") from exc
+
+
+def _wait_until_ready(server: TensorBoardServer, timeout_s: float) -> None:
+    """Poll TensorBoard's plugin listing until it answers and names the profiler plugin."""
+    deadline = time.monotonic() + timeout_s
+    listing_url = f"{server.base_url}/data/plugins_listing"
+    while time.monotonic() < deadline:
+        if not server.running():
+            raise UsageError(
+                f"TensorBoard exited with status {server.process.returncode} before answering; "
+                f"its log ({server.log_path}) ends with: {_one_line(server.log_tail(3))}"
+            )
+        listing = get_json(listing_url, timeout_s=2.0)
+        if isinstance(listing, dict):
+            if PLUGIN_NAME not in listing:
+                raise UsageError(
+                    f"TensorBoard runs without the PyTorch profiler plugin: {INSTALL_HINT}"
+                )
+            return
+        time.sleep(0.25)
+    raise UsageError(
+        f"TensorBoard did not answer on {server.base_url} within {timeout_s:.0f} s "
+        f"(log: {server.log_path})"
+    )
+
+
+def get_json(url: str, timeout_s: float = 5.0) -> Any:
+    """GET ``url`` and decode its JSON body; None when nothing (valid) answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            body = response.read()
+            if response.headers.get("Content-Encoding") == "gzip":
+                import gzip
+
+                body = gzip.decompress(body)
+            return json.loads(body)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def wait_for_runs(server: TensorBoardServer, timeout_s: float = 60.0) -> list[str]:
+    """The runs the plugin lists once it has finished loading (it parses traces in the
+    background), or what it lists when ``timeout_s`` runs out."""
+    deadline = time.monotonic() + timeout_s
+    runs: list[str] = []
+    while time.monotonic() < deadline and server.running():
+        answer = get_json(server.plugin_url("runs"), timeout_s=2.0)
+        if isinstance(answer, dict):
+            runs = list(answer.get("runs", []))
+            if runs and not answer.get("loading", True):
+                return runs
+        time.sleep(0.5)
+    return runs
+
+
+def wait_while_running(server: TensorBoardServer, poll_s: float = 0.5) -> int:
+    """Block until TensorBoard exits by itself (a Ctrl-C raises KeyboardInterrupt)."""
+    while server.running():
+        time.sleep(poll_s)
+    return int(server.process.returncode or 0)
+
+
+@contextmanager
+def interrupt_on_termination() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into KeyboardInterrupt inside the block, so that ending profkit
+    by any of them still stops its TensorBoard child instead of orphaning it."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous: dict[int, Any] = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            previous[signum] = signal.signal(signum, interrupt)
+        except ValueError:  # not the main thread: keep the default behaviour
+            pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _one_line(text: str) -> str:
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip()) or "(empty)"
