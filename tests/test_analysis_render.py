@@ -86,3 +86,23 @@ def test_markdown_has_tables_and_escapes_pipes(analyses):
     for line in md.splitlines():
         if line.startswith("|"):
             assert line.endswith("|")
+
+
+def _keys(obj, out: set[str]) -> set[str]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.add(k)
+            _keys(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _keys(v, out)
+    return out
+
+
+def test_every_json_field_is_documented(analyses):
+    doc = analysis_json.document(analyses, compare(analyses))
+    for t in doc["traces"]:
+        t["skipped"] = t["normalized"] = {}  # their keys are reasons, not fields
+    text = (Path(__file__).parent.parent / "docs" / "analysis-json.md").read_text()
+    missing = sorted(k for k in _keys(doc, set()) if f"`{k}`" not in text)
+    assert not missing, f"fields missing from docs/analysis-json.md: {missing}"

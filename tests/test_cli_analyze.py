@@ -97,3 +97,21 @@ def test_refuses_to_overwrite_an_input_trace(tmp_path):
     r = profkit("analyze", str(trace), "--json", str(trace))
     assert r.returncode == 2 and "refusing" in r.stderr
     assert trace.read_bytes() == CPU.read_bytes()
+
+
+def test_odd_events_are_skipped_and_counted_in_the_output(tmp_path):
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": "no_dur", "pid": 1, "tid": 1, "ts": 1},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+         "args": {"device": 0, "stream": 7, "correlation": 1}},
+    ]
+    trace = tmp_path / "odd.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    r = profkit("analyze", str(trace), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)["traces"][0]
+    assert sum(doc["skipped"].values()) == 1
+    assert [k["name"] for k in doc["kernels"]] == ["k"]
+    r = profkit("analyze", str(trace))
+    assert "Events skipped: 1" in r.stdout

@@ -56,7 +56,8 @@ class TraceAnalysis:
     world_size: int | None
     devices: tuple[DeviceInfo, ...]
     events: int
-    skipped: dict[str, int]
+    skipped: dict[str, int]  # reason -> events left out of the table
+    normalized: dict[str, int]  # reason -> events kept after a fix
     gpu: Breakdown  # all GPU activity (kernels, memcpy, memset) by class
     gpu_by_device: tuple[tuple[int, Breakdown], ...]  # only when several devices
     cpu: Breakdown  # CPU op self time by class
@@ -105,6 +106,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         devices=tuple(_device_info(p) for p in meta.device_properties),
         events=len(table),
         skipped=dict(table.skipped),
+        normalized=dict(table.normalized),
         gpu=gpu_bd,
         gpu_by_device=by_device,
         cpu=cpu_breakdown(table, tree, top=top),

@@ -222,6 +222,11 @@ def _recommendations(a: TraceAnalysis) -> Text:
 def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
     """One trace's sections; ``width`` is the console width the name columns must fit."""
     parts: list = [_title(a), _steps(a)]
+    for what, counts in (("skipped", a.skipped), ("kept after a fix", a.normalized)):
+        if counts:
+            detail = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(counts.items()))
+            parts.append(Text(f"Events {what}: {sum(counts.values()):,} ({detail})",
+                              style="yellow"))
     tl = _timeline(a)
     if tl is not None:
         parts.append(tl)

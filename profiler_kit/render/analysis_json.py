@@ -43,6 +43,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "devices": _plain(a.devices),
         "events": a.events,
         "skipped": dict(a.skipped),
+        "normalized": dict(a.normalized),
         "steps": _plain(a.steps),
         "gpu_hotspots": _plain(a.gpu),
         "gpu_hotspots_by_device": [
@@ -60,6 +61,8 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "precision": {
             **_plain(a.precision),
             "fp32_simt_top": [{"name": n, "total_ns": ns} for n, ns in a.precision.fp32_simt_top],
+            "gemm_fp32_simt_top": [{"name": n, "total_ns": ns}
+                                   for n, ns in a.precision.gemm_fp32_simt_top],
             "low_precision_share": a.precision.low_precision_share,
             "tensor_core_share": a.precision.tensor_core_share,
         },

@@ -33,6 +33,10 @@ def _breakdown(title: str, bd: Breakdown, what: str) -> list[str]:
 def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
     out = [f"## {a.label}", "", f"`{a.path}` — {a.events:,} events"
            + (f", rank {a.rank}" if a.rank is not None else ""), ""]
+    for what, counts in (("skipped", a.skipped), ("kept after a fix", a.normalized)):
+        if counts:
+            detail = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(counts.items()))
+            out += [f"Events {what}: {sum(counts.values()):,} ({detail}).", ""]
     s = a.steps
     if s.source == "window":
         out += [f"No `ProfilerStep#` spans: whole trace window {units.duration(s.median_ns)}.", ""]
