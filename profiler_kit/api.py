@@ -47,8 +47,10 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files = trace_files(paths)
+    given = {Path(p).resolve() for p in paths if Path(p).is_file()}
+    labels = label_traces(files, [f.resolve() in given for f in files])
     return [analyze_table(load(f), label=label, top=top)
-            for f, label in zip(files, label_traces(files), strict=True)]
+            for f, label in zip(files, labels, strict=True)]
 
 
 def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],

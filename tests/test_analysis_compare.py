@@ -71,3 +71,9 @@ def test_labels_prefer_strategy_folders_then_file_names():
     assert label_traces(mixed) == ["ddp/rank0", "ddp/rank1", "single"]
     assert label_traces([Path("a/x.json"), Path("b/x.json")]) == ["a", "b"]
     assert label_traces([Path("t.json"), Path("t.json")]) == ["t #1", "t #2"]
+
+
+def test_files_named_directly_keep_their_own_name():
+    paths = [Path("tests/data/a100_alexnet.json.gz"), Path("elsewhere/run/x.pt.trace.json")]
+    assert label_traces(paths, [True, True]) == ["a100_alexnet", "x"]
+    assert label_traces(paths, [True, False]) == ["a100_alexnet", "run"]

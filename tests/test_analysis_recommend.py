@@ -132,3 +132,15 @@ def test_odd_but_valid_tables_do_not_crash():
                    [kernel("k", 0, 10, corr=99)]):
         a = analyze_table(make_table(events))
         assert a.events == len(events)
+
+
+def test_memory_without_totals_uses_the_running_sum_and_attributes_to_ops():
+    allocs = [Alloc(ts=15, nbytes=100, device_type=0, device_id=-1),
+              Alloc(ts=25, nbytes=50, device_type=0, device_id=-1),
+              Alloc(ts=35, nbytes=-100, device_type=0, device_id=-1),
+              Alloc(ts=45, nbytes=30, device_type=0, device_id=-1)]
+    a = analyze_table(make_table([op("aten::empty", 10, 10), op("aten::mm", 20, 30)], allocs))
+    (dev,) = a.memory.devices
+    assert (dev.device, dev.peak_allocated_bytes, dev.peak_reserved_bytes) == ("cpu", 150, None)
+    assert [(o.name, o.allocations, o.allocated_bytes) for o in a.memory.top_ops] == [
+        ("aten::empty", 1, 100), ("aten::mm", 2, 80)]

@@ -127,3 +127,12 @@ def test_phases_sum_cpu_and_gpu_spans_and_skip_steps():
     assert (ph["forward"].count, ph["forward"].cpu_total_ns, ph["forward"].gpu_total_ns) == \
         (2, 500, 400)
     assert ph["backward"].share_of_window == 0.15
+
+
+def test_hotspots_per_device_when_several_gpus():
+    from profiler_kit.analysis.report import analyze_table
+
+    a = analyze_table(make_table([kernel("gemm_a", 0, 10, device=0),
+                                  kernel("elementwise_kernel", 0, 30, device=1)]))
+    assert [(d, bd.total_ns) for d, bd in a.gpu_by_device] == [(0, 10), (1, 30)]
+    assert a.gpu.total_ns == 40

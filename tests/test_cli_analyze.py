@@ -115,3 +115,29 @@ def test_odd_events_are_skipped_and_counted_in_the_output(tmp_path):
     assert [k["name"] for k in doc["kernels"]] == ["k"]
     r = profkit("analyze", str(trace))
     assert "Events skipped: 1" in r.stdout
+
+
+def test_legacy_kineto_categories(tmp_path):
+    """Older Kineto names: Operator, Runtime, Kernel, Memcpy (and ``external id``)."""
+    events = [
+        {"ph": "X", "cat": "Operator", "name": "aten::conv2d", "pid": 1, "tid": 1,
+         "ts": 0, "dur": 100, "args": {"External id": 5}},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 10, "dur": 5, "args": {"correlation": 77, "external id": 5}},
+        {"ph": "X", "cat": "Kernel", "name": "implicit_convolve_sgemm", "pid": 0, "tid": 7,
+         "ts": 20, "dur": 30, "args": {"device": 0, "stream": 7, "correlation": 77,
+                                       "external id": 5}},
+        {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7,
+         "ts": 60, "dur": 10, "args": {"device": 0, "stream": 7, "correlation": 78}},
+    ]
+    trace = tmp_path / "legacy.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    from profiler_kit import api
+
+    (a,) = api.analyze(trace)
+    assert {c.klass: c.total_ns for c in a.gpu.classes} == {"convolution": 30_000,
+                                                            "memcpy": 10_000}
+    assert a.attribution.by_correlation == 1
+    assert a.timeline.devices[0].busy_ns == 40_000
+    c = api.compare([trace, CPU], baseline=str(trace))
+    assert c.labels == ("legacy", "cpu_torch_profiler") and c.baseline == 0

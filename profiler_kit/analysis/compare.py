@@ -137,16 +137,23 @@ def _metric(key: str, label: str, unit: str, better: str, values: tuple[Value, .
 _TRACE_SUFFIX = re.compile(r"(\.pt\.trace)?\.json(\.gz)?$")
 
 
-def label_traces(paths: Sequence[Path]) -> list[str]:
-    """Short unique labels: the strategy folder when it holds one trace, else the file stem."""
+def label_traces(paths: Sequence[Path], given: Sequence[bool] | None = None) -> list[str]:
+    """Short unique labels: the strategy folder when it holds one trace, else the file stem.
+
+    ``given`` marks files named directly by the user: they keep their own name.
+    """
     paths = [Path(p) for p in paths]
+    given = list(given) if given is not None else [False] * len(paths)
     per_parent = Counter(p.parent for p in paths)
     several_parents = len(per_parent) > 1
     parts: list[list[str]] = []
     depth: list[int] = []  # components each label starts with
-    for p in paths:
+    for p, named in zip(paths, given, strict=True):
         stem = _TRACE_SUFFIX.sub("", p.name)
-        if several_parents and per_parent[p.parent] == 1:
+        if named:
+            parts.append([*p.parent.parts, stem])
+            depth.append(1)
+        elif several_parents and per_parent[p.parent] == 1:
             parts.append([*p.parent.parts])
             depth.append(1)
         elif several_parents:
