@@ -64,7 +64,7 @@ RANK_TIMEOUT_PARAM = Param(
 _TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
 _WORKER_ENV = "PROFKIT_RANK_WORKER"  # set in ranks that profkit spawned
 _POLL_S = 0.05
-_STARTUP_S = 120.0  # extra allowance before a rank's first sign of life (imports, init)
+_STARTUP_S = 120.0  # extra allowance until a rank's first step is done (imports, init)
 _GRACE_S = 0.3  # after a first failure, how long to wait for the rank that caused it
 
 _group: Any = None  # the process group of the strategy being measured in this process
@@ -459,7 +459,7 @@ def _hang_message(job_dir: Path, stale: list[int], name: str, timeout_s: float) 
     """Name the rank(s) that stopped; a rank waiting in a collective is not the cause."""
     time.sleep(_GRACE_S)  # the ranks' own stack dumps are due about now
     stacks = {r: _read(job_dir / f"rank{r}.stack") for r in stale}
-    waiting = {r for r, text in stacks.items() if "torch/distributed" in _main_stack(text)}
+    waiting = {r for r, text in stacks.items() if _in_collective(_main_stack(text))}
     culprits = [r for r in stale if r not in waiting] or stale
     who = f"rank {culprits[0]}" if len(culprits) == 1 else "ranks " + ", ".join(
         str(r) for r in culprits
@@ -470,6 +470,16 @@ def _hang_message(job_dir: Path, stale: list[int], name: str, timeout_s: float) 
         f"{who} made no progress for {timeout_s:g} s during {name} (hung?){at}; "
         "all ranks were stopped (--rank-timeout)"
     )
+
+
+# Frames of a rank that waits for its peers: collectives, and DDP's backward, which
+# blocks until the gradient all-reduce of every rank has arrived.
+_WAITING_FRAMES = ("torch/distributed/", "torch/nn/parallel/", "torch/autograd/",
+                   "torch/_tensor.py")
+
+
+def _in_collective(stack: str) -> bool:
+    return any(frame in stack for frame in _WAITING_FRAMES)
 
 
 def _read(path: Path) -> str:
@@ -500,12 +510,14 @@ def _innermost_frame(dump: str) -> str | None:
 
 
 def _last_beat(job_dir: Path, rank: int, started: float) -> float:
-    """Monotonic time of the rank's last sign of progress (start-up has an allowance)."""
+    """Monotonic time of the rank's last sign of progress. Start-up, up to the end of the
+    first step (imports, process group, lazy initialization), has an extra allowance."""
     try:
         age = time.time() - (job_dir / f"rank{rank}.beat").stat().st_mtime
     except FileNotFoundError:
         return started + _STARTUP_S
-    return max(started, time.monotonic() - age)
+    last = max(started, time.monotonic() - age)
+    return last if (job_dir / f"rank{rank}.running").exists() else last + _STARTUP_S
 
 
 def _failure_message(
@@ -583,13 +595,24 @@ def _rank_main(job_dir: Path) -> None:
     world = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
     beat_path = job_dir / f"rank{rank}.beat"
-    # When this rank stops making progress, its stacks land here for the error message.
-    stack_file = open(job_dir / f"rank{rank}.stack", "w")  # noqa: SIM115 (lives as long as the rank)
+    # When this rank stops making progress, its stacks land here for the error message;
+    # every beat empties the file, so it only ever holds the current stall.
+    stack_fd = os.open(job_dir / f"rank{rank}.stack", os.O_WRONLY | os.O_CREAT, 0o644)
     dump_after_s = max(0.5, 0.8 * job.timeout_s)
 
+    running_path = job_dir / f"rank{rank}.running"
+    beats = 0
+
     def beat() -> None:
+        nonlocal beats
+        beats += 1
+        if beats == 3:  # after init, after build, then the first step
+            running_path.touch()
         beat_path.touch()
-        faulthandler.dump_traceback_later(dump_after_s, repeat=False, file=stack_file)
+        faulthandler.cancel_dump_traceback_later()
+        os.ftruncate(stack_fd, 0)
+        os.lseek(stack_fd, 0, os.SEEK_SET)
+        faulthandler.dump_traceback_later(dump_after_s, repeat=False, file=stack_fd)
 
     try:
         import torch

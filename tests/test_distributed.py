@@ -1,0 +1,183 @@
+"""The launcher: ranks spawned on one host, failures named by rank, nothing left behind,
+and the same code joining a torchrun launch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from profiler_kit import distributed, scenario
+from profiler_kit.measure import MeasureOptions
+from profiler_kit.scenario import RunConfig
+
+HERE = Path(__file__).parent
+TINY = HERE / "distributed_scenario.py"
+OPTIONS = MeasureOptions(iterations=4, warmup=1, profile_wait=0, profile_warmup=0,
+                         profile_active=2)
+
+
+def _config(**params: object) -> RunConfig:
+    tiny = scenario.from_file(TINY)
+    values = {p.name: p.default for p in tiny.params}
+    values.update(params)
+    return RunConfig(params=values, device="cpu")
+
+
+def _processes_with(mark: str) -> list[int]:
+    """PIDs of live processes whose command line contains ``mark``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if mark in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _run(tmp_path: Path, **params: object):
+    tiny = scenario.from_file(TINY)
+    strategy = tiny.strategies[0]
+    return distributed.run_strategy(tiny, strategy, _config(**params), OPTIONS,
+                                    tmp_path / "w2")
+
+
+@pytest.mark.slow
+def test_two_ranks_measure_and_trace_separately(tmp_path: Path) -> None:
+    mark = f"profkit-grandchild-{tmp_path.name}"
+    measured = _run(tmp_path, grandchild=mark)
+    assert len(measured) == 2
+    for rank, m in enumerate(measured):
+        assert len(m.samples_ns) == OPTIONS.iterations
+        assert all(t > 0 for t in m.samples_ns)
+        assert m.info == {"rank": rank, "world_size": 2}
+        assert m.trace_files, "each rank writes its own trace"
+        for f in m.trace_files:
+            assert Path(f).name.startswith(f"rank{rank}.")
+            assert Path(f).exists()
+    names = sorted(p.name.split(".")[0] for p in (tmp_path / "w2").glob("*.pt.trace.json"))
+    assert names == ["rank0", "rank1"]
+    # The ranks, and what they started, are gone once run_strategy returns.
+    assert _processes_with(mark) == []
+
+
+def test_user_scenario_is_found_by_file() -> None:
+    tiny = scenario.from_file(TINY)
+    assert distributed.scenario_ref(tiny) == str(TINY.resolve())
+    assert distributed.scenario_ref(scenario.builtin("ddp")) == "ddp"
+
+
+def test_helpers_for_workloads(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert distributed.backend_for("cpu") == "gloo"
+    assert distributed.backend_for("cuda") == "nccl"
+    assert distributed.rank_device("cuda", 3) == "cuda:3"
+    assert distributed.rank_device("cpu", 3) == "cpu"
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert distributed.rank_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert distributed.rank_threads() == 3
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
+        monkeypatch.delenv(var, raising=False)
+    assert not distributed.under_torchrun()
+    assert distributed.is_output_rank()
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    assert distributed.under_torchrun()
+    assert not distributed.is_output_rank()
+
+
+def test_environment_names_backend_and_topology() -> None:
+    env = distributed.environment("cpu")
+    assert env["backend"] == "gloo"
+    assert env["launcher"] in ("spawn", "torchrun")
+    if env["interconnect_topology"] is None:
+        assert "no interconnect topology" in env["interconnect_note"]
+
+
+@pytest.mark.slow
+def test_rank_that_raises_is_named(tmp_path: Path) -> None:
+    with pytest.raises(distributed.RankFailure,
+                       match=r"rank 1 failed during w2: ValueError: rank 1 gave up at step 2"):
+        _run(tmp_path, fail="raise", fail_step=2)
+
+
+@pytest.mark.slow
+def test_rank_killed_mid_run_ends_the_strategy(tmp_path: Path) -> None:
+    mark = f"profkit-grandchild-{tmp_path.name}"
+    start = time.monotonic()
+    with pytest.raises(distributed.RankFailure) as info:
+        _run(tmp_path, fail="kill", fail_step=3, grandchild=mark, rank_timeout=60.0)
+    elapsed = time.monotonic() - start
+    assert str(info.value).startswith("rank 1 exited with code -9 (killed by SIGKILL) during w2")
+    assert elapsed < 60, "a dead rank is noticed well before the rank timeout"
+    assert _processes_with(mark) == [], "rank 0 and every child were killed"
+
+
+@pytest.mark.slow
+def test_hung_rank_ends_within_the_rank_timeout(tmp_path: Path) -> None:
+    mark = f"profkit-grandchild-{tmp_path.name}"
+    start = time.monotonic()
+    with pytest.raises(distributed.RankFailure,
+                       match=r"rank 1 made no progress for 4 s during w2 \(hung\?\)"):
+        _run(tmp_path, fail="hang", fail_step=2, grandchild=mark, rank_timeout=4.0)
+    # start-up (imports) has its own allowance; after that the 4 s limit applies
+    assert time.monotonic() - start < 60
+    assert _processes_with(mark) == []
+
+
+PROBE = """
+import json, os, sys
+from pathlib import Path
+from profiler_kit import distributed, scenario
+from profiler_kit.measure import MeasureOptions
+from profiler_kit.scenario import RunConfig
+
+tiny = scenario.from_file(sys.argv[1])
+config = RunConfig(params={p.name: p.default for p in tiny.params}, device="cpu")
+options = MeasureOptions(iterations=3, warmup=1, profile_wait=0, profile_warmup=0,
+                         profile_active=1)
+# Every rank passes its own folder; the traces go where rank 0 said.
+out = Path(sys.argv[2]) / f"from-rank{os.environ['RANK']}"
+measured = distributed.run_strategy(tiny, tiny.strategies[0], config, options, out / "w2")
+if distributed.is_output_rank():
+    print(json.dumps({"n": [len(m.samples_ns) for m in measured],
+                      "info": [dict(m.info) for m in measured],
+                      "traces": [list(m.trace_files) for m in measured]}))
+"""
+
+
+@pytest.mark.slow
+def test_joins_torchrun_instead_of_spawning(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    port = distributed.free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--nnodes",
+         "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+         str(probe), str(TINY), str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    assert len(lines) == 1, "only rank 0 prints"
+    result = json.loads(lines[0])
+    assert result["n"] == [3, 3]
+    assert result["info"] == [{"rank": 0, "world_size": 2}, {"rank": 1, "world_size": 2}]
+    # both ranks' traces are in rank 0's strategy folder
+    for rank, files in enumerate(result["traces"]):
+        assert files and all(f"from-rank0{os.sep}w2" in f for f in files)
+        assert all(Path(f).name.startswith(f"rank{rank}.") for f in files)
+    assert not (tmp_path / "from-rank1").exists() or not any(
+        (tmp_path / "from-rank1").rglob("*.pt.trace.json"))
