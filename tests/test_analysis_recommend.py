@@ -32,7 +32,7 @@ def test_reduced_precision_unused_and_fp32_matmul_on_ampere():
     assert got["reduced_precision_unused"].measured == 0.0
     tf32 = got["fp32_matmul_on_tensor_core_gpu"]
     assert tf32.measured == 1.0
-    assert any("ampere_sgemm_128x64_nn" in e.label for e in tf32.evidence)
+    assert any(e.name == "ampere_sgemm_128x64_nn" for e in tf32.evidence)
     bf16 = [op("aten::mm", 0, 100), launch(1, corr=1),
             kernel("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_nn", 10, 80, corr=1)]
     got = fired(make_table(bf16, device_properties=A100))

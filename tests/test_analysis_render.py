@@ -39,6 +39,14 @@ def test_console_fits_the_width_and_shows_every_section(analyses, width):
     assert "Memory: not recorded" in text  # the DDP trace has no [memory] events
     assert "CPU-only trace" in text  # the CPU trace says why GPU rules did not run
     assert "ncclKernel_AllRe" in text  # cut to fit at 80 columns, whole at 120
+    assert "## forward ##" in text  # names are text, not markup
+
+
+def test_bracketed_names_are_printed_not_taken_as_markup():
+    (a,) = api.analyze([DATA / "a100_alexnet.json.gz"])
+    text = _console_text([a], None, 120)
+    assert "[param|cuda]" in text
+    assert "fp32 GEMM kernel ampere_sgemm_32x32_sliced1x4_tn" in text
 
 
 def test_short_names_drop_arguments_but_keep_meaning():

@@ -47,6 +47,7 @@ class Evidence:
     label: str
     value: float | int | str
     unit: str  # "ns", "bytes", "fraction", "count", "" (plain)
+    name: str = ""  # the kernel or op this line is about, when it is about one
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,8 @@ def _fp32_matmul(table: EventTable, precision: Precision, gpu_bd: Breakdown,
           Evidence("GEMM kernel time", precision.gemm_ns, "ns"),
           Evidence("in fp32 (non tensor-core) kernels", precision.gemm_fp32_simt_ns, "ns"),
           Evidence("share of GPU kernel time", gpu_share, "fraction")]
-    ev += [Evidence(f"kernel {name}", ns, "ns") for name, ns in precision.gemm_fp32_simt_top[:3]]
+    ev += [Evidence("fp32 GEMM kernel", ns, "ns", name=name)
+           for name, ns in precision.gemm_fp32_simt_top[:3]]
     return [Recommendation(
         rule="fp32_matmul_on_tensor_core_gpu", scope="trace",
         title="fp32 matmuls on a GPU with TF32 tensor cores",

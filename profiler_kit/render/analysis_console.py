@@ -20,6 +20,11 @@ _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold"}
 
 
+def _row(table: Table, *cells: str | Text) -> None:
+    """Add a row whose strings are plain text: names like ``[param|cuda]`` are not markup."""
+    table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
+
+
 def _name_width(console_width: int) -> int:
     """Room left for a name column beside four fixed columns, inside the panel."""
     return max(24, console_width - 46)
@@ -92,7 +97,7 @@ def _timeline(a: TraceAnalysis) -> Table | None:
         t.add_column(col, justify="left" if col == "device" else "right", no_wrap=True,
                      min_width=7)
     for d in a.timeline.devices:
-        t.add_row(
+        _row(t,
             f"gpu:{d.device}", units.duration(d.window_ns), units.duration(d.busy_ns),
             units.duration(d.idle_ns), units.percent(d.idle_share),
             units.duration(d.multi_stream_ns), units.duration(d.communication_busy_ns),
@@ -111,7 +116,7 @@ def _timeline(a: TraceAnalysis) -> Table | None:
 
 
 def _breakdown(title: str, bd: Breakdown, what: str, width: int) -> Table:
-    t = Table(title=title, **_TABLE)
+    t = Table(title=Text(title), **_TABLE)
     t.add_column("class", no_wrap=True, min_width=13)
     t.add_column("count", justify="right", no_wrap=True, min_width=5)
     t.add_column("time", justify="right", no_wrap=True, min_width=7)
@@ -124,7 +129,7 @@ def _breakdown(title: str, bd: Breakdown, what: str, width: int) -> Table:
             f"{short_name(n.name, _name_width(width) - 18)}"
             for n in c.top[:3]
         )
-        t.add_row(c.klass, f"{c.count:,}", units.duration(c.total_ns), units.percent(c.share), top)
+        _row(t, c.klass, f"{c.count:,}", units.duration(c.total_ns), units.percent(c.share), top)
     t.caption = f"total {units.duration(bd.total_ns)} in {bd.count:,} {what}"
     return t
 
@@ -137,7 +142,7 @@ def _kernels(a: TraceAnalysis, top: int, width: int) -> Table:
     t.add_column("total", justify="right", no_wrap=True, min_width=7)
     t.add_column("mean", justify="right", no_wrap=True, min_width=7)
     for k in a.kernels[:top]:
-        t.add_row(short_name(k.name, _name_width(width) - 8), k.klass, f"{k.count:,}",
+        _row(t, short_name(k.name, _name_width(width) - 8), k.klass, f"{k.count:,}",
                   units.duration(k.total_ns),
                   units.duration(k.total_ns / k.count if k.count else None))
     return t
@@ -162,7 +167,7 @@ def _memory(a: TraceAnalysis) -> Table | Group | Text:
     for col in ("device", "peak allocated", "peak reserved", "allocations", "capacity"):
         t.add_column(col, justify="left" if col == "device" else "right")
     for d in m.devices:
-        t.add_row(d.device, units.nbytes(d.peak_allocated_bytes),
+        _row(t, d.device, units.nbytes(d.peak_allocated_bytes),
                   units.nbytes(d.peak_reserved_bytes), f"{d.allocations:,}",
                   units.nbytes(d.capacity_bytes))
     if not m.top_ops:
@@ -172,7 +177,7 @@ def _memory(a: TraceAnalysis) -> Table | Group | Text:
     ops.add_column("allocations", justify="right")
     ops.add_column("bytes", justify="right")
     for o in m.top_ops[:5]:
-        ops.add_row(short_name(o.name), f"{o.allocations:,}", units.nbytes(o.allocated_bytes))
+        _row(ops, short_name(o.name), f"{o.allocations:,}", units.nbytes(o.allocated_bytes))
     return Group(t, ops)
 
 
@@ -186,14 +191,17 @@ def _phases(a: TraceAnalysis, top: int) -> Table | None:
     t.add_column("GPU time", justify="right")
     t.add_column("of window", justify="right")
     for p in a.phases.phases[:top]:
-        t.add_row(short_name(p.name, 60), f"{p.count:,}", units.duration(p.cpu_total_ns),
+        _row(t, short_name(p.name, 60), f"{p.count:,}", units.duration(p.cpu_total_ns),
                   units.duration(p.gpu_total_ns) if p.gpu_total_ns else "-",
                   units.percent(p.share_of_window))
     return t
 
 
 def _evidence(ev: Sequence[Evidence]) -> str:
-    return "; ".join(f"{e.label} {value(e.value, e.unit)}" for e in ev)
+    return "; ".join(
+        f"{e.label}{' ' + short_name(e.name, 60) if e.name else ''} {value(e.value, e.unit)}"
+        for e in ev
+    )
 
 
 def recommendation_lines(r: Recommendation) -> tuple[str, str]:
@@ -249,14 +257,14 @@ def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
 
 
 def comparison_table(c: Comparison) -> Table:
-    t = Table(title=f"Comparison (baseline: {c.labels[c.baseline]}; best in bold green)",
+    t = Table(title=Text(f"Comparison (baseline: {c.labels[c.baseline]}; best in bold green)"),
               **_TABLE)
     t.add_column("metric")
     for i, label in enumerate(c.labels):
-        t.add_column(label + (" (baseline)" if i == c.baseline else ""), justify="right",
+        t.add_column(Text(label + (" (baseline)" if i == c.baseline else "")), justify="right",
                      overflow="fold")
     for m in c.metrics:
-        t.add_row(m.label, *(_cell(m, i, c.baseline) for i in range(len(c.labels))))
+        _row(t, m.label, *(_cell(m, i, c.baseline) for i in range(len(c.labels))))
     return t
 
 
