@@ -1,0 +1,254 @@
+"""``profkit diff``: statistics checked against independent computations, reports in
+profkit's and PyTorch's schema, the console, and no torch import."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from profiler_kit import api, ddp_report
+from profiler_kit.analysis.report_diff import (
+    bootstrap_change,
+    diff_reports,
+    mann_whitney_p,
+)
+from profiler_kit.errors import UsageError
+from profiler_kit.render.diff_console import render
+
+
+def _brute_force_p(a: list[float], b: list[float]) -> float:
+    """Two-sided exact p by enumerating every split of the pooled values."""
+    pooled = a + b
+    n1 = len(a)
+
+    def u(x: list[float], y: list[float]) -> float:
+        return sum((xi > yi) + 0.5 * (xi == yi) for xi in x for yi in y)
+
+    observed = u(a, b)
+    mean = n1 * len(b) / 2
+    extreme = total = 0
+    for idx in itertools.combinations(range(len(pooled)), n1):
+        x = [pooled[i] for i in idx]
+        y = [pooled[i] for i in range(len(pooled)) if i not in idx]
+        total += 1
+        extreme += abs(u(x, y) - mean) >= abs(observed - mean) - 1e-12
+    return extreme / total
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]),
+        ([1.1, 2.5, 3.2, 9.0, 4.4], [2.0, 5.5, 6.1, 7.3]),
+        ([3.0, 1.0, 4.0, 1.5, 5.0, 9.0], [2.6, 5.3, 5.8, 9.7, 9.3, 2.3]),
+    ],
+)
+def test_mann_whitney_exact_matches_enumeration(a: list[float], b: list[float]) -> None:
+    assert mann_whitney_p(a, b) == pytest.approx(_brute_force_p(a, b), rel=1e-9)
+
+
+def test_mann_whitney_normal_approximation_with_ties_matches_permutations() -> None:
+    rng = np.random.default_rng(1)
+    a = list(np.round(rng.normal(10, 2, 60)))
+    b = list(np.round(rng.normal(11, 2, 60)))
+    pooled = np.array(a + b)
+
+    def u(x: np.ndarray, y: np.ndarray) -> float:
+        return float((x[:, None] > y[None, :]).sum() + 0.5 * (x[:, None] == y[None, :]).sum())
+
+    observed = abs(u(np.array(a), np.array(b)) - 1800)
+    hits = 0
+    trials = 4000
+    for _ in range(trials):
+        perm = rng.permutation(pooled)
+        hits += abs(u(perm[:60], perm[60:]) - 1800) >= observed
+    assert mann_whitney_p(a, b) == pytest.approx(hits / trials, abs=0.02)
+
+
+def test_bootstrap_interval_separates_shift_from_noise() -> None:
+    rng = np.random.default_rng(0)
+    base = list(rng.normal(1.0, 0.02, 30))
+    same = list(rng.normal(1.0, 0.02, 30))
+    slower = list(rng.normal(1.2, 0.02, 30))
+    low, high = bootstrap_change(base, same, 75)
+    assert low < 0 < high
+    low, high = bootstrap_change(base, slower, 75)
+    assert 0.15 < low < high < 0.25
+
+
+def _run_record(seconds_by_config: dict[str, list[float]], bucket: float = 25.0,
+                torch_version: str = "2.14.1", batch: int = 4) -> dict:
+    """A ddp run as run.json holds it (what ddp_report.build reads)."""
+    strategies = []
+    for name, secs in seconds_by_config.items():
+        world = 1 if name == "no-ddp" else int(name.rsplit("w", 1)[1])
+        per_rank = [[int(s * 1e9) - r * 1000 for s in secs] for r in range(world)]
+        strategies.append({
+            "name": name, "status": "ok", "point": f"bucket_cap_mb={bucket}",
+            "point_params": {"model": "resnet18", "batch_size": batch, "image_size": 32,
+                             "bucket_cap_mb": bucket, "world_size": 2},
+            "samples_ns": [int(s * 1e9) for s in secs],
+            "per_rank_samples_ns": per_rank if world > 1 else [],
+            "info": {"threads_per_rank": 1}, "dir": f"bucket_cap_mb={bucket}/{name}",
+        })
+    return {
+        "run_id": "r1", "device": "cpu", "params": {"bucket_cap_mb": [bucket]},
+        "options": {"iterations": len(next(iter(seconds_by_config.values()))), "warmup": 3},
+        "environment": {"torch": torch_version, "cuda": None, "devices": [],
+                        "distributed": {"backend": "gloo", "launcher": "spawn",
+                                        "interconnect_topology": None}},
+        "scenario": {"name": "ddp"}, "strategies": strategies,
+    }
+
+
+def _samples(center: float, n: int = 20, seed: int = 0) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return [float(v) for v in rng.normal(center, center * 0.01, n)]
+
+
+def test_report_keeps_pytorch_schema_and_adds_times() -> None:
+    run = _run_record({"no-ddp": _samples(0.10), "ddp-w1": _samples(0.11),
+                       "ddp-w2": _samples(0.15)})
+    report = ddp_report.build(run)
+    for key in ("pytorch_version", "cuda_version", "distributed_backend", "bucket_size",
+                "benchmark_results"):
+        assert key in report
+    assert report["metadata"]["threads_per_rank"] == 1
+    assert report["metadata"]["device"] == "cpu"
+    (bench,) = report["benchmark_results"]
+    assert (bench["model"], bench["batch_size"], bench["bucket_size"]) == ("resnet18", 4, 25.0)
+    assert [r["configuration"] for r in bench["result"]] == ["no-ddp", "ddp-w1", "ddp-w2"]
+    assert [r["ranks"] for r in bench["result"]] == [[0], [0], [0, 1]]
+    w2 = bench["result"][2]
+    assert len(w2["per_rank_measurements"]) == 2
+    secs = np.array(w2["measurements"])
+    p75 = float(np.percentile(secs, 75))
+    assert w2["times"]["sec_per_iter"]["p75"] == pytest.approx(p75)
+    assert w2["times"]["examples_per_sec"]["p75"] == pytest.approx(4 * 2 / p75)
+    assert w2["times"]["examples_per_sec_per_replica"]["p75"] == pytest.approx(4 / p75)
+
+
+def test_diff_flags_a_real_change_and_not_noise() -> None:
+    base = ddp_report.build(_run_record(
+        {"no-ddp": _samples(0.10, seed=1), "ddp-w1": _samples(0.11, seed=2),
+         "ddp-w2": _samples(0.15, seed=3)}))
+    test = ddp_report.build(_run_record(
+        {"no-ddp": _samples(0.10, seed=4), "ddp-w1": _samples(0.11, seed=5),
+         "ddp-w2": _samples(0.12, seed=6)}, torch_version="2.15.0"))
+    d = diff_reports(base, test, "a", "b")
+    (bench,) = d.benchmarks
+    rows = {c.configuration: c for c in bench.configurations}
+    assert set(rows) == {"no-ddp", "ddp-w1", "ddp-w2"}
+    w2 = rows["ddp-w2"]
+    assert w2.beyond_noise is True and w2.mann_whitney_p < 0.001
+    p75 = next(p for p in w2.percentiles if p.percentile == 75)
+    assert p75.change_fraction == pytest.approx(p75.test_ns / p75.base_ns - 1)
+    assert p75.change_fraction == pytest.approx(-0.2, abs=0.02)
+    assert p75.examples_change_fraction == pytest.approx(p75.base_ns / p75.test_ns - 1)
+    assert p75.noise.beyond_noise is True
+    assert rows["no-ddp"].percentiles[0].noise.beyond_noise is False
+    meta = {r.key: r for r in d.metadata}
+    assert meta["pytorch_version"].differs and not meta["distributed_backend"].differs
+
+
+PYTORCH_REPORT = {  # the shape PyTorch's benchmark.py writes (pooled raw measurements)
+    "pytorch_version": "1.4.0", "cuda_version": "10.1", "distributed_backend": "nccl",
+    "bucket_size": 25,
+    "benchmark_results": [{
+        "model": "resnet50", "batch_size": 32,
+        "result": [
+            {"ranks": [0], "measurements": _samples(0.100, 10, 1)},
+            {"ranks": [0], "measurements": _samples(0.105, 10, 2)},
+            {"ranks": [0, 1], "measurements": _samples(0.110, 20, 3)},
+        ],
+    }],
+}
+
+
+def test_diff_reads_pytorch_reports_and_percentile_only_reports() -> None:
+    faster = json.loads(json.dumps(PYTORCH_REPORT))
+    faster["benchmark_results"][0]["result"][2]["measurements"] = _samples(0.09, 20, 9)
+    d = diff_reports(PYTORCH_REPORT, faster)
+    rows = {c.configuration: c for c in d.benchmarks[0].configurations}
+    assert list(rows) == ["no-ddp", "ddp-w1", "ddp-w2"]
+    assert rows["ddp-w2"].beyond_noise is True
+    assert rows["ddp-w2"].percentiles[0].test_examples_per_s == pytest.approx(
+        32 * 2 / np.percentile(faster["benchmark_results"][0]["result"][2]["measurements"], 75))
+    # a reduced report with percentiles only: changes shown, noise "n/a"
+    reduced = json.loads(json.dumps(faster))
+    for r in reduced["benchmark_results"][0]["result"]:
+        secs = r.pop("measurements")
+        r["times"] = {"sec_per_iter": {f"p{p}": float(np.percentile(secs, p))
+                                       for p in (50, 75, 90, 95)}}
+    d = diff_reports(PYTORCH_REPORT, reduced)
+    w2 = {c.configuration: c for c in d.benchmarks[0].configurations}["ddp-w2"]
+    assert w2.mann_whitney_p is None and w2.beyond_noise is None
+    assert all(p.noise.beyond_noise is None and p.noise.method == "n/a" for p in w2.percentiles)
+    assert w2.percentiles[0].change_fraction < 0
+
+
+def test_console_shows_models_configurations_and_verdicts() -> None:
+    d = diff_reports(PYTORCH_REPORT, PYTORCH_REPORT, "old.json", "new.json")
+    console = Console(width=140, record=True, color_system=None)
+    render(console, d)
+    text = console.export_text()
+    assert "resnet50, batch 32 per rank, bucket 25 MB" in text
+    assert "ddp-w2" in text and "p95" in text and "Mann-Whitney" in text
+    assert "+0.0 %" in text
+    assert "distributed_backend" in text and "nccl" in text
+
+
+def _write(path: Path, data: dict) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_cli_diff_runs_without_torch(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a.json", PYTORCH_REPORT)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    record = _run_record({"no-ddp": _samples(0.1), "ddp-w1": _samples(0.1),
+                          "ddp-w2": _samples(0.1)})
+    _write(run_dir / "run.json", record)
+    code = (
+        "import sys\n"
+        "from profiler_kit.cli import main\n"
+        f"rc = main(['diff', {str(run_dir)!r}, {str(run_dir)!r}])\n"
+        "assert 'torch' not in sys.modules, 'diff imported torch'\n"
+        f"rc2 = main(['diff', {str(a)!r}, {str(a)!r}, '--json', {str(tmp_path / 'd.json')!r}])\n"
+        "assert 'torch' not in sys.modules, 'diff imported torch'\n"
+        "sys.exit(rc or rc2)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={"COLUMNS": "160", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert "no-ddp" in done.stdout and "ddp-w2" in done.stdout
+    saved = json.loads((tmp_path / "d.json").read_text())
+    assert saved["benchmarks"][0]["model"] == "resnet50"
+
+
+def test_bad_reports_are_one_line_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    good = _write(tmp_path / "good.json", PYTORCH_REPORT)
+    with pytest.raises(UsageError, match="not a JSON report"):
+        api.diff(bad, good)
+    with pytest.raises(UsageError, match="no 'benchmark_results'"):
+        api.diff(_write(tmp_path / "other.json", {"x": 1}), good)
+    with pytest.raises(UsageError, match="no such report"):
+        api.diff(tmp_path / "missing.json", good)
+    other_run = _write(tmp_path / "run.json", {"scenario": {"name": "concurrent"},
+                                               "strategies": []})
+    with pytest.raises(UsageError, match="not ddp"):
+        api.diff(other_run, good)
+    done = subprocess.run([sys.executable, "-m", "profiler_kit", "diff", str(bad), str(good)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "not a JSON report" in done.stderr
