@@ -142,6 +142,19 @@ def test_simple_and_fast_loaders_agree(real) -> None:
     assert_same(table, load_simple(path))
 
 
+def test_per_event_path_gives_the_same_table(real) -> None:
+    path, _doc, table = real
+    assert_same(table, load(path, lenient=True))
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 997, 64 * 1024])
+def test_piece_size_does_not_change_the_table(real, chunk_bytes: int) -> None:
+    path, _doc, table = real
+    if chunk_bytes < 64 * 1024 and path.stat().st_size > 100_000:
+        pytest.skip("tiny pieces on a large trace: slow, and covered by the small traces")
+    assert_same(table, load(path, chunk_bytes=chunk_bytes))
+
+
 def test_memory_events_from_a_cpu_trace() -> None:
     path = DATA / "cpu_torch_profiler.pt.trace.json.gz"
     doc = raw_doc(path)
@@ -185,6 +198,33 @@ def test_legacy_categories_are_mapped(tmp_path: Path) -> None:
     assert table.cat[by_name["Memcpy HtoD"]] == Cat.MEMCPY
     assert (table.device[by_name["Memcpy HtoD"]], table.stream[by_name["Memcpy HtoD"]]) == (0, 7)
     assert table.cat[by_name["Memset"]] == Cat.MEMSET
+
+
+@pytest.mark.parametrize("layout", ["events first", "events last", "compact", "spaced"])
+def test_key_order_and_whitespace(tmp_path: Path, layout: str) -> None:
+    events = [ev(name=f"k{i}", ts=i, args={"correlation": i}) for i in range(50)]
+    events.append({"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "gpu 0"}})
+    meta = {"schemaVersion": 1, "distributedInfo": {"rank": 3, "ranks": [{"a": 1}, {"b": 2}]},
+            "deviceProperties": [{"id": 0, "name": "X"}, {"id": 1, "name": "Y"}]}
+    if layout == "events first":
+        text = json.dumps({"traceEvents": events, **meta}, indent=2)
+    elif layout == "events last":
+        text = json.dumps({**meta, "traceEvents": events})
+    elif layout == "compact":
+        text = json.dumps({**meta, "traceEvents": events, "baseTimeNanoseconds": 7},
+                          separators=(",", ":"))
+    else:
+        text = json.dumps({**meta, "traceEvents": events}, separators=(" ,\n\t ", " :  "))
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    for chunk in (1, 100, None):
+        table = load(path, chunk_bytes=chunk)
+        assert len(table) == 50
+        assert table.meta.rank == 3
+        assert table.meta.device_properties == meta["deviceProperties"]
+        assert table.process_names == {0: "gpu 0"}
+        assert table.correlation.tolist() == list(range(50))
+        assert_same(table, load_simple(path))
 
 
 def test_time_units(tmp_path: Path) -> None:

@@ -26,9 +26,17 @@ NOT_TRACES = frozenset({"run.json", "key_averages.json", "key_averages.json.gz"}
 SNIFF_BYTES = 1 << 20
 
 
-def load(path: str | os.PathLike[str]) -> EventTable:
-    """Read one trace file into an event table (rows sorted by start time)."""
-    return load_simple(path)
+def load(path: str | os.PathLike[str], *, chunk_bytes: int | None = None,
+         lenient: bool = False) -> EventTable:
+    """Read one trace file into an event table (rows sorted by start time).
+
+    The event list is decoded in pieces of about ``chunk_bytes`` (default 4 MB), so
+    memory stays bounded; ``lenient`` sends every piece through the per-event rules
+    (same table, slower: it exists to check the fast path against).
+    """
+    from profiler_kit.trace import stream
+
+    return stream.load(Path(path), chunk_bytes=chunk_bytes, lenient=lenient)
 
 
 def load_simple(path: str | os.PathLike[str]) -> EventTable:

@@ -18,6 +18,8 @@ from profiler_kit.trace.table import CATEGORY_NAMES, GPU_CATS, Cat, MemoryEvents
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
 
 # Phases that are bookkeeping rather than timed work: ignored, not counted.
 FLOW_PHASES = frozenset({"s", "f", "t"})
@@ -68,6 +70,19 @@ def id_value(value: Any) -> int | str:
     return "non-integer"
 
 
+def category_code(raw: Any) -> tuple[int, str | None]:
+    """The Cat code of a raw ``cat`` value, and the note to count when it is odd."""
+    if type(raw) is not str:
+        return int(Cat.OTHER), "missing category"
+    lower = raw.lower()
+    cat = CATEGORY_NAMES.get(lower)
+    if cat is not None:
+        return int(cat), None
+    if lower in KNOWN_OTHER_CATEGORIES:
+        return int(Cat.OTHER), None
+    return int(Cat.OTHER), f"unknown category: {raw[:60]}"
+
+
 def optional_int(value: Any) -> int | None:
     """An optional integer field (correlation, device, ...): the int, or None when odd/absent."""
     if type(value) is int and INT64_MIN <= value <= INT64_MAX:
@@ -112,9 +127,17 @@ class Accumulator:
             self._add_complete(event)
         elif ph in INSTANT_PHASES:
             if event.get("name") == "[memory]":
-                self._add_memory(event)
+                args = event.get("args")
+                if type(args) is not dict:
+                    self.skipped["memory event without args"] += 1
+                    return
+                self.add_memory(event.get("ts"), event.get("tid"), args.get("Bytes"),
+                                args.get("Total Allocated"), args.get("Total Reserved"),
+                                args.get("Device Type"), args.get("Device Id"))
         elif ph == "M":
-            self._add_metadata(event)
+            args = event.get("args")
+            self.add_metadata(event.get("name"), event.get("pid"), event.get("tid"),
+                              args.get("name") if type(args) is dict else None)
         elif ph in FLOW_PHASES:
             return
         elif type(ph) is str:
@@ -160,50 +183,47 @@ class Accumulator:
         self.tid.append(tid)
         if cat in GPU_CAT_VALUES:
             device = optional_int(args.get("device"))
+            if device is None or not INT32_MIN <= device <= INT32_MAX:
+                device = pid if INT32_MIN <= pid <= INT32_MAX else -1
             stream = optional_int(args.get("stream"))
-            self.device.append(pid if device is None else device)
+            self.device.append(device)
             self.stream.append(tid if stream is None else stream)
         else:
             self.device.append(-1)
             self.stream.append(-1)
         corr = optional_int(args.get("correlation"))
         self.correlation.append(-1 if corr is None else corr)
-        ext = args.get("External id", args.get("external id"))
+        ext = args.get("External id")
+        if ext is None:
+            ext = args.get("external id")
         ext = optional_int(ext)
         self.external_id.append(-1 if ext is None else ext)
 
     def category(self, raw: Any) -> int:
         """The Cat of a raw ``cat`` value; unknown ones are kept as OTHER and counted."""
-        if type(raw) is not str:
-            self.normalized["missing category"] += 1
-            return int(Cat.OTHER)
-        cat = CATEGORY_NAMES.get(raw.lower())
-        if cat is not None:
-            return int(cat)
-        if raw.lower() not in KNOWN_OTHER_CATEGORIES:
-            self.normalized[f"unknown category: {raw[:60]}"] += 1
-        return int(Cat.OTHER)
+        code, note = category_code(raw)
+        if note is not None:
+            self.normalized[note] += 1
+        return code
 
-    def _add_memory(self, e: dict[str, Any]) -> None:
-        args = e.get("args")
-        if type(args) is not dict:
-            self.skipped["memory event without args"] += 1
-            return
-        nbytes = optional_int(args.get("Bytes"))
+    def add_memory(self, ts_us: Any, tid_raw: Any, bytes_raw: Any, alloc_raw: Any,
+                   reserved_raw: Any, dev_type_raw: Any, dev_id_raw: Any) -> None:
+        """One ``[memory]`` instant, from its raw field values."""
+        nbytes = optional_int(bytes_raw)
         if nbytes is None:
             self.skipped["memory event without Bytes"] += 1
             return
-        ts = us_to_ns(e.get("ts"))
+        ts = us_to_ns(ts_us)
         if type(ts) is str:
             self.skipped[f"{ts} ts"] += 1
             return
-        tid = id_value(e.get("tid"))
+        tid = id_value(tid_raw)
         if type(tid) is str:
             tid = -1
-        dev_type = optional_int(args.get("Device Type"))
-        dev_id = optional_int(args.get("Device Id"))
-        alloc = optional_int(args.get("Total Allocated"))
-        reserved = optional_int(args.get("Total Reserved"))
+        dev_type = optional_int(dev_type_raw)
+        dev_id = optional_int(dev_id_raw)
+        alloc = optional_int(alloc_raw)
+        reserved = optional_int(reserved_raw)
         m = self.mem
         m["ts_ns"].append(ts)
         m["device_type"].append(0 if dev_type is None or not 0 <= dev_type < 128 else dev_type)
@@ -213,18 +233,17 @@ class Accumulator:
         m["total_reserved_bytes"].append(-1 if reserved is None else reserved)
         m["tid"].append(tid)
 
-    def _add_metadata(self, e: dict[str, Any]) -> None:
-        args = e.get("args")
-        label = args.get("name") if type(args) is dict else None
+    def add_metadata(self, kind: Any, pid_raw: Any, tid_raw: Any, label: Any) -> None:
+        """A ``process_name``/``thread_name`` metadata event; others are ignored."""
         if type(label) is not str:
             return
-        pid = id_value(e.get("pid"))
+        pid = id_value(pid_raw)
         if type(pid) is str:
             return
-        if e.get("name") == "process_name":
+        if kind == "process_name":
             self.process_names[pid] = label
-        elif e.get("name") == "thread_name":
-            tid = id_value(e.get("tid"))
+        elif kind == "thread_name":
+            tid = id_value(tid_raw)
             if type(tid) is int:
                 self.thread_names[(pid, tid)] = label
 
