@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profiler_kit.analysis import classify
+from profiler_kit.analysis import classify, intervals
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.memory import Memory
@@ -268,8 +268,6 @@ def _dataloader(table: EventTable, steps: Steps) -> list[Recommendation]:
     cpu = np.isin(table.cat, np.array([int(Cat.CPU_OP), int(Cat.USER_ANNOTATION)],
                                       dtype=table.cat.dtype))
     rows = np.flatnonzero(cpu & np.isin(table.name, np.array(ids)))
-    from profiler_kit.analysis import intervals
-
     start = np.clip(table.ts_ns[rows], steps.start_ns, steps.end_ns)
     end = np.clip(table.ts_ns[rows] + table.dur_ns[rows], steps.start_ns, steps.end_ns)
     loader_ns = intervals.length(start, end)
