@@ -94,8 +94,7 @@ def _timeline(a: TraceAnalysis) -> Table | None:
         return None
     t = Table(title="GPU timeline", **_TABLE)
     for col in ("device", "window", "busy", "idle", "idle %", "2+ str.", "comm.", "exposed"):
-        t.add_column(col, justify="left" if col == "device" else "right", no_wrap=True,
-                     min_width=7)
+        t.add_column(col, justify="left" if col == "device" else "right", no_wrap=True)
     for d in a.timeline.devices:
         _row(t,
             f"gpu:{d.device}", units.duration(d.window_ns), units.duration(d.busy_ns),
