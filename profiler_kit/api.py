@@ -7,14 +7,19 @@ the analysis side never pulls in torch.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from profiler_kit.analysis.compare import Comparison
     from profiler_kit.analysis.report import TraceAnalysis
     from profiler_kit.analysis.report_diff import ReportDiff
+    from profiler_kit.measure import MeasureOptions
+    from profiler_kit.results import RunResult
+    from profiler_kit.runner import RunObserver
+    from profiler_kit.scenario import Scenario
+    from profiler_kit.scenario_info import ScenarioInfo
 
 
 def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -87,3 +92,35 @@ def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDi
     if base_label == test_label:
         base_label, test_label = str(base), str(test)
     return diff_reports(load_report(base), load_report(test), base_label, test_label)
+
+
+def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
+        device: str = "auto", strategies: Sequence[str] | None = None,
+        opt_in: Sequence[str] = (), amp: bool = False, options: MeasureOptions | None = None,
+        out: str | os.PathLike[str] = "traces", seed: int = 0, argv: list[str] | None = None,
+        observer: RunObserver | None = None) -> RunResult:
+    """Measure every strategy of ``scenario`` (a built-in name, a .py path or a Scenario)
+    and write ``<out>/<scenario>/<run-id>/``: traces, key averages, run.json, summary.md.
+
+    ``params`` values may be Python values or command-line strings; sweep parameters
+    take lists. Bad input raises ``UsageError`` before anything runs. Imports torch.
+    """
+    from profiler_kit import artifacts, runner
+    from profiler_kit.render.run_markdown import render_markdown
+    from profiler_kit.scenario import Scenario as _Scenario
+    from profiler_kit.scenario import load
+
+    sc = scenario if isinstance(scenario, _Scenario) else load(str(scenario))
+    result = runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
+                        amp=amp, options=options, out=out, seed=seed, argv=argv,
+                        observer=observer)
+    artifacts.write_text_atomic(result.run_dir / artifacts.SUMMARY_MD, render_markdown(result))
+    return result
+
+
+def list_scenarios() -> list[ScenarioInfo]:
+    """Every built-in scenario with its strategies, parameters and requirements.
+    A scenario whose module cannot be imported is listed with the error. No torch import."""
+    from profiler_kit.scenario_info import describe_builtins
+
+    return describe_builtins()

@@ -353,7 +353,8 @@ def _measure_strategy(
         elif reference is None:
             check = Equivalence(False, True, detail=reference_note or "no baseline outputs")
         else:
-            check = equivalence.compare(reference, outputs, config.amp_dtype)
+            check = equivalence.compare(reference, outputs, config.amp_dtype,
+                                        getattr(workload, "amp_tolerance", None))
         if not check.ok:
             return StrategyResult(
                 status=FAILED, dir=rel_dir, equivalence=check,

@@ -1,0 +1,137 @@
+"""``profkit run SCENARIO [options] [--param value ...]``.
+
+Parsed in two stages: the scenario is the first positional argument; once it is
+loaded its parameters become ``--flags`` (``profkit run concurrent --help`` lists
+them). Stage-two mistakes are UsageErrors, so they print as one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from profiler_kit.cli import command
+from profiler_kit.errors import UsageError
+
+_PROFILE_INTS = ("profile_wait", "profile_warmup", "profile_active", "profile_repeat")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises UsageError instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _add_generic(p: argparse.ArgumentParser) -> None:
+    """Options every scenario has. Defaults are SUPPRESSed so the two stages can merge."""
+    s = argparse.SUPPRESS
+    p.add_argument("--iterations", type=int, default=s, metavar="N",
+                   help="timed samples per strategy, after warm-up (default 20)")
+    p.add_argument("--warmup", type=int, default=s, metavar="N",
+                   help="discarded iterations before timing (default 3)")
+    p.add_argument("--device", default=s, metavar="DEV",
+                   help="auto (default: cuda when present), cpu, cuda or cuda:N")
+    p.add_argument("--out", default=s, metavar="DIR",
+                   help="output folder (default traces/); each run gets a new sub-folder")
+    p.add_argument("--seed", type=int, default=s, help="seed for weights and inputs (default 0)")
+    p.add_argument("--strategies", default=s, metavar="A,B",
+                   help="run only these strategies (comma-separated)")
+    p.add_argument("--amp", action="store_true", default=s,
+                   help="add an AMP twin of every strategy (float16 on CUDA, bfloat16 on CPU)")
+    for name in _PROFILE_INTS:
+        default = {"profile_active": 3, "profile_repeat": 1}.get(name, 1)
+        p.add_argument("--" + name.replace("_", "-"), type=int, default=s, metavar="N",
+                       help=f"torch.profiler.schedule {name.split('_')[1]} (default {default})")
+    p.add_argument("--with-stack", action="store_true", default=s,
+                   help="record Python stacks in the traces")
+    p.add_argument("--gzip", action="store_true", default=s, help="write .json.gz traces")
+    p.add_argument("--no-record-shapes", dest="record_shapes", action="store_false", default=s,
+                   help="do not record input shapes")
+    p.add_argument("--no-profile-memory", dest="profile_memory", action="store_false",
+                   default=s, help="do not record memory events")
+
+
+def _add_stage_one(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", nargs="?",
+                   help="a built-in scenario (see `profkit list`) or a path to your .py file")
+    _add_generic(p)
+    p.add_argument("rest", nargs=argparse.REMAINDER,
+                   help="options and scenario parameters (see `profkit run SCENARIO --help`)")
+
+
+def _stage_two(scenario: Any) -> _Parser:
+    prog = f"profkit run {scenario.name}"
+    p = _Parser(prog=prog, description=scenario.description)
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show the full traceback when something fails")
+    _add_generic(p)
+    for flag in sorted({s.opt_in for s in scenario.strategies if s.opt_in}):
+        names = ", ".join(s.name for s in scenario.strategies if s.opt_in == flag)
+        p.add_argument(f"--{flag}", dest=f"optin__{flag}", action="store_true",
+                       default=argparse.SUPPRESS, help=f"add the {names} strategy")
+    group = p.add_argument_group(f"parameters of {scenario.name}")
+    for param in scenario.params:
+        default = f"default {param.default}"
+        if param.cuda_default is not None and param.cuda_default != param.default:
+            default += f" on CPU, {param.cuda_default} on CUDA"
+        sweep = "; comma-separated values sweep" if param.sweep else ""
+        help_text = f"{param.help} ({default}{sweep})"
+        if param.type is bool and not param.sweep:
+            group.add_argument(param.flag, dest=f"param__{param.name}",
+                               action=argparse.BooleanOptionalAction,
+                               default=argparse.SUPPRESS, help=help_text)
+        else:
+            group.add_argument(param.flag, dest=f"param__{param.name}",
+                               default=argparse.SUPPRESS, metavar=param.type.__name__.upper(),
+                               help=help_text)
+    return p
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from profiler_kit.scenario import load
+
+    if not args.scenario:
+        raise UsageError("profkit run: name a scenario (see `profkit list`) or a .py file")
+    scenario = load(args.scenario)
+    given = vars(_stage_two(scenario).parse_args(args.rest))
+    merged = {k: v for k, v in vars(args).items() if k not in ("rest", "scenario", "command")}
+    merged.update(given)
+    if merged.get("debug"):
+        args.debug = True
+    return _run(scenario, merged)
+
+
+def _run(scenario: Any, opts: dict[str, Any]) -> int:
+    from rich.console import Console
+
+    from profiler_kit import api
+    from profiler_kit.measure import MeasureOptions
+    from profiler_kit.render import run_console
+
+    option_fields = ("iterations", "warmup", *_PROFILE_INTS, "with_stack", "gzip",
+                     "record_shapes", "profile_memory")
+    options = MeasureOptions(**{k: opts[k] for k in option_fields if k in opts})
+    params = {k.removeprefix("param__"): v for k, v in opts.items() if k.startswith("param__")}
+    opt_in = [k.removeprefix("optin__") for k, v in opts.items() if k.startswith("optin__") and v]
+    names = None
+    if opts.get("strategies"):
+        names = [n.strip() for n in str(opts["strategies"]).split(",") if n.strip()]
+    console = Console()
+    with run_console.ProgressBars(console) as bars:
+        result = api.run(
+            scenario, params, device=opts.get("device", "auto"), strategies=names,
+            opt_in=opt_in, amp=bool(opts.get("amp", False)), options=options,
+            out=opts.get("out", "traces"), seed=opts.get("seed", 0),
+            argv=["profkit", *sys.argv[1:]], observer=bars,
+        )
+    run_console.render(console, result)
+    return result.exit_status
+
+
+command(
+    "run",
+    "run a scenario: time and profile every strategy, write traces and a report",
+    _add_stage_one,
+)(_handle)

@@ -1,0 +1,174 @@
+"""``profkit run`` on the console: progress bars while measuring, then the results.
+
+Formats only: every number comes computed in :class:`RunResult`.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from profiler_kit.hotspot_summary import CLASSES
+from profiler_kit.render import units
+from profiler_kit.results import FAILED, INTERRUPTED, OK, SKIPPED, RunResult, StrategyResult
+
+_STATUS_STYLE = {OK: "green", FAILED: "bold red", SKIPPED: "yellow", INTERRUPTED: "magenta"}
+
+
+class ProgressBars:
+    """A bar per strategy and pass (building, checking, timing, profiling), removed when done."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=console, transient=True,
+        )
+        self._label = ""
+        self._tasks: dict[str, int] = {}
+        self._started = False
+
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started:
+            self._progress.stop()
+
+    def strategy_started(self, label: str) -> None:
+        if not self._started:  # started late, so a usage error leaves no empty live display
+            self._progress.start()
+            self._started = True
+        for task in self._tasks.values():
+            self._progress.remove_task(task)
+        self._tasks = {}
+        self._label = label
+
+    def progress(self, pass_name: str, done: int, total: int) -> None:
+        if pass_name not in self._tasks:
+            self._tasks[pass_name] = self._progress.add_task(
+                f"{self._label:<24} {pass_name:<9}", total=total)
+        self._progress.update(self._tasks[pass_name], completed=done, total=total)
+
+    def strategy_finished(self, result: StrategyResult) -> None:
+        note = ""
+        if result.status == OK and result.stats:
+            note = units.duration(result.stats.median_ns)
+        elif result.reason or result.error:
+            note = result.reason or result.error or ""
+        style = _STATUS_STYLE.get(result.status, "")
+        self.console.print(f"  {result.label:<24} [{style}]{result.status}[/] {note}",
+                           markup=True, highlight=False)
+
+
+def _best(strategies: list[StrategyResult]) -> str | None:
+    timed = [s for s in strategies if s.status == OK and s.stats]
+    if not timed:
+        return None
+    return min(timed, key=lambda s: s.stats.median_ns).name  # type: ignore[union-attr]
+
+
+def _memory(s: StrategyResult) -> str:
+    peaks = [v.get("allocated_bytes") for v in s.peak_memory.values()]
+    peaks = [p for p in peaks if p is not None]
+    return units.nbytes(max(peaks)) if peaks else "-"
+
+
+def results_table(result: RunResult, point: str) -> Table:
+    rows = result.at(point)
+    best = _best(rows)
+    title = f"{result.scenario}" + (f"  [{point}]" if point else "")
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for col, justify in (("strategy", "left"), ("n", "right"), ("median", "right"),
+                         ("IQR", "right"), ("p95", "right"),
+                         ("throughput", "right"), ("speedup", "right"),
+                         ("profiled", "right"), ("peak mem", "right"), ("status", "left")):
+        table.add_column(col, justify=justify, no_wrap=col != "status")  # type: ignore[arg-type]
+    for s in rows:
+        style = "bold green" if s.name == best else ""
+        status = Text(s.status, style=_STATUS_STYLE.get(s.status, ""))
+        if s.status == OK and s.stats:
+            st = s.stats
+            iqr = units.percent(st.iqr_fraction) + (" noisy" if st.noisy else "")
+            table.add_row(
+                s.name + (" (best)" if s.name == best else ""), str(st.n),
+                units.duration(st.median_ns), Text(iqr, style="yellow" if st.noisy else ""),
+                units.duration(st.p95_ns),
+                units.rate(s.throughput_items_per_s, result.item_unit),
+                units.speedup(s.speedup),
+                units.duration(s.profiled.median_ns) if s.profiled else "-",
+                _memory(s), status, style=style,
+            )
+        else:
+            why = s.reason or s.error or ""
+            table.add_row(s.name, "-", "-", "-", "-", "-", "-", "-", "-",
+                          Text.assemble(status, f": {why}" if why else ""))
+    return table
+
+
+def hotspot_table(result: RunResult, point: str) -> Table | None:
+    rows = [s for s in result.at(point) if s.status == OK and s.hotspots]
+    if not rows:
+        return None
+    basis = rows[0].hotspot_basis
+    table = Table(title=f"Hotspots (share of {basis}, from key averages)",
+                  title_justify="left", header_style="bold")
+    table.add_column("strategy")
+    for c in CLASSES:
+        table.add_column(c, justify="right")
+    for s in rows:
+        table.add_row(s.name, *(units.percent(s.hotspots.get(c)) for c in CLASSES))
+    return table
+
+
+def sweep_table(result: RunResult) -> Table | None:
+    labels = result.point_labels
+    if len(labels) < 2:
+        return None
+    table = Table(title="Median step time across the sweep", title_justify="left",
+                  header_style="bold")
+    table.add_column("strategy")
+    for label in labels:
+        table.add_column(label, justify="right")
+    names: list[str] = []
+    for s in result.strategies:
+        if s.name not in names:
+            names.append(s.name)
+    cells = {(s.point, s.name): s for s in result.strategies}
+    for name in names:
+        row = []
+        for label in labels:
+            s = cells.get((label, name))
+            row.append(units.duration(s.stats.median_ns) if s and s.stats else "-")
+        table.add_row(name, *row)
+    return table
+
+
+def render(console: Console, result: RunResult) -> None:
+    """The results of a run: a table per point, hotspots, problems, how to look deeper."""
+    for point in result.point_labels:
+        console.print(results_table(result, point))
+        hot = hotspot_table(result, point)
+        if hot is not None:
+            console.print(hot)
+    sweep = sweep_table(result)
+    if sweep is not None:
+        console.print(sweep)
+    noisy = [s.label for s in result.strategies if s.stats and s.stats.noisy]
+    if noisy:
+        console.print(f"[yellow]noisy (IQR/median > 10 %):[/] {', '.join(noisy)}; "
+                      "rerun with more --iterations or on a quieter machine", highlight=False)
+    for s in result.skipped:
+        console.print(f"[yellow]skipped[/] {s.label}: {s.reason}", highlight=False)
+    for s in result.failed:
+        console.print(f"[bold red]failed[/] {s.label}: {s.error}", highlight=False)
+    if result.interrupted:
+        console.print("[magenta]interrupted:[/] the strategies that finished are kept",
+                      highlight=False)
+    console.print(f"results: {result.run_dir / 'run.json'}  report: "
+                  f"{result.run_dir / 'summary.md'}", highlight=False, soft_wrap=True)
+    console.print("view the traces:", highlight=False)
+    console.print(f"  {result.tensorboard_command}", highlight=False, soft_wrap=True,
+                  markup=False)

@@ -1,0 +1,91 @@
+"""summary.md: the run as a human report (formats only; numbers come from RunResult)."""
+
+from __future__ import annotations
+
+from profiler_kit.hotspot_summary import CLASSES
+from profiler_kit.render import units
+from profiler_kit.results import OK, RunResult, StrategyResult
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _results(result: RunResult, point: str) -> list[str]:
+    rows = result.at(point)
+    timed = [s for s in rows if s.status == OK and s.stats]
+    best = min(timed, key=lambda s: s.stats.median_ns).name if timed else None  # type: ignore[union-attr]
+    lines = [
+        "| strategy | n | median | IQR | mean | p50 | p75 | p90 | p95 | min | max "
+        f"| {result.item_unit}/s | speedup | profiled median | peak memory | status |",
+        "|---|" + "---:|" * 14 + "---|",
+    ]
+    for s in rows:
+        if s.status == OK and s.stats:
+            st = s.stats
+            name = f"**{s.name}** (best)" if s.name == best else s.name
+            iqr = units.percent(st.iqr_fraction) + (" ⚠ noisy" if st.noisy else "")
+            cells = [name, st.n, units.duration(st.median_ns), iqr, units.duration(st.mean_ns),
+                     units.duration(st.p50_ns), units.duration(st.p75_ns),
+                     units.duration(st.p90_ns), units.duration(st.p95_ns),
+                     units.duration(st.min_ns), units.duration(st.max_ns),
+                     units.rate(s.throughput_items_per_s, result.item_unit).split(" ")[0],
+                     units.speedup(s.speedup),
+                     units.duration(s.profiled.median_ns) if s.profiled else "-",
+                     _memory(s), "ok"]
+        else:
+            why = s.reason or s.error or ""
+            cells = [s.name] + ["-"] * 14 + [f"{s.status}: {why}" if why else s.status]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return lines
+
+
+def _memory(s: StrategyResult) -> str:
+    parts = [f"{dev} {units.nbytes(v.get('allocated_bytes'))}"
+             for dev, v in s.peak_memory.items() if v.get("allocated_bytes") is not None]
+    return ", ".join(parts) or "-"
+
+
+def _hotspots(result: RunResult, point: str) -> list[str]:
+    rows = [s for s in result.at(point) if s.status == OK and s.hotspots]
+    if not rows:
+        return []
+    lines = [f"Hotspots (share of {rows[0].hotspot_basis}, from key averages):", "",
+             "| strategy | " + " | ".join(CLASSES) + " |", "|---|" + "---:|" * len(CLASSES)]
+    for s in rows:
+        lines.append(f"| {s.name} | "
+                     + " | ".join(units.percent(s.hotspots.get(c)) for c in CLASSES) + " |")
+    return lines
+
+
+def render_markdown(result: RunResult) -> str:
+    env = result.environment
+    lines = [f"# profkit run: {result.scenario}", "", result.description, ""]
+    if result.interrupted:
+        lines += ["**Interrupted**: only the strategies below finished.", ""]
+    params = ", ".join(f"{k}={v}" for k, v in result.params.items())
+    lines += [
+        f"- run: `{result.run_dir.name}` ({result.started_at} to {result.finished_at or '-'})",
+        f"- device: {result.device}; parameters: {params or 'none'}",
+        f"- timing: {result.options.get('iterations')} samples after "
+        f"{result.options.get('warmup')} warm-up iterations; baseline `{result.baseline}`",
+        f"- torch {env.get('torch')}, torchvision {env.get('torchvision')}, "
+        f"CUDA {env.get('cuda') or 'none'}; {env.get('device_count', 0)} GPU(s) "
+        f"{', '.join(env.get('devices') or [])}; {env.get('cpu_threads')} CPU threads "
+        f"on {env.get('hostname')}",
+        f"- command: `{env.get('command_line')}`",
+        "",
+    ]
+    for point in result.point_labels:
+        if point:
+            lines += [f"## {point}", ""]
+        lines += _results(result, point) + [""]
+        hot = _hotspots(result, point)
+        if hot:
+            lines += hot + [""]
+    problems = [f"- skipped `{s.label}`: {s.reason}" for s in result.skipped]
+    problems += [f"- failed `{s.label}`: {s.error}" for s in result.failed]
+    if problems:
+        lines += ["## Skipped and failed", ""] + problems + [""]
+    lines += ["## Traces", "", "```", result.tensorboard_command, "```", ""]
+    return "\n".join(lines)
