@@ -1,0 +1,116 @@
+"""Scenario ``ddp``: configurations, the training workload, and a whole run with its report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from profiler_kit import api, ddp_report, runner, scenario
+from profiler_kit.errors import UsageError
+from profiler_kit.measure import MeasureOptions
+from profiler_kit.scenario import RunConfig
+
+TINY = {"model": "resnet18", "batch_size": 2, "image_size": 32, "world_size": 2}
+
+
+def _ddp():
+    return scenario.builtin("ddp")
+
+
+def test_configurations_grow_to_the_world_size() -> None:
+    ddp = _ddp()
+    names = [s.name for s in ddp.expand({"world_size": 3})]
+    assert names == ["no-ddp", "ddp-w1", "ddp-w2", "ddp-w3"]
+    assert ddp.baseline == "no-ddp"
+    by_name = {s.name: s for s in ddp.expand({"world_size": 3})}
+    assert all(s.processes for s in by_name.values())
+    assert by_name["no-ddp"].world_size == 1 and not by_name["no-ddp"].options["ddp"]
+    assert by_name["ddp-w3"].world_size == 3 and by_name["ddp-w3"].options["ddp"]
+    # 0: one rank per GPU; without GPUs the CPU default of 2
+    expected = torch.cuda.device_count() if torch.cuda.is_available() else 2
+    assert len(ddp.expand({"world_size": 0})) == 1 + (expected or 2)
+
+
+def test_bucket_sizes_sweep_into_points() -> None:
+    ddp = _ddp()
+    params = runner.resolve_params(ddp, {"bucket_cap_mb": "25,1"}, "cpu")
+    assert params["bucket_cap_mb"] == (25.0, 1.0)
+    assert runner.points_of(ddp, params) == [{"bucket_cap_mb": 25.0}, {"bucket_cap_mb": 1.0}]
+    assert ddp.param("world_size").default_for("cpu") == 2
+    assert ddp.param("model").default_for("cuda") == "resnet50"
+    assert ddp.param("batch_size").default_for("cuda") == 32
+    assert ddp.param("image_size").default_for("cuda") == 224
+
+
+def test_unknown_model_is_a_usage_error() -> None:
+    ddp = _ddp()
+    params = runner.resolve_params(ddp, {"model": "resnet-1000"}, "cpu")
+    with pytest.raises(UsageError, match="unknown torchvision classification model"):
+        ddp.validate(params)
+
+
+def test_no_ddp_workload_trains_in_phases() -> None:
+    ddp = _ddp()
+    params = runner.resolve_params(ddp, TINY, "cpu")
+    params["bucket_cap_mb"] = params["bucket_cap_mb"][0]
+    strategy = ddp.expand(params)[0]
+    w = ddp.build(strategy, RunConfig(params=params, device="cpu"))
+    try:
+        assert [name for name, _ in w.phases()] == ["forward", "backward", "optimizer"]
+        assert w.items_per_step == 2
+        assert w.info["ddp"] is False and w.info["backend"] == "gloo"
+        before = [p.detach().clone() for p in w.model.parameters()]
+        first = w.outputs()
+        assert torch.equal(first[0], w.outputs()[0]), "outputs() leaves the state alone"
+        assert all(torch.equal(a, b) for a, b in zip(before, w.model.parameters(), strict=True))
+        w.step()
+        changed = any(not torch.equal(a, b)
+                      for a, b in zip(before, w.model.parameters(), strict=True))
+        assert changed, "a step trains the model"
+    finally:
+        w.close()
+
+
+@pytest.mark.slow
+def test_run_measures_every_configuration_and_writes_the_report(tmp_path: Path) -> None:
+    ddp = _ddp()
+    options = MeasureOptions(iterations=4, warmup=1, profile_wait=0, profile_warmup=0,
+                             profile_active=2)
+    copy = tmp_path / "copies" / "report.json"
+    result = runner.run(ddp, {**TINY, "json_report": str(copy)}, device="cpu", options=options,
+                        out=tmp_path, strategies=["no-ddp", "ddp-w2"])
+    assert [s.name for s in result.strategies] == ["no-ddp", "ddp-w2"]
+    assert all(s.status == "ok" for s in result.strategies), [s.error for s in result.strategies]
+    w2 = result.strategies[1]
+    assert len(w2.per_rank_samples_ns) == 2
+    # each step's time is the slowest rank's, never a pooled sample
+    slowest = tuple(max(a, b) for a, b in zip(*w2.per_rank_samples_ns, strict=True))
+    assert w2.samples_ns == slowest
+    assert w2.items_per_step == 4, "throughput counts the examples of every rank"
+    assert w2.info["threads_per_rank"] == 1 and w2.info["world_size"] == 2
+    folder = result.run_dir / w2.dir
+    workers = sorted(p.name.split(".")[0] for p in folder.glob("*.pt.trace.json"))
+    assert workers == ["rank0", "rank1"], "each rank writes its own trace"
+
+    written = ddp.finish_run(result)
+    report_path = result.run_dir / "ddp_report.json"
+    assert report_path in written and copy in written
+    report = json.loads(report_path.read_text())
+    assert json.loads(copy.read_text()) == report
+    assert report["distributed_backend"] == "gloo" and report["bucket_size"] == 25.0
+    (bench,) = report["benchmark_results"]
+    assert [r["configuration"] for r in bench["result"]] == ["no-ddp", "ddp-w2"]
+    w2_report = bench["result"][1]
+    assert w2_report["measurements"] == [ns / 1e9 for ns in w2.samples_ns]
+    assert w2_report["per_rank_measurements"] == [[ns / 1e9 for ns in r]
+                                                  for r in w2.per_rank_samples_ns]
+    assert set(w2_report["times"]["sec_per_iter"]) == {"p50", "p75", "p90", "p95"}
+    assert ddp_report.load_report(result.run_dir) == report
+
+    d = api.diff(report_path, result.run_dir)
+    rows = {c.configuration: c for c in d.benchmarks[0].configurations}
+    assert set(rows) == {"no-ddp", "ddp-w2"}
+    assert all(p.change_fraction == 0 for c in rows.values() for p in c.percentiles)
