@@ -15,6 +15,7 @@ import msgspec
 from profiler_kit.errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
+UNTYPED = msgspec.json.Decoder()
 BLOCK_BYTES = 4 << 20
 
 
@@ -95,7 +96,7 @@ def decode_whole(path: Path, data: bytes) -> dict[str, Any]:
     if not data.strip():
         raise TraceError(f"{path}: empty file")
     try:
-        doc = msgspec.json.decode(data)
+        doc = decode_json(UNTYPED, data)
     except msgspec.ValidationError:
         doc = _decode_python(path, data)  # numbers beyond float range: Python's json copes
     except msgspec.DecodeError as e:
@@ -104,11 +105,23 @@ def decode_whole(path: Path, data: bytes) -> dict[str, Any]:
     return doc
 
 
+def decode_json(decoder: Any, data: bytes | memoryview) -> Any:
+    """``decoder.decode(data)``, with invalid UTF-8 replaced by U+FFFD rather than fatal."""
+    try:
+        return decoder.decode(data)
+    except UnicodeDecodeError:
+        return decoder.decode(utf8_replaced(data))
+
+
+def utf8_replaced(data: bytes | memoryview) -> bytes:
+    return bytes(data).decode("utf-8", "replace").encode("utf-8")
+
+
 def _decode_python(path: Path, data: bytes) -> Any:
     import json
 
     try:
-        return json.loads(data)
+        return json.loads(utf8_replaced(data))
     except (ValueError, RecursionError) as e:
         raise TraceError(f"{path}: not valid JSON ({e})") from None
 

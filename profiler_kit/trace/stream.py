@@ -38,7 +38,7 @@ from profiler_kit.trace.normalize import (
     category_code,
     string_id,
 )
-from profiler_kit.trace.source import iter_blocks, json_problem
+from profiler_kit.trace.source import decode_json, iter_blocks, json_problem, utf8_replaced
 from profiler_kit.trace.table import EventTable
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -196,7 +196,7 @@ class _Loader:
         buf.pos = found.end()
         suffix = self._events(buf)
         try:
-            doc = UNTYPED.decode(header + b'"traceEvents": null' + suffix)
+            doc = decode_json(UNTYPED, header + b'"traceEvents": null' + suffix)
         except (msgspec.DecodeError, msgspec.ValidationError):
             doc = None
         if not isinstance(doc, dict):
@@ -271,7 +271,7 @@ class _Loader:
         """Decode one ``[ ... ]`` piece into rows (DecodeError if it is not complete JSON)."""
         if not self.lenient:
             try:
-                events = TYPED.decode(piece)
+                events = decode_json(TYPED, piece)
             except msgspec.ValidationError:
                 pass
             else:
@@ -281,11 +281,11 @@ class _Loader:
                 except Irregular:
                     pass
         try:
-            raw = UNTYPED.decode(piece)
+            raw = decode_json(UNTYPED, piece)
         except msgspec.ValidationError:  # numbers beyond float range
             import json
 
-            raw = json.loads(bytes(piece))
+            raw = json.loads(utf8_replaced(piece))
         add = self.acc.add
         for event in raw:
             add(event)
