@@ -111,10 +111,44 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
     from profiler_kit.scenario import load
 
     sc = scenario if isinstance(scenario, _Scenario) else load(str(scenario))
+    # Under torchrun every rank runs this; only rank 0 keeps a run folder (the other ranks
+    # write their traces into rank 0's strategy folders, see profiler_kit.distributed).
+    from profiler_kit import distributed
+
+    quiet_rank = not distributed.is_output_rank()
+    if quiet_rank:
+        import tempfile
+
+        out = tempfile.mkdtemp(prefix="profkit-rank-")
     result = runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
                         amp=amp, options=options, out=out, seed=seed, argv=argv,
                         observer=observer)
+    if quiet_rank:
+        import shutil
+
+        shutil.rmtree(out, ignore_errors=True)
+        return result
+    result = _scenario_extras(sc, result)
     artifacts.write_text_atomic(result.run_dir / artifacts.SUMMARY_MD, render_markdown(result))
+    return result
+
+
+def _scenario_extras(sc: Scenario, result: RunResult) -> RunResult:
+    """Optional scenario hooks: ``environment(device)`` adds to run.json's environment
+    (e.g. the distributed backend and interconnect), ``finish_run(result)`` writes the
+    scenario's own reports (e.g. ddp_report.json)."""
+    from dataclasses import replace
+
+    from profiler_kit import artifacts
+
+    environment = getattr(sc, "environment", None)
+    if callable(environment):
+        result = replace(result, environment={**result.environment,
+                                              **environment(result.device)})
+        artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
+    finish = getattr(sc, "finish_run", None)
+    if callable(finish):
+        finish(result)
     return result
 
 

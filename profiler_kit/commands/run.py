@@ -118,7 +118,9 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
     names = None
     if opts.get("strategies"):
         names = [n.strip() for n in str(opts["strategies"]).split(",") if n.strip()]
-    console = Console()
+    from profiler_kit.distributed import is_output_rank
+
+    console = Console(quiet=not is_output_rank())  # under torchrun, rank 0 speaks
     with run_console.ProgressBars(console) as bars:
         result = api.run(
             scenario, params, device=opts.get("device", "auto"), strategies=names,
