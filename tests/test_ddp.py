@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from profiler_kit import api, ddp_report, runner, scenario
+from profiler_kit import api, ddp_report, distributed, runner, scenario
 from profiler_kit.errors import UsageError
 from profiler_kit.measure import MeasureOptions
 from profiler_kit.scenario import RunConfig
@@ -114,3 +117,33 @@ def test_run_measures_every_configuration_and_writes_the_report(tmp_path: Path) 
     rows = {c.configuration: c for c in d.benchmarks[0].configurations}
     assert set(rows) == {"no-ddp", "ddp-w2"}
     assert all(p.change_fraction == 0 for c in rows.values() for p in c.percentiles)
+
+
+@pytest.mark.slow
+def test_same_command_runs_under_torchrun(tmp_path: Path) -> None:
+    """Two processes started by torchrun on loopback: each is one rank, nothing is spawned,
+    rank 0 alone writes the run folder and prints; both ranks' traces land in it."""
+    port = distributed.free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--nnodes",
+         "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+         "-m", "profiler_kit", "run", "ddp", "--model", "resnet18", "--batch-size", "2",
+         "--image-size", "32", "--strategies", "ddp-w2", "--iterations", "3", "--warmup", "1",
+         "--profile-wait", "0", "--profile-warmup", "0", "--profile-active", "1",
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=400, cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("tensorboard --logdir") == 1, "only rank 0 prints"
+    (run_dir,) = (tmp_path / "ddp").iterdir()
+    record = json.loads((run_dir / "run.json").read_text())
+    (w2,) = record["strategies"]
+    assert w2["status"] == "ok" and len(w2["per_rank_samples_ns"]) == 2
+    assert record["environment"]["distributed"]["launcher"] == "torchrun"
+    assert record["environment"]["distributed"]["backend"] == "gloo"
+    workers = sorted(p.name.split(".")[0] for p in (run_dir / w2["dir"]).glob("*.pt.trace.json"))
+    assert workers == ["rank0", "rank1"]
+    report = json.loads((run_dir / "ddp_report.json").read_text())
+    assert report["metadata"]["launcher"] == "torchrun"
+    assert report["benchmark_results"][0]["result"][0]["ranks"] == [0, 1]

@@ -3,10 +3,7 @@ and the same code joining a torchrun launch."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -135,49 +132,3 @@ def test_hung_rank_ends_within_the_rank_timeout(tmp_path: Path) -> None:
     # start-up (imports) has its own allowance; after that the 4 s limit applies
     assert time.monotonic() - start < 60
     assert _processes_with(mark) == []
-
-
-PROBE = """
-import json, os, sys
-from pathlib import Path
-from profiler_kit import distributed, scenario
-from profiler_kit.measure import MeasureOptions
-from profiler_kit.scenario import RunConfig
-
-tiny = scenario.from_file(sys.argv[1])
-config = RunConfig(params={p.name: p.default for p in tiny.params}, device="cpu")
-options = MeasureOptions(iterations=3, warmup=1, profile_wait=0, profile_warmup=0,
-                         profile_active=1)
-# Every rank passes its own folder; the traces go where rank 0 said.
-out = Path(sys.argv[2]) / f"from-rank{os.environ['RANK']}"
-measured = distributed.run_strategy(tiny, tiny.strategies[0], config, options, out / "w2")
-if distributed.is_output_rank():
-    print(json.dumps({"n": [len(m.samples_ns) for m in measured],
-                      "info": [dict(m.info) for m in measured],
-                      "traces": [list(m.trace_files) for m in measured]}))
-"""
-
-
-@pytest.mark.slow
-def test_joins_torchrun_instead_of_spawning(tmp_path: Path) -> None:
-    probe = tmp_path / "probe.py"
-    probe.write_text(PROBE)
-    port = distributed.free_port()
-    done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--nnodes",
-         "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
-         str(probe), str(TINY), str(tmp_path)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-    assert len(lines) == 1, "only rank 0 prints"
-    result = json.loads(lines[0])
-    assert result["n"] == [3, 3]
-    assert result["info"] == [{"rank": 0, "world_size": 2}, {"rank": 1, "world_size": 2}]
-    # both ranks' traces are in rank 0's strategy folder
-    for rank, files in enumerate(result["traces"]):
-        assert files and all(f"from-rank0{os.sep}w2" in f for f in files)
-        assert all(Path(f).name.startswith(f"rank{rank}.") for f in files)
-    assert not (tmp_path / "from-rank1").exists() or not any(
-        (tmp_path / "from-rank1").rglob("*.pt.trace.json"))
