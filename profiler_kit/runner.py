@@ -271,7 +271,8 @@ def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
                       amp_dtype=devices.amp_dtype(device) if strategy.amp else None)
         if observer:
             observer.strategy_started(f"{label}/{strategy.name}" if label else strategy.name)
-        reason = devices.unmet_requirement(strategy, device)
+        reason = (devices.unmet_requirement(strategy, device)
+                  or scenario.skip_reason(strategy, point_params))
         if reason:
             result = StrategyResult(status=SKIPPED, reason=reason, **common)
             state.add(result)

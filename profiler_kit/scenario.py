@@ -133,6 +133,11 @@ class Scenario(ABC):
         """The strategies of a run with these parameters (scenarios may generate them)."""
         return list(self.strategies)
 
+    def skip_reason(self, strategy: Strategy, params: Mapping[str, Any]) -> str | None:
+        """Why ``strategy`` cannot run with these parameters (the run records it as skipped
+        with this reason), or None when it can. Device needs belong in ``Strategy.requires``."""
+        return None
+
     @abstractmethod
     def build(self, strategy: Strategy, config: RunConfig) -> Workload:
         """Create models and inputs on the device for ``strategy``; raise UsageError on bad params."""

@@ -87,7 +87,7 @@ class PipelineScenario(Scenario):
     params = (
         Param("model", str, "mobilenetv2", "mobilenetv2 (CIFAR-10 shape) or transformer "
               "(RoBERTa-shaped encoder classifier)", choices=MODELS),
-        Param("world_size", int, 2, "ranks (processes) per strategy", min_value=1, sweep=True),
+        Param("world_size", int, 2, "ranks (processes) per strategy", min_value=1),
         Param("micro_batches", int, 4, "micro-batches per step for the pipeline schedules",
               cuda_default=8, min_value=1, sweep=True),
         Param("global_batch", int, 32, "samples per step across all ranks", cuda_default=256,
