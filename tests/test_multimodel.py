@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -150,3 +151,66 @@ def test_bad_sizes_are_usage_errors() -> None:
         _build("linear", 1, seq_len=-1)
     with pytest.raises(UsageError, match="unknown strategy"):
         SCENARIO.build(Strategy("nope", ""), RunConfig(params=_params(1), device="cpu"))
+
+
+# -- end to end: `profkit run multimodel` on the CPU ---------------------------------
+
+E2E = {"d_in": 16, "d_out": 32, "batch": 8}
+
+
+@pytest.mark.slow
+def test_profkit_run_sweep_end_to_end(tmp_path, capsys, monkeypatch) -> None:
+    from profiler_kit.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # whole table titles and cells
+
+    status = main([
+        "run", "multimodel", "--device", "cpu", "--n-model", "1,4",
+        "--d-in", str(E2E["d_in"]), "--d-out", str(E2E["d_out"]), "--batch", str(E2E["batch"]),
+        "--iterations", "5", "--warmup", "1",
+        "--profile-wait", "0", "--profile-warmup", "1", "--profile-active", "2",
+        "--out", str(tmp_path),
+    ])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    (run_dir,) = (tmp_path / "multimodel").iterdir()
+    run = json.loads((run_dir / "run.json").read_text())
+    results = {(r["point"], r["name"]): r for r in run["strategies"]}
+    expected = {(f"n_model={n}", s) for n in (1, 4) for s in STRATEGIES}
+    assert set(results) == expected
+    for (point, name), r in results.items():
+        n = int(point.split("=")[1])
+        assert r["status"] == "ok", (point, name, r.get("error"))
+        assert r["equivalence"]["ok"]
+        # one TensorBoard run per (N, strategy): its own folder with its own trace
+        folder = run_dir / point / name
+        assert r["dir"] == f"{point}/{name}"
+        assert list(folder.glob("*.pt.trace.json")), folder
+        assert all(f.startswith(f"{point}/{name}/") for f in r["trace_files"])
+        # the five phases, timed; together they are the step
+        assert list(r["phases"]) == list(PHASES)
+        step = r["stats"]
+        phase_means = sum(p["mean_ns"] for p in r["phases"].values())
+        assert phase_means == pytest.approx(step["mean_ns"], rel=1e-6)
+        # medians do not add exactly; on a busy machine a few samples can be far apart
+        phase_medians = sum(p["median_ns"] for p in r["phases"].values())
+        ratio = phase_medians / step["median_ns"]
+        assert 0.25 <= ratio <= 4.0, (point, name, r["phases"], step)
+        # memory in bytes, plausible against what one step must hold
+        peak = r["peak_memory"]["cpu"]["allocated_bytes"]
+        assert isinstance(peak, int)
+        param_bytes = 4 * r["info"]["param_count"]
+        x_bytes, y_bytes = (4 * n * E2E["batch"] * E2E[d] for d in ("d_in", "d_out"))
+        # backward holds the weight gradients and the output at once...
+        assert peak >= param_bytes + y_bytes, (point, name, peak)
+        # ...and nothing like ten copies of everything
+        assert peak <= 4 * (param_bytes + x_bytes + 2 * y_bytes) + 256 * 1024, (point, name, peak)
+        assert r["info"]["param_count"] == n * (E2E["d_in"] * E2E["d_out"] + E2E["d_out"])
+        assert r["info"]["build_time_ns"] > 0
+    assert run["sweep"] == ["n_model"]
+    # one table per N, titled with its point; phases and build time shown beside them
+    assert "multimodel  [n_model=1]" in printed and "multimodel  [n_model=4]" in printed
+    assert printed.count("Median time per phase") == 2
+    assert "Median step time across the sweep" in printed
+    summary = (run_dir / "summary.md").read_text()
+    assert "## n_model=4" in summary and "| strategy | data | zero_grad |" in summary

@@ -6,6 +6,7 @@ Formats only: every number comes computed in :class:`RunResult`.
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -79,7 +80,7 @@ def _memory(s: StrategyResult) -> str:
 def results_table(result: RunResult, point: str) -> Table:
     rows = result.at(point)
     best = _best(rows)
-    title = f"{result.scenario}" + (f"  [{point}]" if point else "")
+    title = escape(f"{result.scenario}" + (f"  [{point}]" if point else ""))
     table = Table(title=title, title_justify="left", header_style="bold")
     for col, justify in (("strategy", "left"), ("n", "right"), ("median", "right"),
                          ("IQR", "right"), ("p95", "right"),
@@ -123,6 +124,40 @@ def hotspot_table(result: RunResult, point: str) -> Table | None:
     return table
 
 
+def phase_table(result: RunResult, point: str) -> Table | None:
+    """Median time of each phase, and the workload's build time and parameter count."""
+    rows = [s for s in result.at(point) if s.status == OK and (s.phases or s.info)]
+    names = _phase_names(rows)
+    build = any("build_time_ns" in s.info for s in rows)
+    params = any("param_count" in s.info for s in rows)
+    if not names and not build and not params:
+        return None
+    table = Table(title="Median time per phase", title_justify="left", header_style="bold")
+    table.add_column("strategy")
+    for name in names:
+        table.add_column(name, justify="right")
+    if build:
+        table.add_column("build", justify="right")
+    if params:
+        table.add_column("params", justify="right")
+    for s in rows:
+        cells = [units.duration(s.phases[n].median_ns) if n in s.phases else "-" for n in names]
+        if build:
+            cells.append(units.duration(s.info.get("build_time_ns")))
+        if params:
+            count = s.info.get("param_count")
+            cells.append(f"{count:,}" if isinstance(count, int) else "-")
+        table.add_row(s.name, *cells)
+    return table
+
+
+def _phase_names(rows: list[StrategyResult]) -> list[str]:
+    names: list[str] = []
+    for s in rows:
+        names += [n for n in s.phases if n not in names]
+    return names
+
+
 def sweep_table(result: RunResult) -> Table | None:
     labels = result.point_labels
     if len(labels) < 2:
@@ -153,6 +188,9 @@ def render(console: Console, result: RunResult) -> None:
         hot = hotspot_table(result, point)
         if hot is not None:
             console.print(hot)
+        phases = phase_table(result, point)
+        if phases is not None:
+            console.print(phases)
     sweep = sweep_table(result)
     if sweep is not None:
         console.print(sweep)

@@ -58,6 +58,29 @@ def _hotspots(result: RunResult, point: str) -> list[str]:
     return lines
 
 
+def _phases(result: RunResult, point: str) -> list[str]:
+    rows = [s for s in result.at(point) if s.status == OK and (s.phases or s.info)]
+    names: list[str] = []
+    for s in rows:
+        names += [n for n in s.phases if n not in names]
+    build = any("build_time_ns" in s.info for s in rows)
+    params = any("param_count" in s.info for s in rows)
+    if not names and not build and not params:
+        return []
+    head = names + (["build"] if build else []) + (["params"] if params else [])
+    lines = ["Median time per phase:", "", "| strategy | " + " | ".join(head) + " |",
+             "|---|" + "---:|" * len(head)]
+    for s in rows:
+        cells = [units.duration(s.phases[n].median_ns) if n in s.phases else "-" for n in names]
+        if build:
+            cells.append(units.duration(s.info.get("build_time_ns")))
+        if params:
+            count = s.info.get("param_count")
+            cells.append(f"{count:,}" if isinstance(count, int) else "-")
+        lines.append(f"| {_cell(s.name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def render_markdown(result: RunResult) -> str:
     env = result.environment
     lines = [f"# profkit run: {result.scenario}", "", result.description, ""]
@@ -83,6 +106,9 @@ def render_markdown(result: RunResult) -> str:
         hot = _hotspots(result, point)
         if hot:
             lines += hot + [""]
+        phases = _phases(result, point)
+        if phases:
+            lines += phases + [""]
     problems = [f"- skipped `{s.label}`: {s.reason}" for s in result.skipped]
     problems += [f"- failed `{s.label}`: {s.error}" for s in result.failed]
     if problems:
