@@ -33,8 +33,10 @@ class TinyDDP(Scenario):
     )
     strategies = (
         Strategy("w2", "two ranks", processes=True, world_size=2),
+        Strategy("w1", "one rank (rank 1 does not exist, so nothing fails)", processes=True,
+                 world_size=1),
     )
-    baseline = "w2"
+    baseline = "w2"  # runs first, so a failing w2 is followed by w1
     item_unit = "samples"
     supports_amp = False
 
