@@ -101,8 +101,12 @@ def backend_for(device: str) -> str:
 
 
 def rank_device(device: str, local_rank: int) -> str:
-    """The device a rank uses: its own GPU on CUDA, the CPU otherwise."""
-    return f"cuda:{local_rank}" if device.startswith("cuda") else "cpu"
+    """The device a rank uses: its own GPU on CUDA (counted from the run's device when
+    it names one, ``cuda:1`` -> ranks on 1, 2, ...), the CPU otherwise."""
+    if not device.startswith("cuda"):
+        return "cpu"
+    first = device.partition(":")[2]
+    return f"cuda:{(int(first) if first.isdigit() else 0) + local_rank}"
 
 
 def rank_threads() -> int:
@@ -266,7 +270,7 @@ def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
         return
     local_rank = int(os.environ["LOCAL_RANK"])
     if config.device.startswith("cuda"):
-        torch.cuda.set_device(local_rank)
+        torch.cuda.set_device(torch.device(rank_device(config.device, local_rank)))
     _set_threads(config.device)
     if not dist.is_initialized():
         # nccl for the workload's tensors, gloo for gathering results (Python objects).
@@ -419,8 +423,12 @@ def _spawn(
                 )
             finally:
                 log.close()
-        _wait(procs, job_dir, strategy.name, timeout_s)
-        return [_load_result(job_dir, r, strategy.name) for r in range(world)]
+        try:
+            _wait(procs, job_dir, strategy.name, timeout_s)
+            return [_load_result(job_dir, r, strategy.name) for r in range(world)]
+        except RankFailure as failure:
+            _kill_all(procs)
+            raise RankFailure(f"{failure}{_keep_logs(job_dir, strategy_dir, world)}") from None
     finally:
         _kill_all(procs)
         shutil.rmtree(job_dir, ignore_errors=True)
@@ -554,6 +562,18 @@ def _log_hint(job_dir: Path, rank: int) -> str:
     return f"; its last output: {lines[-1].strip()[:200]}" if lines else ""
 
 
+def _keep_logs(job_dir: Path, strategy_dir: Path, world: int) -> str:
+    """Copy every rank's output (tracebacks, warnings) beside its traces; say where."""
+    kept = []
+    for r in range(world):
+        log = job_dir / f"rank{r}.log"
+        if log.exists() and log.stat().st_size:
+            with contextlib.suppress(OSError):
+                shutil.copyfile(log, strategy_dir / log.name)
+                kept.append(log.name)
+    return f" (rank output: {strategy_dir}/rank*.log)" if kept else ""
+
+
 def _load_result(job_dir: Path, rank: int, name: str) -> Any:
     path = job_dir / f"rank{rank}.result"
     if not path.exists():
@@ -622,7 +642,7 @@ def _rank_main(job_dir: Path) -> None:
 
         device = job.config.device
         if device.startswith("cuda"):
-            torch.cuda.set_device(local_rank)
+            torch.cuda.set_device(torch.device(rank_device(device, local_rank)))
         _set_threads(device)
         dist.init_process_group(
             backend_for(device), timeout=timedelta(seconds=job.timeout_s)

@@ -78,6 +78,7 @@ def test_helpers_for_workloads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert distributed.backend_for("cpu") == "gloo"
     assert distributed.backend_for("cuda") == "nccl"
     assert distributed.rank_device("cuda", 3) == "cuda:3"
+    assert distributed.rank_device("cuda:1", 3) == "cuda:4"
     assert distributed.rank_device("cpu", 3) == "cpu"
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert distributed.rank_threads() == 1
@@ -108,6 +109,8 @@ def test_rank_that_raises_is_named(tmp_path: Path) -> None:
     with pytest.raises(distributed.RankFailure,
                        match=r"rank 1 failed during w2: ValueError: rank 1 gave up at step 2"):
         _run(tmp_path, fail="raise", fail_step=2)
+    # the ranks' output stays beside the traces, with the traceback
+    assert "ValueError: rank 1 gave up" in (tmp_path / "w2" / "rank1.log").read_text()
 
 
 @pytest.mark.slow
