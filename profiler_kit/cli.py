@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (help_text, add_arguments, _handler) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        # argparse %-formats help strings (not descriptions): a literal % must be doubled.
+        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the full traceback when something fails")
         add_arguments(p)
