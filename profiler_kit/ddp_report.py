@@ -103,6 +103,7 @@ def build(run: Mapping[str, Any]) -> dict[str, Any]:
         })
     for bench in benchmarks.values():
         bench["result"].sort(key=lambda r: (r["ddp"], r["world_size"]))
+        _add_scaling(bench["result"])
 
     bucket_size = bucket_list[0] if len(bucket_list) == 1 else bucket_list
     metadata = {
@@ -141,6 +142,18 @@ def build(run: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": metadata,
         "benchmark_results": list(benchmarks.values()),
     }
+
+
+def _add_scaling(results: list[dict[str, Any]]) -> None:
+    """``scaling_efficiency``: median aggregate examples/s over world size times the
+    no-DDP median examples/s (1.0 is perfect scaling; DDP overhead shows below it)."""
+    base = next((r for r in results if not r["ddp"]), None)
+    base_rate = base["times"]["examples_per_sec"]["p50"] if base else None
+    for r in results:
+        rate = r["times"]["examples_per_sec"]["p50"]
+        r["scaling_efficiency"] = (
+            rate / (r["world_size"] * base_rate) if base_rate and rate else None
+        )
 
 
 def _world_size(configuration: str) -> int:

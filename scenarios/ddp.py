@@ -98,6 +98,14 @@ class DDP(Scenario):
         """Backend, launcher and interconnect topology, for run.json's environment."""
         return {"distributed": distributed.environment(device)}
 
+    def console_tables(self, result: Any) -> list[Any]:
+        """The run in the layout of PyTorch's DDP benchmark (percentiles, examples/s)."""
+        from profiler_kit import ddp_report
+        from profiler_kit.render.ddp_console import tables
+
+        record = result.to_json() if hasattr(result, "to_json") else result
+        return tables(ddp_report.build(record))
+
     def finish_run(self, result: Any) -> list[Path]:
         """Write ``ddp_report.json`` into the run folder (and a copy to ``--json-report``)."""
         from profiler_kit import ddp_report

@@ -133,6 +133,19 @@ def test_report_keeps_pytorch_schema_and_adds_times() -> None:
     assert w2["times"]["sec_per_iter"]["p75"] == pytest.approx(p75)
     assert w2["times"]["examples_per_sec"]["p75"] == pytest.approx(4 * 2 / p75)
     assert w2["times"]["examples_per_sec_per_replica"]["p75"] == pytest.approx(4 / p75)
+    no_ddp_rate = 4 / float(np.percentile(bench["result"][0]["measurements"], 50))
+    w2_rate = 8 / float(np.percentile(secs, 50))
+    assert bench["result"][0]["scaling_efficiency"] == pytest.approx(1.0)
+    assert w2["scaling_efficiency"] == pytest.approx(w2_rate / (2 * no_ddp_rate))
+    # the run's console table shows the same numbers, formatted
+    from profiler_kit.render.ddp_console import render as render_report
+
+    console = Console(width=150, record=True, color_system=None)
+    render_report(console, report)
+    text = console.export_text()
+    assert "DDP benchmark: resnet18, batch 4 per rank, bucket 25.0 MB" in text
+    assert f"{w2['scaling_efficiency'] * 100:.1f} %" in text
+    assert "ddp-w2" in text and "p95 s/iter" in text
 
 
 def test_diff_flags_a_real_change_and_not_noise() -> None:

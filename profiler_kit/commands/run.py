@@ -129,6 +129,10 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
             argv=["profkit", *sys.argv[1:]], observer=bars,
         )
     run_console.render(console, result)
+    extra = getattr(scenario, "console_tables", None)  # optional: the scenario's own tables
+    if callable(extra):
+        for table in extra(result):
+            console.print(table)
     return result.exit_status
 
 

@@ -1,0 +1,58 @@
+"""Rich console table of a ``ddp`` run's report, in the layout of PyTorch's DDP benchmark:
+per configuration the p50/p75/p90/p95 seconds per iteration and the examples/s they
+imply. Formats the report that ``profiler_kit.ddp_report`` built; never computes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from profiler_kit.render import units
+
+_PERCENTILES = ("p50", "p75", "p90", "p95")
+
+
+def _rate(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4g}"
+
+
+def tables(report: Mapping[str, Any]) -> list[Table]:
+    found = []
+    for bench in report.get("benchmark_results", []):
+        title = (f"DDP benchmark: {bench.get('model')}, batch {bench.get('batch_size')} per "
+                 f"rank, bucket {bench.get('bucket_size')} MB (slowest rank per step)")
+        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
+                  title_style="bold")
+        t.add_column("configuration")
+        t.add_column("ranks", justify="right")
+        for p in _PERCENTILES:
+            t.add_column(f"{p} s/iter", justify="right")
+        t.add_column("ex/s per replica (p50)", justify="right")
+        t.add_column("ex/s aggregate (p50)", justify="right")
+        t.add_column("scaling", justify="right")
+        for r in bench.get("result", []):
+            times = r.get("times") or {}
+            sec = times.get("sec_per_iter") or {}
+            t.add_row(
+                str(r.get("configuration", "")),
+                str(len(r.get("ranks") or [])),
+                *(units.duration(sec[p] * 1e9) if sec.get(p) is not None else "-"
+                  for p in _PERCENTILES),
+                _rate((times.get("examples_per_sec_per_replica") or {}).get("p50")),
+                _rate((times.get("examples_per_sec") or {}).get("p50")),
+                units.percent(r.get("scaling_efficiency")),
+            )
+        for f in bench.get("failed", []):
+            t.add_row(str(f.get("configuration")), str(f.get("world_size")), "failed",
+                      style="red")
+        found.append(t)
+    return found
+
+
+def render(console: Console, report: Mapping[str, Any]) -> None:
+    for t in tables(report):
+        console.print(t)
