@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from profiler_kit.errors import UsageError
@@ -124,6 +125,16 @@ class PipelineScenario(Scenario):
     def skip_reason(self, strategy: Strategy, params: Mapping[str, Any]) -> str | None:
         """Why the strategy cannot run with these parameters (None: it can)."""
         return skip_reason(strategy.base_name, params)
+
+    def finish_run(self, result: Any) -> list[Path]:
+        """Write pipeline_report.json (throughput, speed-up, bubble per rank) into the run."""
+        from profiler_kit import distributed
+
+        if not distributed.is_output_rank():
+            return []
+        from .pipeline_report import write_report
+
+        return [write_report(result)]
 
     def build(self, strategy: Strategy, config: RunConfig) -> Any:
         check_params(config.params)

@@ -1,0 +1,67 @@
+"""``pipeline_report.json``: per point and strategy, the global throughput, the step-time
+statistics (slowest rank per step), the speed-up against ``ddp`` and the bubble of
+every rank from its trace. Written into the run folder after the run; no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from profiler_kit.artifacts import write_json_atomic
+
+from .pipeline_bubble import CPU_BASIS, GPU_BASIS, trace_bubbles
+
+REPORT_NAME = "pipeline_report.json"
+SCHEMA = "profkit.pipeline_report/1"
+
+
+def strategy_entry(strategy: Any, run_dir: Path) -> dict[str, Any]:
+    """One measured strategy: throughput, step statistics, speed-up and bubble per rank."""
+    stats = strategy.stats
+    traces = sorted(str(run_dir / f) for f in strategy.trace_files)
+    bubbles = trace_bubbles(traces)
+    return {
+        "samples_per_s": strategy.throughput_items_per_s,
+        "items_per_step": strategy.items_per_step,
+        "step_ns": {k: v for k, v in asdict(stats).items()} if stats is not None else None,
+        "speedup_vs_ddp": strategy.speedup,
+        "schedule": strategy.info.get("schedule"),
+        "stage_layers": strategy.info.get("stages"),
+        "stage_ranks": strategy.info.get("stage_ranks"),
+        "bubble": [
+            {"rank": b.rank, "trace": str(Path(b.path).name), "steps": b.steps,
+             "step_ns": b.step_ns, "busy_ns": b.busy_ns, "idle_ns": b.idle_ns,
+             "idle_share": b.idle_share, "basis": b.basis}
+            for b in bubbles
+        ],
+    }
+
+
+def build_report(result: Any) -> dict[str, Any]:
+    """The report of a finished run (``result`` is the runner's RunResult)."""
+    run_dir = Path(result.run_dir)
+    points: dict[str, dict[str, Any]] = {}
+    for s in result.strategies:
+        point = points.setdefault(s.point, {"point": s.point, "params": dict(s.point_params),
+                                            "strategies": {}, "skipped": {}, "failed": {}})
+        if s.status == "ok":
+            point["strategies"][s.name] = strategy_entry(s, run_dir)
+        elif s.status == "skipped":
+            point["skipped"][s.name] = s.reason
+        else:
+            point["failed"][s.name] = s.error
+    return {
+        "schema": SCHEMA,
+        "scenario": result.scenario,
+        "device": result.device,
+        "bubble_definition": {"cpu": CPU_BASIS, "gpu": GPU_BASIS},
+        "points": list(points.values()),
+    }
+
+
+def write_report(result: Any) -> Path:
+    path = Path(result.run_dir) / REPORT_NAME
+    write_json_atomic(path, build_report(result))
+    return path
