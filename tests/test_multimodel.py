@@ -153,6 +153,37 @@ def test_bad_sizes_are_usage_errors() -> None:
         SCENARIO.build(Strategy("nope", ""), RunConfig(params=_params(1), device="cpu"))
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_cuda_matches_linear_and_trains_with_float16(name: str) -> None:
+    def on_cuda(strategy_name: str, amp: str | None = None):
+        strategy = STRATEGIES[strategy_name]
+        strategy = strategy.amp_twin() if amp else strategy
+        config = RunConfig(params=_params(4, 3), device="cuda", amp_dtype=amp, seed=3)
+        return SCENARIO.build(strategy, config)
+
+    ref = on_cuda("linear").outputs()
+    for r, g in zip(ref, on_cuda(name).outputs(), strict=True):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
+    amp = on_cuda(name, "float16")
+    assert amp.scaler.is_enabled()  # float16 needs the gradient scaler
+    for r, g in zip(ref, amp.outputs(), strict=True):
+        torch.testing.assert_close(g, r, rtol=3e-2, atol=3e-2)
+    for _ in range(3):
+        amp.step()
+    torch.cuda.synchronize()
+    assert all(torch.isfinite(p).all() for p in amp.net.parameters())
+
+
+def test_bad_n_model_on_the_command_line_is_one_line_and_exit_2(capsys) -> None:
+    from profiler_kit.cli import main
+
+    assert main(["run", "multimodel", "--device", "cpu", "--n-model", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--n-model" in err and "Traceback" not in err
+
+
 # -- end to end: `profkit run multimodel` on the CPU ---------------------------------
 
 E2E = {"d_in": 16, "d_out": 32, "batch": 8}
