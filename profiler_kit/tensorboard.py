@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -128,6 +129,10 @@ class TensorBoardServer:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+    def discard_log(self) -> None:
+        """Remove the log after a clean stop; a failed start keeps it for the user."""
+        self.log_path.unlink(missing_ok=True)
 
     def stop(self, timeout_s: float = 5.0) -> int | None:
         """End TensorBoard and everything it started; its return code.
@@ -253,6 +258,16 @@ def wait_for_runs(server: TensorBoardServer, timeout_s: float = 60.0) -> list[st
                 return runs
         time.sleep(0.5)
     return runs
+
+
+def runs_without_views(server: TensorBoardServer, runs: Sequence[str]) -> list[str]:
+    """Runs the plugin lists but could not parse (it logs why and shows them empty)."""
+    empty = []
+    for run in runs:
+        views = get_json(server.plugin_url("views") + "?" + urllib.parse.urlencode({"run": run}))
+        if not views:
+            empty.append(run)
+    return empty
 
 
 def wait_while_running(server: TensorBoardServer, poll_s: float = 0.5) -> int:

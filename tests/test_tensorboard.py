@@ -118,6 +118,7 @@ class Runs:
     out: Path
     plain: Path  # traces as .pt.trace.json
     gzipped: Path  # the same scenario with --gzip: .pt.trace.json.gz
+    unreadable: str = "unreadable"  # a folder whose one trace is not JSON
 
     def names(self) -> set[str]:
         """The run names the plugin should list: one per strategy folder, relative to out."""
@@ -147,6 +148,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     for gz, run in written.items():
         for s in STRATEGIES:
             assert [p.name.endswith(suffix[gz]) for p in tb.trace_files(run / s)] == [True]
+    broken = out / Runs.unreadable / "main.1.pt.trace.json"
+    broken.parent.mkdir()
+    broken.write_text("this is not a trace")
     return Runs(out, written[False], written[True])
 
 
@@ -159,6 +163,7 @@ class Served:
     url: str
     port: int
     transcript: list[str]
+    log: Path | None = None
 
     def api(self, route: str, **query: str) -> tuple[int, Any]:
         base = f"http://{tb.LOOPBACK}:{self.port}/data/plugin/{tb.PLUGIN_NAME}/{route}"
@@ -200,6 +205,8 @@ def served(runs: Runs) -> Iterator[Served]:
     try:
         url_line = served.read_until("TensorBoard: ", LOAD_TIMEOUT_S)
         served.url = url_line.removeprefix("TensorBoard: ")
+        log_line = served.read_until("  log: ", 10)
+        served.log = Path(log_line.removeprefix("  log: ").split(";")[0])
         yield served
     finally:
         _stop(served)
@@ -266,7 +273,17 @@ def test_the_url_opens_the_profiler_plugin(served: Served) -> None:
 
 @pytest.mark.slow
 def test_every_strategy_is_a_run(served: Served, runs: Runs) -> None:
-    assert sorted(_loaded_runs(served, runs.names())) == sorted(runs.names())
+    assert sorted(_loaded_runs(served, runs.names())) == sorted(
+        runs.names() | {runs.unreadable}
+    )
+
+
+@pytest.mark.slow
+def test_runs_the_plugin_cannot_read_are_named(served: Served, runs: Runs) -> None:
+    listed = served.read_until("  runs: ", LOAD_TIMEOUT_S)
+    assert set(listed.removeprefix("  runs: ").split(", ")) == runs.names() | {runs.unreadable}
+    served.read_until(f"  the plugin could not read run {runs.unreadable!r}", 10)
+    assert served.api("views", run=runs.unreadable) == (200, [])
 
 
 @pytest.mark.slow
@@ -295,6 +312,9 @@ def test_overview_and_operator_views_load(
 
     status, pie = served.api("operation", group_by="Operation", **profile)
     assert status == 200, pie
+    # Empty when the trace holds no ops: torch.profiler records ops that run in other
+    # threads (the `threads` strategy) only with ExperimentalConfig(profile_all_threads=True).
+    assert pie["host_self_time"] is not None, f"no operators in the {strategy} trace"
     host_ops = {name for name, _us in pie["host_self_time"]["rows"]}
     assert any("conv" in name for name in host_ops), host_ops
 
@@ -313,4 +333,5 @@ def test_ctrl_c_stops_tensorboard(served: Served) -> None:
     served.read_until("TensorBoard stopped", 5)
     assert status == 130
     assert not tb.port_in_use(served.port)
+    assert served.log is not None and not served.log.exists()  # removed after a clean stop
     assert _tensorboard_pids(served.port) == []

@@ -62,6 +62,8 @@ def tensorboard(args: argparse.Namespace) -> int:
             runs = tb.wait_for_runs(server, timeout_s=args.timeout)
             if runs:
                 print(f"  runs: {', '.join(runs)}", flush=True)
+                for run in tb.runs_without_views(server, runs):
+                    print(f"  the plugin could not read run {run!r}; see the log", file=sys.stderr)
             elif server.running():
                 print("  the profiler plugin lists no run yet; see the log", file=sys.stderr)
             status = tb.wait_while_running(server)
@@ -73,5 +75,7 @@ def tensorboard(args: argparse.Namespace) -> int:
             status = 130
         finally:
             server.stop()
+    if status in (0, 130):
+        server.discard_log()
     print("TensorBoard stopped", flush=True)
     return status
