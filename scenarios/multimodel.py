@@ -31,7 +31,7 @@ class MultiModel(Scenario):
             "n_model",
             int,
             (1, 8, 32),
-            "number of independent models (a comma-separated list sweeps)",
+            "number of independent models",
             cuda_default=(1, 8, 32, 64),
             sweep=True,
             min_value=1,
@@ -50,7 +50,7 @@ class MultiModel(Scenario):
         Param("momentum", float, 0.9, "SGD momentum", min_value=0.0),
     )
     strategies = (
-        Strategy("linear", "ModuleList of nn.Linear, outputs stacked (baseline)"),
+        Strategy("linear", "ModuleList of nn.Linear, outputs stacked"),
         Strategy("conv1d", "ModuleList of nn.Conv1d(kernel_size=1), outputs stacked"),
         Strategy(
             "gconv1d",
