@@ -128,26 +128,22 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    """Two tiny runs written by the real runner (profkit run), one with gzip traces."""
+    """Two tiny runs written by `profkit run` on a user scenario file, one with --gzip."""
     pytest.importorskip("torch")
-    from profiler_kit import runner, scenario
-    from profiler_kit.measure import MeasureOptions
-
     out = tmp_path_factory.mktemp("tensorboard-runs")
-    user_scenario = scenario.from_file(HERE / "tensorboard_scenario.py")
+    tiny = ["--iterations", "2", "--warmup", "1", "--profile-wait", "0", "--profile-warmup", "1",
+            "--profile-active", str(ACTIVE_STEPS), "--device", "cpu", "--out", str(out)]
+    for extra in ([], ["--gzip"]):
+        status = cli.main(["run", str(HERE / "tensorboard_scenario.py"), *tiny, *extra])
+        assert status == 0
     written = {}
-    for gz in (False, True):
-        options = MeasureOptions(iterations=2, warmup=1, profile_wait=0, profile_warmup=1,
-                                 profile_active=ACTIVE_STEPS, gzip=gz)
-        result = runner.run(user_scenario, {}, device="cpu", options=options, out=out)
-        assert [(s.name, s.status) for s in result.strategies] == [
-            (name, "ok") for name in STRATEGIES
-        ], [s.error for s in result.strategies]
-        written[gz] = Path(result.run_dir)
-    suffix = {False: ".pt.trace.json", True: ".pt.trace.json.gz"}
-    for gz, run in written.items():
-        for s in STRATEGIES:
-            assert [p.name.endswith(suffix[gz]) for p in tb.trace_files(run / s)] == [True]
+    for run_json in out.glob("*/*/run.json"):
+        run = run_json.parent
+        assert sorted(p.name for p in run.iterdir() if p.is_dir()) == sorted(STRATEGIES)
+        files = {s: tb.trace_files(run / s) for s in STRATEGIES}
+        assert all(len(f) == 1 for f in files.values()), files
+        written[files[STRATEGIES[0]][0].name.endswith(".gz")] = run
+    assert set(written) == {False, True}
     broken = out / Runs.unreadable / "main.1.pt.trace.json"
     broken.parent.mkdir()
     broken.write_text("this is not a trace")
