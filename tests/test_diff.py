@@ -145,7 +145,7 @@ def test_report_keeps_pytorch_schema_and_adds_times() -> None:
     text = console.export_text()
     assert "DDP benchmark: resnet18, batch 4 per rank, bucket 25.0 MB" in text
     assert f"{w2['scaling_efficiency'] * 100:.1f} %" in text
-    assert "ddp-w2" in text and "p95 s/iter" in text
+    assert "ddp-w2" in text and "p95" in text and "ex/s/rank" in text
 
 
 def test_diff_flags_a_real_change_and_not_noise() -> None:
@@ -214,7 +214,7 @@ def test_console_shows_models_configurations_and_verdicts() -> None:
     text = console.export_text()
     assert "resnet50, batch 32 per rank, bucket 25 MB" in text
     assert "ddp-w2" in text and "p95" in text and "Mann-Whitney" in text
-    assert "+0.0 %" in text
+    assert "+0 %" in text and "no [" in text
     assert "distributed_backend" in text and "nccl" in text
 
 

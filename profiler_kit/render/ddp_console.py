@@ -24,22 +24,23 @@ def tables(report: Mapping[str, Any]) -> list[Table]:
     found = []
     for bench in report.get("benchmark_results", []):
         title = (f"DDP benchmark: {bench.get('model')}, batch {bench.get('batch_size')} per "
-                 f"rank, bucket {bench.get('bucket_size')} MB (slowest rank per step)")
-        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
+                 f"rank, bucket {bench.get('bucket_size')} MB")
+        caption = ("p50..p95: seconds per iteration, slowest rank per step; examples/s per "
+                   "rank and in total at p50; scaling: total examples/s against ranks × no-ddp")
+        t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, title_justify="left", caption_justify="left",
                   title_style="bold")
-        t.add_column("configuration")
-        t.add_column("ranks", justify="right")
+        t.add_column("config", no_wrap=True)
         for p in _PERCENTILES:
-            t.add_column(f"{p} s/iter", justify="right")
-        t.add_column("ex/s per replica (p50)", justify="right")
-        t.add_column("ex/s aggregate (p50)", justify="right")
-        t.add_column("scaling", justify="right")
+            t.add_column(p, justify="right", no_wrap=True)
+        t.add_column("ex/s/rank", justify="right", no_wrap=True)
+        t.add_column("ex/s all", justify="right", no_wrap=True)
+        t.add_column("scaling", justify="right", no_wrap=True)
         for r in bench.get("result", []):
             times = r.get("times") or {}
             sec = times.get("sec_per_iter") or {}
             t.add_row(
                 str(r.get("configuration", "")),
-                str(len(r.get("ranks") or [])),
                 *(units.duration(sec[p] * 1e9) if sec.get(p) is not None else "-"
                   for p in _PERCENTILES),
                 _rate((times.get("examples_per_sec_per_replica") or {}).get("p50")),
@@ -47,8 +48,7 @@ def tables(report: Mapping[str, Any]) -> list[Table]:
                 units.percent(r.get("scaling_efficiency")),
             )
         for f in bench.get("failed", []):
-            t.add_row(str(f.get("configuration")), str(f.get("world_size")), "failed",
-                      style="red")
+            t.add_row(str(f.get("configuration")), "failed", style="red")
         found.append(t)
     return found
 

@@ -18,7 +18,7 @@ from profiler_kit.analysis.report_diff import (
 )
 from profiler_kit.render import units
 
-_TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
+_TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "title_justify": "left",
           "title_style": "bold"}
 
 
@@ -47,14 +47,14 @@ def _noise(n: NoiseVerdict) -> Text:
     if n.beyond_noise is None:
         return Text("n/a", style="dim")
     low, high = n.ci_low_fraction or 0.0, n.ci_high_fraction or 0.0
-    interval = f" [{100 * low:+.1f}, {100 * high:+.1f}] %"
+    interval = f" [{100 * low:+.0f}, {100 * high:+.0f}]"
     if n.beyond_noise:
         return Text("yes" + interval, style="bold")
     return Text("no" + interval, style="dim")
 
 
 def _change(fraction: float | None, lower_is_better: bool) -> Text:
-    text = units.signed_percent(fraction)
+    text = units.signed_percent(fraction, digits=0)
     if fraction is None or fraction == 0:
         return Text(text)
     better = fraction < 0 if lower_is_better else fraction > 0
@@ -66,7 +66,7 @@ def _examples(per_s: float | None) -> str:
 
 
 def _p_value(c: ConfigurationDiff) -> str:
-    return "n/a" if c.mann_whitney_p is None else f"{c.mann_whitney_p:.3g}"
+    return "n/a" if c.mann_whitney_p is None else f"{c.mann_whitney_p:.2g}"
 
 
 def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table:
@@ -76,28 +76,24 @@ def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table
     t = Table(title=f"Benchmark: {b.model}, batch {b.batch_size} per rank, bucket {bucket} MB",
               caption=f"base: {base_label}   test: {test_label}", caption_justify="left",
               **_TABLE)
-    t.add_column("configuration")
-    t.add_column("ranks", justify="right")
-    t.add_column("", justify="left")
-    t.add_column("base s/iter", justify="right")
-    t.add_column("test s/iter", justify="right")
-    t.add_column("Δ", justify="right")
-    t.add_column("base ex/s", justify="right")
-    t.add_column("test ex/s", justify="right")
-    t.add_column("Δ", justify="right")
-    t.add_column("beyond noise [95 % interval]", justify="left", no_wrap=True)
-    t.add_column("Mann-Whitney p", justify="right")
+    t.add_column("config", no_wrap=True)
+    t.add_column("", no_wrap=True)
+    t.add_column("base\ns/iter", justify="right", no_wrap=True)
+    t.add_column("test\ns/iter", justify="right", no_wrap=True)
+    t.add_column("\nΔ", justify="right", no_wrap=True)
+    t.add_column("test\nex/s", justify="right", no_wrap=True)
+    t.add_column("\nΔ", justify="right", no_wrap=True)
+    t.add_column("beyond noise\n[95 % CI, %]", no_wrap=True)
+    t.add_column("MW\np", justify="right", no_wrap=True)
     for c in b.configurations:
         for i, p in enumerate(c.percentiles):
             first = i == 0
             t.add_row(
                 c.configuration if first else "",
-                str(c.world_size) if first else "",
                 f"p{p.percentile}",
                 units.duration(p.base_ns),
                 units.duration(p.test_ns),
                 _change(p.change_fraction, lower_is_better=True),
-                _examples(p.base_examples_per_s),
                 _examples(p.test_examples_per_s),
                 _change(p.examples_change_fraction, lower_is_better=False),
                 _noise(p.noise),
@@ -120,9 +116,9 @@ def render(console: Console, d: ReportDiff) -> None:
     for line in d.unmatched:
         console.print(Text(line, style="dim"))
     console.print(Text(
-        f"Δ: test against base (green is better; examples/s are aggregate over the ranks). "
-        f"Beyond noise: the {100 * (1 - d.alpha):g} % bootstrap interval of the percentile's "
-        f"change excludes 0; Mann-Whitney p < {d.alpha:g}: the whole distributions differ. "
-        "n/a: a report has percentiles only.",
+        f"Δ: test against base (green is better); ex/s: examples/s of all ranks. Beyond "
+        f"noise: the {100 * (1 - d.alpha):g} % bootstrap interval of the percentile's change "
+        f"(shown) excludes 0. MW p: Mann-Whitney U test of the whole distributions "
+        f"(< {d.alpha:g}: they differ). n/a: a report has percentiles only.",
         style="dim",
     ))
