@@ -113,6 +113,21 @@ def _phases(workload: Any) -> list[tuple[str, Callable[[], None]]]:
     return [("step", workload.step)]
 
 
+def _all_threads() -> dict[str, Any]:
+    """Profile every thread, not only the one that starts the profiler.
+
+    Without this, ops that a strategy runs in worker threads (``threads``) are
+    missing from its trace, key averages and hotspot summary. Older torch has no
+    such option and records the starting thread only.
+    """
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+
+        return {"experimental_config": _ExperimentalConfig(profile_all_threads=True)}
+    except (ImportError, TypeError):
+        return {}
+
+
 def _profiled_pass(
     workload: Any,
     devices: list[Any],
@@ -125,6 +140,10 @@ def _profiled_pass(
     activities = [ProfilerActivity.CPU]
     if dev.cuda_devices(devices):
         activities.append(ProfilerActivity.CUDA)
+    else:
+        # Kineto's GPU probe errors and USDT markers are noise in a CPU-only run; read
+        # when the profiler first starts, and a user's own setting wins.
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     wait, warm, active = options.profile_wait, options.profile_warmup, options.profile_active
     cycle = wait + warm + active
     total = options.profiled_steps
@@ -138,6 +157,7 @@ def _profiled_pass(
         record_shapes=options.record_shapes,
         profile_memory=options.profile_memory,
         with_stack=options.with_stack,
+        **_all_threads(),
     ) as prof:
         for i in range(total):
             dev.synchronize(devices)
