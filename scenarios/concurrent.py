@@ -203,6 +203,11 @@ class ConcurrentWorkload:
         """Logits from the initial weights (and, when training, every gradient), computed
         the strategy's own way on copies, so the timed models stay untouched."""
         models = [copy.deepcopy(m) for m in self.models] if self.train else self.models
+        if self.train:  # dropout draws from a global RNG that threads consume in any order
+            for m in models:
+                for module in m.modules():
+                    if isinstance(module, self._torch.nn.modules.dropout._DropoutNd):
+                        module.eval()
         logits = self._run_all(models, None)
         out = [t.detach().float() for t in logits]
         if self.train:
