@@ -313,13 +313,16 @@ class _Loader:
     def _columns_of(self, events: list[Any]) -> None:
         """The column path: whole columns at a time; Irregular when a value needs the rules."""
         x = [e for e in events if type(e) is Complete]
-        others = [e for e in events if type(e) in ONE_BY_ONE] if len(x) != len(events) else []
+        others = []
+        if len(x) != len(events) and not ONE_BY_ONE.isdisjoint(map(type, events)):
+            others = [e for e in events if type(e) in ONE_BY_ONE]
         n = len(x)
         if not n:
             self._others(others)
             return
         names = [e.name for e in x]
-        if None in names:
+        unique_names = set(names)
+        if None in unique_names:
             raise Irregular
         ts_ns = us_column([e.ts for e in x], n)
         dur_ns = us_column([e.dur for e in x], n)
@@ -331,9 +334,10 @@ class _Loader:
         args = [e.args for e in x]
         corr = int_column([a.correlation for a in args], n)
         ext = int_column([a.external_id for a in args], n)
-        if (ext == ABSENT).any():
-            legacy = int_column([a.external_id_legacy for a in args], n)
-            ext = np.where(ext == ABSENT, legacy, ext)
+        absent = np.flatnonzero(ext == ABSENT)
+        if len(absent):
+            ext[absent] = int_column([args[i].external_id_legacy for i in absent.tolist()],
+                                     len(absent))
         device = np.full(n, -1, dtype=np.int64)
         stream = np.full(n, -1, dtype=np.int64)
         gpu = np.flatnonzero(np.isin(cat, GPU_CODES))
@@ -355,7 +359,7 @@ class _Loader:
             self.acc.normalized[note] += count
         self.chunks.append({
             "cat": cat,
-            "name": self._name_column(names, n),
+            "name": self._name_column(names, unique_names, n),
             "ts_ns": ts_ns,
             "dur_ns": dur_ns,
             "pid": pid,
@@ -366,10 +370,10 @@ class _Loader:
             "external_id": ext,
         })
 
-    def _name_column(self, names: list[str], n: int) -> np.ndarray:
+    def _name_column(self, names: list[str], unique: set[str], n: int) -> np.ndarray:
         """Intern ids of ``names``, new names numbered in order of first appearance."""
         intern = self.acc.names
-        if not intern.keys() >= set(names):
+        if not intern.keys() >= unique:
             for name in dict.fromkeys(names):  # new names numbered in file order
                 if name not in intern:
                     intern[name] = len(intern)
@@ -378,13 +382,14 @@ class _Loader:
     def _cat_column(self, cats: list[Any]) -> tuple[np.ndarray, dict[str, int]]:
         """Cat codes, and the notes to count for odd categories."""
         codes, notes_of = self.cat_codes, self.cat_notes
-        for raw in set(cats) - codes.keys():
+        unique = set(cats)
+        for raw in unique - codes.keys():
             code, note = category_code(raw)
             codes[raw] = code
             if note is not None:
                 notes_of[raw] = note
         notes: dict[str, int] = {}
-        for raw in notes_of.keys() & set(cats):
+        for raw in notes_of.keys() & unique:
             notes[notes_of[raw]] = notes.get(notes_of[raw], 0) + cats.count(raw)
         return np.fromiter(map(codes.__getitem__, cats), dtype=np.int8, count=len(cats)), notes
 

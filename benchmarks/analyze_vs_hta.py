@@ -1,0 +1,102 @@
+"""Whole-process ``profkit analyze`` against Holistic Trace Analysis on the same real traces.
+
+Each measurement is a fresh process (wall time, CPU time, peak RSS via ``os.wait4``):
+
+* profkit: ``profkit analyze TRACE --json`` (output discarded);
+* HTA: ``TraceAnalysis(trace_dir=...)`` then ``get_gpu_kernel_breakdown()``, run with
+  the Python of a separate environment that has HolisticTraceAnalysis installed
+  (see benchmarks/README.md; nothing is installed by this script).
+
+Targets (issue 3): profkit at least 5x faster, with at most half HTA's peak memory.
+
+    python benchmarks/analyze_vs_hta.py [--repeat 5] [--hta-python PATH] [TRACE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CACHE = HERE / ".cache"
+DATA = ROOT / "tests" / "data"
+DEFAULT_TRACES = [DATA / "a100_ddp_nccl_rank0.json.gz",
+                  DATA / "mi300_resnet_act_checkpoint.json.gz"]
+DEFAULT_HTA_PYTHON = CACHE / "hta-venv" / "bin" / "python"
+SPEEDUP_TARGET = 5.0
+MEMORY_TARGET = 0.5
+
+sys.path.insert(0, str(HERE))
+from measure import measure, mib  # noqa: E402
+
+HTA_CODE = """
+import sys
+from hta.trace_analysis import TraceAnalysis
+analyzer = TraceAnalysis(trace_dir=sys.argv[1])
+kernel_type_df, kernel_df = analyzer.get_gpu_kernel_breakdown(visualize=False)
+print(len(kernel_df))
+"""
+
+LOADER_CODE = ("import sys; from profiler_kit.trace.loader import load; "
+               "print(len(load(sys.argv[1])))")
+
+
+def profkit_command(python: str, trace: Path) -> list[str]:
+    """``profkit analyze`` when the command exists; until then, the loader alone."""
+    probe = subprocess.run([python, "-m", "profiler_kit", "analyze", "--help"],
+                           capture_output=True, cwd=ROOT)
+    if probe.returncode == 0:
+        return [python, "-m", "profiler_kit", "analyze", str(trace), "--json"]
+    print("  (profkit analyze not available: measuring the trace loader only)")
+    return [python, "-c", LOADER_CODE, str(trace)]
+
+
+def hta_dir(trace: Path) -> Path:
+    """A folder holding only ``trace``: HTA analyzes every trace in its folder."""
+    folder = CACHE / "hta-traces" / trace.name.split(".")[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / trace.name
+    if not target.exists():
+        shutil.copyfile(trace, target)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="*", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--python", default=sys.executable, help="Python that runs profkit")
+    parser.add_argument("--hta-python", type=Path, default=DEFAULT_HTA_PYTHON,
+                        help="Python of the environment with HolisticTraceAnalysis")
+    args = parser.parse_args(argv)
+    if not args.hta_python.exists():
+        print(f"{args.hta_python}: no HTA environment; see benchmarks/README.md", file=sys.stderr)
+        return 2
+
+    ok = True
+    for trace in args.traces:
+        print(f"\n{trace.name} ({trace.stat().st_size / 1e6:.1f} MB on disk), "
+              f"median of {args.repeat} runs, each a fresh process")
+        ours = measure("profkit", profkit_command(args.python, trace), args.repeat)
+        theirs = measure("HTA", [str(args.hta_python), "-c", HTA_CODE, str(hta_dir(trace))],
+                         args.repeat)
+        for s in (ours, theirs):
+            print(f"  {s.label:8s} wall {s.wall_s:7.2f} s  cpu {s.cpu_s:7.2f} s  "
+                  f"peak RSS {mib(s.peak_rss_bytes):>10s}")
+        speedup = theirs.wall_s / ours.wall_s
+        cpu_speedup = theirs.cpu_s / ours.cpu_s
+        memory = ours.peak_rss_bytes / theirs.peak_rss_bytes
+        passed = speedup >= SPEEDUP_TARGET and memory <= MEMORY_TARGET
+        ok &= passed
+        print(f"  profkit is {speedup:.1f}x faster (wall; {cpu_speedup:.1f}x in CPU time) with "
+              f"{memory:.2f}x HTA's peak memory (targets >= {SPEEDUP_TARGET:.0f}x, "
+              f"<= {MEMORY_TARGET}x): {'PASS' if passed else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
