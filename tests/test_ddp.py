@@ -83,8 +83,8 @@ def test_run_measures_every_configuration_and_writes_the_report(tmp_path: Path) 
     options = MeasureOptions(iterations=4, warmup=1, profile_wait=0, profile_warmup=0,
                              profile_active=2)
     copy = tmp_path / "copies" / "report.json"
-    result = runner.run(ddp, {**TINY, "json_report": str(copy)}, device="cpu", options=options,
-                        out=tmp_path, strategies=["no-ddp", "ddp-w2"])
+    result = api.run(ddp, {**TINY, "json_report": str(copy)}, device="cpu", options=options,
+                     out=tmp_path, strategies=["no-ddp", "ddp-w2"])
     assert [s.name for s in result.strategies] == ["no-ddp", "ddp-w2"]
     assert all(s.status == "ok" for s in result.strategies), [s.error for s in result.strategies]
     w2 = result.strategies[1]
@@ -98,9 +98,12 @@ def test_run_measures_every_configuration_and_writes_the_report(tmp_path: Path) 
     workers = sorted(p.name.split(".")[0] for p in folder.glob("*.pt.trace.json"))
     assert workers == ["rank0", "rank1"], "each rank writes its own trace"
 
-    written = ddp.finish_run(result)
-    report_path = result.run_dir / "ddp_report.json"
-    assert report_path in written and copy in written
+    # run.json's environment names the backend and the interconnect (or its absence)
+    env = json.loads((result.run_dir / "run.json").read_text())["environment"]["distributed"]
+    assert env["backend"] == "gloo" and env["launcher"] == "spawn"
+    assert env["interconnect_topology"] or "no interconnect topology" in env["interconnect_note"]
+
+    report_path = result.run_dir / "ddp_report.json"  # written by the run itself
     report = json.loads(report_path.read_text())
     assert json.loads(copy.read_text()) == report
     assert report["distributed_backend"] == "gloo" and report["bucket_size"] == 25.0
