@@ -65,8 +65,10 @@ def unmet_requirement(strategy: Strategy, device: str) -> str | None:
         else:
             return f"needs {need}, which profkit cannot check"
     if strategy.processes and strategy.world_size > 1 and device.startswith("cuda"):
+        from profiler_kit.distributed import under_torchrun
+
         count = cuda_count()
-        if count < strategy.world_size:
+        if count < strategy.world_size and not under_torchrun():  # torchrun places the ranks
             return f"needs {strategy.world_size} GPUs (one per rank); found {count}"
     return None
 

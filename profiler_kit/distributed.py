@@ -324,7 +324,15 @@ def _run_in_torchrun(
             except Exception as exc:  # reported by every rank below
                 result = (None, f"{type(exc).__name__}: {exc}")
         gathered: list[Any] = [None] * world
-        dist.all_gather_object(gathered, result)
+        try:
+            dist.all_gather_object(gathered, result)
+        except Exception as exc:  # a peer hung or died: bounded by the group's timeout
+            own = f"; on rank {rank}: {result[1]}" if result[1] else ""
+            raise RankFailure(
+                f"not every rank reported within {rank_timeout_s(config):g} s during "
+                f"{strategy.name} (a rank hung or died{own}): {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from None
     finally:
         _group = None
         if sub is not None:

@@ -12,6 +12,7 @@ the run also writes ``ddp_report.json`` in PyTorch's report schema (plus extras)
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,9 +43,12 @@ def strategies_for(world_size: int) -> list[Strategy]:
 
 
 def resolve_world_size(value: int) -> int:
-    """``0`` means one rank per GPU (2 on a machine without GPUs)."""
+    """``0`` means torchrun's world size under torchrun, else one rank per GPU (2 on a
+    machine without GPUs)."""
     if value > 0:
         return value
+    if distributed.under_torchrun():
+        return int(os.environ["WORLD_SIZE"])
     import torch
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -62,9 +66,9 @@ class DDP(Scenario):
               cuda_default="resnet50"),
         Param("batch_size", int, 8, "images per rank per step", cuda_default=32, min_value=1),
         Param("image_size", int, 32, "input height and width", cuda_default=224, min_value=8),
-        Param("world_size", int, DEFAULT_WORLD_SIZE,
-              "largest number of ranks (configurations ddp-w1 .. ddp-wN); 0: one per GPU",
-              cuda_default=0, min_value=0),
+        Param("world_size", int, 0,
+              "largest number of ranks (configurations ddp-w1 .. ddp-wN); 0: torchrun's world "
+              "size under torchrun, else one rank per GPU (2 on CPU)", min_value=0),
         Param("bucket_cap_mb", float, 25.0, "DDP gradient bucket size in MiB (sweep: 25,1)",
               sweep=True, min_value=0.0),
         distributed.RANK_TIMEOUT_PARAM,

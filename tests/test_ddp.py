@@ -42,7 +42,7 @@ def test_bucket_sizes_sweep_into_points() -> None:
     params = runner.resolve_params(ddp, {"bucket_cap_mb": "25,1"}, "cpu")
     assert params["bucket_cap_mb"] == (25.0, 1.0)
     assert runner.points_of(ddp, params) == [{"bucket_cap_mb": 25.0}, {"bucket_cap_mb": 1.0}]
-    assert ddp.param("world_size").default_for("cpu") == 2
+    assert ddp.param("world_size").default_for("cpu") == 0  # auto: 2 on CPU
     assert ddp.param("model").default_for("cuda") == "resnet50"
     assert ddp.param("batch_size").default_for("cuda") == 32
     assert ddp.param("image_size").default_for("cuda") == 224
