@@ -265,3 +265,25 @@ def test_bad_reports_are_one_line_errors(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "not a JSON report" in done.stderr
+
+
+def test_bucket_sweeps_pair_by_bucket_and_single_reports_pair_across_buckets() -> None:
+    def report(buckets: list[float]) -> dict:
+        reports = [ddp_report.build(_run_record({"no-ddp": _samples(0.1, seed=i),
+                                                 "ddp-w2": _samples(0.1 + b / 1000, seed=i)},
+                                                bucket=b))
+                   for i, b in enumerate(buckets)]
+        merged = reports[0]
+        merged["benchmark_results"] = [r["benchmark_results"][0] for r in reports]
+        return merged
+
+    swept = report([25.0, 1.0])
+    d = diff_reports(swept, report([1.0, 25.0]))
+    assert [(b.base_bucket_size, b.test_bucket_size) for b in d.benchmarks] == [
+        (25.0, 25.0), (1.0, 1.0)]
+    assert d.unmatched == ()
+    d = diff_reports(report([25.0]), report([1.0]))
+    (b,) = d.benchmarks
+    assert (b.base_bucket_size, b.test_bucket_size) == (25.0, 1.0)
+    d = diff_reports(swept, report([25.0]))
+    assert len(d.benchmarks) == 1 and d.unmatched == ("resnet18 batch 4: only in the base report",)
