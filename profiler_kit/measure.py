@@ -113,13 +113,18 @@ def _phases(workload: Any) -> list[tuple[str, Callable[[], None]]]:
     return [("step", workload.step)]
 
 
-def _all_threads() -> dict[str, Any]:
-    """Profile every thread, not only the one that starts the profiler.
+def _all_threads(workload: Any) -> dict[str, Any]:
+    """Profile every thread, not only the one that starts the profiler, when the
+    workload says it runs ops in worker threads (``threaded = True``).
 
     Without this, ops that a strategy runs in worker threads (``threads``) are
-    missing from its trace, key averages and hotspot summary. Older torch has no
-    such option and records the starting thread only.
+    missing from its trace, key averages and hotspot summary. It is not the default
+    because in this mode the profiler records no ``[memory]`` events, so the CPU
+    peak memory of such a strategy is unknown. Older torch has no such option and
+    records the starting thread only.
     """
+    if not getattr(workload, "threaded", False):
+        return {}
     try:
         from torch._C._profiler import _ExperimentalConfig
 
@@ -157,7 +162,7 @@ def _profiled_pass(
         record_shapes=options.record_shapes,
         profile_memory=options.profile_memory,
         with_stack=options.with_stack,
-        **_all_threads(),
+        **_all_threads(workload),
     ) as prof:
         for i in range(total):
             dev.synchronize(devices)

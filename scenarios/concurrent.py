@@ -132,6 +132,7 @@ class ConcurrentWorkload:
         self.scalers = [torch.amp.GradScaler("cuda", enabled=use_scaler) for _ in self.models]
         self.streams = ([torch.cuda.Stream(device=d) for d in self.model_devices]
                         if self.strategy == "streams" else [])
+        self.threaded = self.strategy == "threads"  # the profiler must follow every thread
         self.pool = (ThreadPoolExecutor(max_workers=n, thread_name_prefix="profkit-model")
                      if self.strategy == "threads" else None)
         params = sum(sum(t.numel() for t in m.parameters()) for m in self.models)
