@@ -298,6 +298,9 @@ BAD_FILES = {
     "eventsnotlist.json": b'{"traceEvents": {"a": 1}}',
     "corrupt.json.gz": b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage-not-deflate",
     "truncated.json.gz": gzip.compress(b'{"traceEvents": []}' * 50)[:30],
+    "deep.json": b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}",
+    "unclosed.json": b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}',
+    "garbage_inside.json": b'{"traceEvents": [{"ph": "X"}, @@, {"ph": "X"}]}',
 }
 
 

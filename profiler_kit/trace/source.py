@@ -147,7 +147,7 @@ def decode_whole(path: Path, data: bytes) -> dict[str, Any]:
         doc = decode_json(UNTYPED, data)
     except msgspec.ValidationError:
         doc = _decode_python(path, data)  # numbers beyond float range: Python's json copes
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, RecursionError) as e:
         raise TraceError(f"{path}: {json_problem(e)}") from None
     check_document(path, doc)
     return doc
@@ -174,8 +174,10 @@ def _decode_python(path: Path, data: bytes) -> Any:
         raise TraceError(f"{path}: not valid JSON ({e})") from None
 
 
-def json_problem(e: Exception) -> str:
+def json_problem(e: BaseException) -> str:
     msg = str(e)
+    if isinstance(e, RecursionError):
+        return "not valid JSON (nested too deeply)"
     if "truncated" in msg:
         return "truncated JSON (the file ends in the middle of the data)"
     return f"not valid JSON ({msg})"

@@ -46,7 +46,6 @@ HEADER_LIMIT = 64 << 20  # the event list starts within this many bytes in any r
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[\s*')
 ERROR_AT = re.compile(r"\(byte (\d+)\)")
-NS_LIMIT_US = (2**63 - 1) // 1000  # integer µs beyond this overflow int64 ns
 EXACT_FLOAT = 2.0**53  # floats below this hold every integer exactly
 GPU_CODES = np.array(sorted(GPU_CAT_VALUES), dtype=np.int8)
 ABSENT = INT64_MIN  # stands for a field the event does not have
@@ -131,6 +130,8 @@ def load(path: Path, *, chunk_bytes: int | None = None, lenient: bool = False) -
     gc.disable()  # millions of short-lived objects, no cycles: collections only cost time
     try:
         return _Loader(path, chunk_bytes or DEFAULT_CHUNK_BYTES, lenient).run()
+    except (msgspec.DecodeError, RecursionError) as e:  # a safety net: never a traceback
+        raise TraceError(f"{path}: {json_problem(e)}") from None
     finally:
         if gc_was_enabled:
             gc.enable()
