@@ -270,8 +270,8 @@ def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
         "missing ts": 1,
         "negative dur": 1,
         "non-numeric ts": 1,
-        "out of 64-bit range dur": 1,
-        "out of 64-bit range pid": 1,
+        "dur beyond 64 bits": 1,
+        "pid beyond 64 bits": 1,
         "unsupported phase 'B'": 1,
     }
     assert table.normalized == {"args not an object": 1, "unknown category: mystery": 1}

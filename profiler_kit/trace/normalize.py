@@ -27,6 +27,12 @@ INSTANT_PHASES = frozenset({"i", "I"})
 # Categories Kineto writes that have no Cat of their own but are not odd.
 KNOWN_OTHER_CATEGORIES = frozenset({"trace", "cpu_instant_event", "cuda_profiler_range"})
 GPU_CAT_VALUES = frozenset(int(c) for c in GPU_CATS)
+BEYOND_64_BITS = "beyond 64 bits"
+
+
+def reason(problem: str, field: str) -> str:
+    """The skip reason for ``field``'s ``problem``: "missing dur", "pid beyond 64 bits"."""
+    return f"{field} {problem}" if problem == BEYOND_64_BITS else f"{problem} {field}"
 
 
 def string_id(value: str) -> int:
@@ -53,7 +59,7 @@ def us_to_ns(value: Any) -> int | str:
     else:
         return "non-numeric"
     if ns < INT64_MIN or ns > INT64_MAX:
-        return "out of 64-bit range"
+        return BEYOND_64_BITS
     return ns
 
 
@@ -62,7 +68,7 @@ def id_value(value: Any) -> int | str:
     if type(value) is int:
         if INT64_MIN <= value <= INT64_MAX:
             return value
-        return "out of 64-bit range"
+        return BEYOND_64_BITS
     if type(value) is str:
         return string_id(value)
     if value is None:
@@ -152,22 +158,22 @@ class Accumulator:
             return
         ts = us_to_ns(e.get("ts"))
         if type(ts) is str:
-            self.skipped[f"{ts} ts"] += 1
+            self.skipped[reason(ts, "ts")] += 1
             return
         dur = us_to_ns(e.get("dur"))
         if type(dur) is str:
-            self.skipped[f"{dur} dur"] += 1
+            self.skipped[reason(dur, "dur")] += 1
             return
         if dur < 0:
             self.skipped["negative dur"] += 1
             return
         pid = id_value(e.get("pid"))
         if type(pid) is str:
-            self.skipped[f"{pid} pid"] += 1
+            self.skipped[reason(pid, "pid")] += 1
             return
         tid = id_value(e.get("tid"))
         if type(tid) is str:
-            self.skipped[f"{tid} tid"] += 1
+            self.skipped[reason(tid, "tid")] += 1
             return
         cat = self.category(e.get("cat"))
         args = e.get("args")
@@ -215,7 +221,7 @@ class Accumulator:
             return
         ts = us_to_ns(ts_us)
         if type(ts) is str:
-            self.skipped[f"{ts} ts"] += 1
+            self.skipped[reason(ts, "ts")] += 1
             return
         tid = id_value(tid_raw)
         if type(tid) is str:
