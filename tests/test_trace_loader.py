@@ -338,6 +338,8 @@ def test_find_traces_in_a_logdir(tmp_path: Path) -> None:
     (run / "threads" / "key_averages.json").write_text("[]")
     (run / "settings.json").write_text(json.dumps({"a": 1}))
     (run / "notes.txt").write_text("x")
+    (run / ".ipynb_checkpoints").mkdir()
+    write_trace(run / ".ipynb_checkpoints" / "w0.1.pt.trace.json", [])
     found = find_traces(tmp_path)
     assert found == sorted([run / "other_trace.json", run / "streams" / "w0.9.pt.trace.json.gz",
                             run / "threads" / "w0.123.pt.trace.json"])

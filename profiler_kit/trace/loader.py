@@ -54,17 +54,23 @@ def find_traces(path: str | os.PathLike[str]) -> list[Path]:
 
     Below a folder, ``*.pt.trace.json[.gz]`` always count; other ``*.json[.gz]`` files
     count when they hold a ``traceEvents`` key near the start (so ``run.json`` and
-    ``key_averages.json`` are left out).
+    ``key_averages.json`` are left out). Hidden files and folders are left out.
     """
     p = Path(path)
     if p.is_file():
         return [p]
     if not p.exists():
         raise TraceError(f"{p}: no such file or folder")
-    found = sorted(f for f in p.rglob("*") if f.is_file() and _looks_like_trace(f))
+    found = sorted(f for f in p.rglob("*") if f.is_file() and not _hidden(f.relative_to(p))
+                   and _looks_like_trace(f))
     if not found:
         raise TraceError(f"{p}: no trace files (*.json or *.json.gz with traceEvents) found")
     return found
+
+
+def _hidden(relative: Path) -> bool:
+    """Below a hidden folder or hidden itself (``.ipynb_checkpoints``, caches)."""
+    return any(part.startswith(".") for part in relative.parts)
 
 
 def _looks_like_trace(f: Path) -> bool:
