@@ -60,8 +60,8 @@ class ProgressBars:
         elif result.reason or result.error:
             note = result.reason or result.error or ""
         style = _STATUS_STYLE.get(result.status, "")
-        self.console.print(f"  {result.label:<24} [{style}]{result.status}[/] {note}",
-                           markup=True, highlight=False)
+        self.console.print(Text.assemble(f"  {result.label:<24} ", (result.status, style),
+                                         f" {note}"), highlight=False)
 
 
 def _best(strategies: list[StrategyResult]) -> str | None:
@@ -80,8 +80,7 @@ def _memory(s: StrategyResult) -> str:
 def results_table(result: RunResult, point: str) -> Table:
     rows = result.at(point)
     best = _best(rows)
-    title = escape(f"{result.scenario}" + (f"  [{point}]" if point else ""))
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(header_style="bold")
     for col, justify in (("strategy", "left"), ("n", "right"), ("median", "right"),
                          ("IQR", "right"), ("p95", "right"),
                          ("throughput", "right"), ("speedup", "right"),
@@ -114,8 +113,8 @@ def hotspot_table(result: RunResult, point: str) -> Table | None:
     if not rows:
         return None
     basis = rows[0].hotspot_basis
-    table = Table(title=f"Hotspots (share of {basis}, from key averages)",
-                  title_justify="left", header_style="bold")
+    table = Table(caption=f"share of {basis}, from key averages", caption_justify="left",
+                  header_style="bold")
     table.add_column("strategy")
     for c in CLASSES:
         table.add_column(c, justify="right")
@@ -132,7 +131,7 @@ def phase_table(result: RunResult, point: str) -> Table | None:
     params = any("param_count" in s.info for s in rows)
     if not names and not build and not params:
         return None
-    table = Table(title="Median time per phase", title_justify="left", header_style="bold")
+    table = Table(header_style="bold")
     table.add_column("strategy")
     for name in names:
         table.add_column(name, justify="right")
@@ -162,8 +161,7 @@ def sweep_table(result: RunResult) -> Table | None:
     labels = result.point_labels
     if len(labels) < 2:
         return None
-    table = Table(title="Median step time across the sweep", title_justify="left",
-                  header_style="bold")
+    table = Table(header_style="bold")
     table.add_column("strategy")
     for label in labels:
         table.add_column(label, justify="right")
@@ -183,30 +181,38 @@ def sweep_table(result: RunResult) -> Table | None:
 
 def render(console: Console, result: RunResult) -> None:
     """The results of a run: a table per point, hotspots, problems, how to look deeper."""
+    def heading(text: str) -> None:
+        console.print(Text(text, style="bold"))
+
     for point in result.point_labels:
+        heading(f"{result.scenario} on {result.device}" + (f"  [{point}]" if point else ""))
         console.print(results_table(result, point))
         hot = hotspot_table(result, point)
         if hot is not None:
+            heading("Hotspots")
             console.print(hot)
         phases = phase_table(result, point)
         if phases is not None:
+            heading("Median time per phase")
             console.print(phases)
     sweep = sweep_table(result)
     if sweep is not None:
+        heading("Median step time across the sweep")
         console.print(sweep)
     noisy = [s.label for s in result.strategies if s.stats and s.stats.noisy]
     if noisy:
-        console.print(f"[yellow]noisy (IQR/median > 10 %):[/] {', '.join(noisy)}; "
+        console.print(f"[yellow]noisy (IQR/median > 10 %):[/] {escape(', '.join(noisy))}; "
                       "rerun with more --iterations or on a quieter machine", highlight=False)
     for s in result.skipped:
-        console.print(f"[yellow]skipped[/] {s.label}: {s.reason}", highlight=False)
+        console.print(f"[yellow]skipped[/] {escape(f'{s.label}: {s.reason}')}", highlight=False)
     for s in result.failed:
-        console.print(f"[bold red]failed[/] {s.label}: {s.error}", highlight=False)
+        console.print(f"[bold red]failed[/] {escape(f'{s.label}: {s.error}')}", highlight=False)
     if result.interrupted:
         console.print("[magenta]interrupted:[/] the strategies that finished are kept",
                       highlight=False)
     console.print(f"results: {result.run_dir / 'run.json'}  report: "
-                  f"{result.run_dir / 'summary.md'}", highlight=False, soft_wrap=True)
+                  f"{result.run_dir / 'summary.md'}", highlight=False, soft_wrap=True,
+                  markup=False)
     console.print("view the traces:", highlight=False)
     console.print(f"  {result.tensorboard_command}", highlight=False, soft_wrap=True,
                   markup=False)

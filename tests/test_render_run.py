@@ -1,0 +1,113 @@
+"""The run's console output and summary.md, rendered to a fixed-width console."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from profiler_kit.render import run_console
+from profiler_kit.render.run_markdown import render_markdown
+from profiler_kit.results import Equivalence, RunResult, StrategyResult
+from profiler_kit.timing import stats
+
+
+def _ok(name: str, samples: list[int], speedup: float, point: str = "") -> StrategyResult:
+    return StrategyResult(
+        name=name, status="ok", point=point, samples_ns=tuple(samples), stats=stats(samples),
+        profiled=stats([s * 2 for s in samples]), items_per_step=8,
+        throughput_items_per_s=8e9 / stats(samples).median_ns, speedup=speedup,
+        peak_memory={"cpu": {"allocated_bytes": 3 << 20}},
+        hotspots={"convolution": 0.5, "batchnorm": 0.2, "gemm": 0.1, "other": 0.2},
+        hotspot_basis="self CPU time", equivalence=Equivalence(True, True),
+    )
+
+
+def _result(strategies: tuple[StrategyResult, ...], points=()) -> RunResult:
+    return RunResult(
+        run_dir=Path("traces/concurrent/20260101-000000-abcd"), scenario="concurrent",
+        description="two models", baseline="sequential", item_unit="images", device="cpu",
+        params={"batch_size": 4}, sweep=("n",) if points else (), points=points,
+        options={"iterations": 20, "warmup": 3},
+        environment={"torch": "2.x", "hostname": "box", "cpu_threads": 2,
+                     "command_line": "profkit run concurrent"},
+        strategies=strategies, started_at="2026-01-01T00:00:00+00:00",
+        finished_at="2026-01-01T00:01:00+00:00",
+    )
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, width=150, color_system=None, force_terminal=False), buf
+
+
+def test_results_table_highlights_the_best_and_flags_noise() -> None:
+    result = _result((
+        _ok("sequential", [100_000_000] * 5, 1.0),
+        _ok("threads", [50_000_000, 40_000_000, 60_000_000, 50_000_000, 70_000_000], 2.0),
+        StrategyResult(name="streams", status="skipped",
+                       reason="needs CUDA; this machine has none"),
+        StrategyResult(name="broken", status="failed", error="RuntimeError: out of memory"),
+    ))
+    console, buf = _console()
+    run_console.render(console, result)
+    out = buf.getvalue()
+    assert "threads (best)" in out and "sequential (best)" not in out
+    assert "2.00×" in out and "100 ms" in out and "50 ms" in out
+    assert "noisy" in out and "noisy (IQR/median > 10 %): threads" in out
+    assert "skipped streams: needs CUDA; this machine has none" in out
+    assert "failed broken: RuntimeError: out of memory" in out
+    assert "convolution" in out and "50.0 %" in out
+    assert "tensorboard --logdir traces/concurrent/20260101-000000-abcd" in out
+    assert "3 MiB" in out
+
+
+def test_sweep_gets_a_table_per_point_and_a_growth_summary() -> None:
+    result = _result((
+        _ok("linear", [10_000] * 3, 1.0, "n=1"), _ok("bmm", [5_000] * 3, 2.0, "n=1"),
+        _ok("linear", [80_000] * 3, 1.0, "n=8"), _ok("bmm", [9_000] * 3, 8.9, "n=8"),
+    ), points=({"n": 1}, {"n": 8}))
+    console, buf = _console()
+    run_console.render(console, result)
+    out = buf.getvalue()
+    assert "concurrent on cpu  [n=1]" in out and "concurrent on cpu  [n=8]" in out
+    assert "Median step time across the sweep" in out
+    assert "80 µs" in out and "9 µs" in out
+
+
+def test_interrupted_run_says_so() -> None:
+    result = _result((_ok("sequential", [1_000] * 3, 1.0),
+                      StrategyResult(name="threads", status="interrupted")))
+    result = RunResult(**{**result.__dict__, "interrupted": True})
+    console, buf = _console()
+    run_console.render(console, result)
+    assert "interrupted: the strategies that finished are kept" in buf.getvalue()
+    assert result.exit_status == 130
+    assert "**Interrupted**" in render_markdown(result)
+
+
+def test_summary_markdown_has_every_statistic_and_the_tensorboard_command() -> None:
+    result = _result((_ok("sequential", [100, 200, 300, 400, 500], 1.0),
+                      StrategyResult(name="streams", status="skipped", reason="needs CUDA")))
+    md = render_markdown(result)
+    assert "| strategy | n | median | IQR | mean | p50 | p75 | p90 | p95 | min | max" in md
+    assert "**sequential** (best)" in md and "| 300 ns |" in md
+    assert "skipped `streams`: needs CUDA" in md
+    assert "tensorboard --logdir traces/concurrent/20260101-000000-abcd" in md
+    assert "profkit run concurrent" in md
+
+
+def test_progress_bars_report_each_strategy_as_it_finishes() -> None:
+    console, buf = _console()
+    with run_console.ProgressBars(console) as bars:
+        bars.strategy_started("sequential")
+        bars.progress("timing", 1, 2)
+        bars.progress("timing", 2, 2)
+        bars.strategy_finished(_ok("sequential", [2_000_000] * 3, 1.0))
+        bars.strategy_started("streams")
+        bars.strategy_finished(StrategyResult(name="streams", status="skipped",
+                                              reason="needs CUDA; this machine has none"))
+    out = buf.getvalue()
+    assert "sequential" in out and "ok 2 ms" in out
+    assert "streams" in out and "skipped needs CUDA; this machine has none" in out
