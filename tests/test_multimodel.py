@@ -240,7 +240,7 @@ def test_profkit_run_sweep_end_to_end(tmp_path, capsys, monkeypatch) -> None:
         assert r["info"]["build_time_ns"] > 0
     assert run["sweep"] == ["n_model"]
     # one table per N, titled with its point; phases and build time shown beside them
-    assert "multimodel  [n_model=1]" in printed and "multimodel  [n_model=4]" in printed
+    assert "[n_model=1]" in printed and "[n_model=4]" in printed
     assert printed.count("Median time per phase") == 2
     assert "Median step time across the sweep" in printed
     summary = (run_dir / "summary.md").read_text()
