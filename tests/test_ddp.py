@@ -78,16 +78,15 @@ def test_no_ddp_workload_trains_in_phases() -> None:
 
 
 @pytest.mark.slow
-def test_run_measures_every_configuration_and_writes_the_report(tmp_path: Path) -> None:
+def test_run_measures_ranks_and_writes_the_report(tmp_path: Path) -> None:
     ddp = _ddp()
     options = MeasureOptions(iterations=4, warmup=1, profile_wait=0, profile_warmup=0,
                              profile_active=2)
     copy = tmp_path / "copies" / "report.json"
     result = api.run(ddp, {**TINY, "json_report": str(copy)}, device="cpu", options=options,
-                     out=tmp_path, strategies=["no-ddp", "ddp-w2"])
-    assert [s.name for s in result.strategies] == ["no-ddp", "ddp-w2"]
-    assert all(s.status == "ok" for s in result.strategies), [s.error for s in result.strategies]
-    w2 = result.strategies[1]
+                     out=tmp_path, strategies=["ddp-w2"])
+    (w2,) = result.strategies
+    assert (w2.name, w2.status) == ("ddp-w2", "ok"), w2.error
     assert len(w2.per_rank_samples_ns) == 2
     # each step's time is the slowest rank's, never a pooled sample
     slowest = tuple(max(a, b) for a, b in zip(*w2.per_rank_samples_ns, strict=True))
@@ -97,6 +96,7 @@ def test_run_measures_every_configuration_and_writes_the_report(tmp_path: Path) 
     folder = result.run_dir / w2.dir
     workers = sorted(p.name.split(".")[0] for p in folder.glob("*.pt.trace.json"))
     assert workers == ["rank0", "rank1"], "each rank writes its own trace"
+    assert sorted(Path(f).name.split(".")[0] for f in w2.trace_files) == ["rank0", "rank1"]
 
     # run.json's environment names the backend and the interconnect (or its absence)
     env = json.loads((result.run_dir / "run.json").read_text())["environment"]["distributed"]
@@ -108,8 +108,8 @@ def test_run_measures_every_configuration_and_writes_the_report(tmp_path: Path) 
     assert json.loads(copy.read_text()) == report
     assert report["distributed_backend"] == "gloo" and report["bucket_size"] == 25.0
     (bench,) = report["benchmark_results"]
-    assert [r["configuration"] for r in bench["result"]] == ["no-ddp", "ddp-w2"]
-    w2_report = bench["result"][1]
+    (w2_report,) = bench["result"]
+    assert (w2_report["configuration"], w2_report["ranks"]) == ("ddp-w2", [0, 1])
     assert w2_report["measurements"] == [ns / 1e9 for ns in w2.samples_ns]
     assert w2_report["per_rank_measurements"] == [[ns / 1e9 for ns in r]
                                                   for r in w2.per_rank_samples_ns]
@@ -118,7 +118,7 @@ def test_run_measures_every_configuration_and_writes_the_report(tmp_path: Path) 
 
     d = api.diff(report_path, result.run_dir)
     rows = {c.configuration: c for c in d.benchmarks[0].configurations}
-    assert set(rows) == {"no-ddp", "ddp-w2"}
+    assert set(rows) == {"ddp-w2"}
     assert all(p.change_fraction == 0 for c in rows.values() for p in c.percentiles)
 
 
