@@ -342,5 +342,7 @@ class MultiModelWorkload:
         return [out.detach().float(), grad_w.detach().float(), grad_b.detach().float()]
 
     def close(self) -> None:
+        """Drop the batch, gradients and momentum so the next strategy starts with free memory."""
         self._x = self._y = self._out = None
         self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.state.clear()
