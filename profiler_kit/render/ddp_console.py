@@ -9,6 +9,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 
 from profiler_kit.render import units
@@ -20,7 +21,8 @@ def _rate(v: float | None) -> str:
     return "-" if v is None else f"{v:.4g}"
 
 
-def tables(report: Mapping[str, Any]) -> list[Table]:
+def tables(report: Mapping[str, Any]) -> list[Padding]:
+    """One table per model, batch and bucket size, each with a blank line above it."""
     found = []
     for bench in report.get("benchmark_results", []):
         title = (f"DDP benchmark: {bench.get('model')}, batch {bench.get('batch_size')} per "
@@ -49,7 +51,7 @@ def tables(report: Mapping[str, Any]) -> list[Table]:
             )
         for f in bench.get("failed", []):
             t.add_row(str(f.get("configuration")), "failed", style="red")
-        found.append(t)
+        found.append(Padding(t, (1, 0, 0, 0)))
     return found
 
 
