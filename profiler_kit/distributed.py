@@ -65,6 +65,7 @@ _TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
 _WORKER_ENV = "PROFKIT_RANK_WORKER"  # set in ranks that profkit spawned
 _POLL_S = 0.05
 _STARTUP_S = 120.0  # extra allowance until a rank's first step is done (imports, init)
+_PORT_ATTEMPTS = 3  # the free port can be taken between choosing it and listening on it
 _GRACE_S = 0.3  # after a first failure, how long to wait for the rank that caused it
 
 _group: Any = None  # the process group of the strategy being measured in this process
@@ -384,6 +385,26 @@ def free_port() -> int:
 
 
 def _spawn(
+    scenario: Scenario,
+    strategy: Strategy,
+    config: RunConfig,
+    options: Any,
+    strategy_dir: Path,
+) -> list[Any]:
+    for attempt in range(_PORT_ATTEMPTS):
+        try:
+            return _spawn_once(scenario, strategy, config, options, strategy_dir)
+        except RankFailure as failure:
+            # Another process took the free port before rank 0 listened on it: try another.
+            text = str(failure)
+            if attempt + 1 == _PORT_ATTEMPTS or not (
+                "EADDRINUSE" in text or "address already in use" in text.lower()
+            ):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _spawn_once(
     scenario: Scenario,
     strategy: Strategy,
     config: RunConfig,
