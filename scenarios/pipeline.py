@@ -54,6 +54,8 @@ def skip_reason(strategy: str, params: Mapping[str, Any]) -> str | None:
     if strategy not in PIPELINE_STRATEGIES:
         return None
     world = params["world_size"]
+    if world < 2:
+        return "a pipeline needs at least 2 ranks (--world-size)"
     n_stages = stage_count(strategy, world, params["partition"])
     layers = layer_count(model_spec(params))
     if n_stages > layers:
@@ -91,7 +93,7 @@ class PipelineScenario(Scenario):
         Param("world_size", int, 2, "ranks (processes) per strategy", min_value=1),
         Param("micro_batches", int, 4, "micro-batches per step for the pipeline schedules",
               cuda_default=8, min_value=1, sweep=True),
-        Param("global_batch", int, 32, "samples per step across all ranks", cuda_default=256,
+        Param("global_batch", int, 16, "samples per step across all ranks", cuda_default=256,
               min_value=1),
         Param("partition", str, "balanced", "balanced: stages of about equal forward FLOPs, "
               "stage s on rank s mod world size; ends-on-rank0: the first and the last stage on "

@@ -168,6 +168,8 @@ def test_skip_reason_when_the_model_has_too_few_layers():
     assert skip_reason("ddp", params_with(world_size=64)) is None
     assert PipelineScenario().skip_reason(PipelineScenario.strategies[3], params) == reason
     assert skip_reason("interleaved-1f1b", params_with()) is None
+    assert "at least 2 ranks" in (skip_reason("gpipe", params_with(world_size=1)) or "")
+    assert skip_reason("ddp", params_with(world_size=1)) is None
 
 
 def test_interleaved_micro_batches_must_fill_rounds():
