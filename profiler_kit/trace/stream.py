@@ -264,8 +264,9 @@ class _Loader:
                 offset = buf.dropped + first + int(at.group(1))
                 raise TraceError(f"{self.path}: not valid JSON ({error.split(' (byte')[0]}"
                                  f", near byte {offset})")
-            if found is None:
-                raise TraceError(f"{self.path}: {json_problem(Exception(error))}")
+            if found is None:  # the error is at the file's end
+                raise TraceError(
+                    f"{self.path}: truncated JSON (the file ends inside the traceEvents list)")
             target = max(2 * (end - buf.pos), self.chunk_bytes)
 
     def _decode(self, piece: memoryview) -> None:
