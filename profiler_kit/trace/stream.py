@@ -54,8 +54,9 @@ ABSENT = INT64_MIN  # stands for a field the event does not have
 class Args(msgspec.Struct, gc=False):
     """The ``args`` of a complete event that the table uses; others are skipped in C.
 
-    Absent fields take sentinels so columns need no per-event Python; an explicit
-    ``null`` fails validation and sends the piece to the per-event path.
+    Absent fields take sentinels so columns need no per-event Python (so a literal
+    -2**63 in these fields reads as absent); an explicit ``null`` fails validation and
+    sends the piece to the per-event path.
     """
 
     device: int = ABSENT
@@ -159,11 +160,11 @@ class _Buffer:
         if block is None:
             self.eof = True
             return False
-        keep = max(self.pos - 1, 0)
-        if keep:
-            del self.data[:keep]
-            self.dropped += keep
-            self.pos -= keep
+        drop = max(self.pos - 1, 0)
+        if drop:
+            del self.data[:drop]
+            self.dropped += drop
+            self.pos -= drop
         self.data += block
         return True
 
