@@ -135,8 +135,9 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
 
 def _scenario_extras(sc: Scenario, result: RunResult) -> RunResult:
     """Optional scenario hooks: ``environment(device)`` adds to run.json's environment
-    (e.g. the distributed backend and interconnect), ``finish_run(result)`` writes the
-    scenario's own reports (e.g. ddp_report.json)."""
+    (e.g. the distributed backend and interconnect), ``annotate_run(result) -> result``
+    adds to each strategy's ``info`` what its traces say (e.g. the pipeline bubble per
+    rank), ``finish_run(result)`` writes the scenario's own reports (e.g. ddp_report.json)."""
     from dataclasses import replace
 
     from profiler_kit import artifacts
@@ -145,6 +146,10 @@ def _scenario_extras(sc: Scenario, result: RunResult) -> RunResult:
     if callable(environment):
         result = replace(result, environment={**result.environment,
                                               **environment(result.device)})
+        artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
+    annotate = getattr(sc, "annotate_run", None)  # adds to strategies' info from their traces
+    if callable(annotate):
+        result = annotate(result)
         artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
     finish = getattr(sc, "finish_run", None)
     if callable(finish):

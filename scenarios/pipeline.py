@@ -128,6 +128,12 @@ class PipelineScenario(Scenario):
         """Why the strategy cannot run with these parameters (None: it can)."""
         return skip_reason(strategy.base_name, params)
 
+    def annotate_run(self, result: Any) -> Any:
+        """Add each rank's bubble, from its trace, to every measured strategy's info."""
+        from .pipeline_report import annotate
+
+        return annotate(result)
+
     def finish_run(self, result: Any) -> list[Path]:
         """Write pipeline_report.json (throughput, speed-up, bubble per rank) into the run."""
         from profiler_kit import distributed

@@ -5,7 +5,7 @@ every rank from its trace. Written into the run folder after the run; no torch i
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +17,43 @@ REPORT_NAME = "pipeline_report.json"
 SCHEMA = "profkit.pipeline_report/1"
 
 
+def bubble_rows(strategy: Any, run_dir: Path) -> list[dict[str, Any]]:
+    """The bubble of each rank of ``strategy`` from its traces, ordered by rank."""
+    traces = sorted(str(run_dir / f) for f in strategy.trace_files)
+    return [
+        {"rank": b.rank, "trace": Path(b.path).name, "steps": b.steps, "step_ns": b.step_ns,
+         "busy_ns": b.busy_ns, "idle_ns": b.idle_ns, "idle_share": b.idle_share,
+         "basis": b.basis}
+        for b in trace_bubbles(traces)
+    ]
+
+
+def annotate(result: Any) -> Any:
+    """``result`` with every measured strategy's bubble in its ``info``: ``bubble`` (one
+    row per rank) and ``idle_share_by_rank`` (what the results tables show)."""
+    run_dir = Path(result.run_dir)
+    strategies = []
+    for s in result.strategies:
+        if s.status == "ok" and s.trace_files:
+            rows = bubble_rows(s, run_dir)
+            s = replace(s, info={**s.info, "bubble": rows,
+                                 "idle_share_by_rank": [r["idle_share"] for r in rows]})
+        strategies.append(s)
+    return replace(result, strategies=tuple(strategies))
+
+
 def strategy_entry(strategy: Any, run_dir: Path) -> dict[str, Any]:
     """One measured strategy: throughput, step statistics, speed-up and bubble per rank."""
     stats = strategy.stats
-    traces = sorted(str(run_dir / f) for f in strategy.trace_files)
-    bubbles = trace_bubbles(traces)
     return {
         "samples_per_s": strategy.throughput_items_per_s,
         "items_per_step": strategy.items_per_step,
-        "step_ns": {k: v for k, v in asdict(stats).items()} if stats is not None else None,
+        "step_ns": asdict(stats) if stats is not None else None,
         "speedup_vs_ddp": strategy.speedup,
         "schedule": strategy.info.get("schedule"),
         "stage_layers": strategy.info.get("stages"),
         "stage_ranks": strategy.info.get("stage_ranks"),
-        "bubble": [
-            {"rank": b.rank, "trace": str(Path(b.path).name), "steps": b.steps,
-             "step_ns": b.step_ns, "busy_ns": b.busy_ns, "idle_ns": b.idle_ns,
-             "idle_share": b.idle_share, "basis": b.basis}
-            for b in bubbles
-        ],
+        "bubble": strategy.info.get("bubble") or bubble_rows(strategy, run_dir),
     }
 
 

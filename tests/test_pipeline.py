@@ -348,8 +348,44 @@ def test_profkit_run_pipeline_end_to_end(tmp_path):
         assert [Path(t).name.split(".")[0] for t in traces] == ["rank0", "rank1"]
         for b in trace_bubbles(traces):
             assert b.steps == 1 and b.idle_share is not None and 0 <= b.idle_share < 1
+        shares = s.info["idle_share_by_rank"]
+        assert shares == [b["idle_share"] for b in s.info["bubble"]] and len(shares) == 2
+    record = json.loads((result.run_dir / "run.json").read_text())
+    gpipe_record = next(s for s in record["strategies"] if s["name"] == "gpipe")
+    assert len(gpipe_record["info"]["idle_share_by_rank"]) == 2
+    assert "idle per rank" in (result.run_dir / "summary.md").read_text()
     report = json.loads((result.run_dir / "pipeline_report.json").read_text())
     assert set(report["points"][0]["strategies"]) == {"ddp", "gpipe"}
     assert "4 stages" in report["points"][0]["skipped"]["interleaved-1f1b"]
     gpipe = report["points"][0]["strategies"]["gpipe"]
     assert len(gpipe["bubble"]) == 2 and gpipe["speedup_vs_ddp"] is not None
+
+
+def test_results_tables_show_the_idle_share_of_every_rank():
+    import io
+
+    from rich.console import Console
+
+    from profiler_kit.render import run_console
+    from profiler_kit.render.run_markdown import render_markdown
+    from profiler_kit.results import RunResult, StrategyResult
+    from profiler_kit.timing import stats
+
+    samples = [100_000_000] * 3
+    result = RunResult(
+        run_dir=Path("traces/pipeline/x"), scenario="pipeline", description="d",
+        baseline="ddp", item_unit="samples", device="cpu", params={}, sweep=(), points=(),
+        options={}, environment={}, started_at="t0",
+        strategies=(
+            StrategyResult(name="ddp", status="ok", samples_ns=tuple(samples),
+                           stats=stats(samples), info={"param_count": 10}),
+            StrategyResult(name="gpipe", status="ok", samples_ns=tuple(samples),
+                           stats=stats(samples),
+                           info={"param_count": 5, "idle_share_by_rank": [0.43, 0.19]}),
+        ),
+    )
+    buf = io.StringIO()
+    run_console.render(Console(file=buf, width=150, color_system=None), result)
+    assert "idle per rank" in buf.getvalue() and "43.0 % / 19.0 %" in buf.getvalue()
+    markdown = render_markdown(result)
+    assert "idle per rank" in markdown and "| 43.0 % / 19.0 % |" in markdown

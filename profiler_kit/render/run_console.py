@@ -129,7 +129,8 @@ def phase_table(result: RunResult, point: str) -> Table | None:
     names = _phase_names(rows)
     build = any("build_time_ns" in s.info for s in rows)
     params = any("param_count" in s.info for s in rows)
-    if not names and not build and not params:
+    idle = any("idle_share_by_rank" in s.info for s in rows)
+    if not names and not build and not params and not idle:
         return None
     table = Table(header_style="bold")
     table.add_column("strategy")
@@ -139,6 +140,8 @@ def phase_table(result: RunResult, point: str) -> Table | None:
         table.add_column("build", justify="right")
     if params:
         table.add_column("params", justify="right")
+    if idle:
+        table.add_column("idle per rank", justify="right")
     for s in rows:
         cells = [units.duration(s.phases[n].median_ns) if n in s.phases else "-" for n in names]
         if build:
@@ -146,8 +149,17 @@ def phase_table(result: RunResult, point: str) -> Table | None:
         if params:
             count = s.info.get("param_count")
             cells.append(f"{count:,}" if isinstance(count, int) else "-")
+        if idle:
+            cells.append(_idle_cell(s.info.get("idle_share_by_rank")))
         table.add_row(s.name, *cells)
     return table
+
+
+def _idle_cell(shares: object) -> str:
+    """``[0.43, 0.19]`` -> ``"43.0 % / 19.0 %"`` (one share per rank, from its trace)."""
+    if not isinstance(shares, (list, tuple)) or not shares:
+        return "-"
+    return " / ".join(units.percent(v) for v in shares)
 
 
 def _phase_names(rows: list[StrategyResult]) -> list[str]:

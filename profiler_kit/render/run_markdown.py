@@ -58,6 +58,13 @@ def _hotspots(result: RunResult, point: str) -> list[str]:
     return lines
 
 
+def _idle_cell(shares: object) -> str:
+    """``[0.43, 0.19]`` -> ``"43.0 % / 19.0 %"`` (one share per rank, from its trace)."""
+    if not isinstance(shares, (list, tuple)) or not shares:
+        return "-"
+    return " / ".join(units.percent(v) for v in shares)
+
+
 def _phases(result: RunResult, point: str) -> list[str]:
     rows = [s for s in result.at(point) if s.status == OK and (s.phases or s.info)]
     names: list[str] = []
@@ -65,9 +72,11 @@ def _phases(result: RunResult, point: str) -> list[str]:
         names += [n for n in s.phases if n not in names]
     build = any("build_time_ns" in s.info for s in rows)
     params = any("param_count" in s.info for s in rows)
-    if not names and not build and not params:
+    idle = any("idle_share_by_rank" in s.info for s in rows)
+    if not names and not build and not params and not idle:
         return []
-    head = names + (["build"] if build else []) + (["params"] if params else [])
+    head = (names + (["build"] if build else []) + (["params"] if params else [])
+            + (["idle per rank"] if idle else []))
     lines = ["Median time per phase:", "", "| strategy | " + " | ".join(head) + " |",
              "|---|" + "---:|" * len(head)]
     for s in rows:
@@ -77,6 +86,8 @@ def _phases(result: RunResult, point: str) -> list[str]:
         if params:
             count = s.info.get("param_count")
             cells.append(f"{count:,}" if isinstance(count, int) else "-")
+        if idle:
+            cells.append(_idle_cell(s.info.get("idle_share_by_rank")))
         lines.append(f"| {_cell(s.name)} | " + " | ".join(cells) + " |")
     return lines
 
