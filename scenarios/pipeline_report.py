@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler_kit.artifacts import write_json_atomic
+from profiler_kit.errors import ProfkitError
 
 from .pipeline_bubble import CPU_BASIS, GPU_BASIS, trace_bubbles
 
@@ -35,7 +36,11 @@ def annotate(result: Any) -> Any:
     strategies = []
     for s in result.strategies:
         if s.status == "ok" and s.trace_files:
-            rows = bubble_rows(s, run_dir)
+            try:
+                rows = bubble_rows(s, run_dir)
+            except ProfkitError:  # an unreadable trace costs the bubble, not the run
+                strategies.append(s)
+                continue
             s = replace(s, info={**s.info, "bubble": rows,
                                  "idle_share_by_rank": [r["idle_share"] for r in rows]})
         strategies.append(s)
