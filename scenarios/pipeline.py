@@ -61,6 +61,10 @@ def skip_reason(strategy: str, params: Mapping[str, Any]) -> str | None:
     if n_stages > layers:
         return (f"{params['model']} has {layers} layers to cut, {strategy} needs {n_stages} "
                 f"stages with world size {world}")
+    if (strategy == "1f1b" and params["partition"] == "balanced"
+            and params["micro_batches"] < n_stages):
+        return (f"Schedule1F1B needs at least as many micro-batches as stages ({n_stages}), "
+                f"got {params['micro_batches']}")
     if strategy == "interleaved-1f1b" and params["partition"] == "balanced":
         rounds = max(1, params["micro_batches"] // world)
         if params["micro_batches"] % rounds:

@@ -172,9 +172,12 @@ def test_skip_reason_when_the_model_has_too_few_layers():
     assert skip_reason("ddp", params_with(world_size=1)) is None
 
 
-def test_interleaved_micro_batches_must_fill_rounds():
+def test_schedules_micro_batch_limits_are_skips():
     reason = skip_reason("interleaved-1f1b", params_with(micro_batches=5))
     assert reason is not None and "multiple of 2" in reason
+    reason = skip_reason("1f1b", params_with(micro_batches=1))
+    assert reason is not None and "at least as many micro-batches as stages (2)" in reason
+    assert skip_reason("1f1b", params_with(micro_batches=1, partition="ends-on-rank0")) is None
 
 
 def test_impossible_batches_are_usage_errors():
