@@ -153,8 +153,12 @@ class PipelineScenario(Scenario):
         reason = skip_reason(strategy.base_name, config.params)
         if reason:
             raise UsageError(reason)
-        from .pipeline_workload import DDPWorkload, PipelineWorkload
+        from .pipeline_workload import DDPWorkload, PipelineWorkload, check_against_one_process
 
+        spec = model_spec(config.params)
         if strategy.base_name == "ddp":
-            return DDPWorkload(config, model_spec(config.params))
-        return PipelineWorkload(config, model_spec(config.params), strategy.base_name)
+            workload: Any = DDPWorkload(config, spec)
+        else:
+            workload = PipelineWorkload(config, spec, strategy.base_name)
+        check_against_one_process(workload, spec, config)
+        return workload

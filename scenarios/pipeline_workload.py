@@ -252,6 +252,36 @@ class PipelineWorkload:
         self._losses = []
 
 
+EVAL_LOSS_RTOL = 1e-4
+
+
+def one_process_eval_loss(spec: ModelSpec, global_batch: int, seed: int,
+                          device: torch.device) -> float:
+    """The eval-mode loss of the whole model on the global batch, in this process."""
+    model = nn.Sequential(*build_layers(spec, seed)).to(device).eval()
+    x, y = make_batch(spec, global_batch, seed, device)
+    with torch.no_grad():
+        return float(cross_entropy(model(x), y))
+
+
+def check_against_one_process(workload: Any, spec: ModelSpec, config: RunConfig) -> None:
+    """Before timing: the strategy's eval-mode loss from the initial weights must equal one
+    process running the whole model (every rank checks; a mismatch fails the strategy).
+
+    The runner cannot compare a multi-process strategy's outputs with the baseline's, so
+    each rank does it here; the relative error lands in ``info``.
+    """
+    got = float(workload.outputs()[0])
+    want = one_process_eval_loss(spec, config.params["global_batch"], config.seed,
+                                 workload.device)
+    error = abs(got - want) / max(abs(want), 1e-12)
+    if error > EVAL_LOSS_RTOL:
+        raise RuntimeError(
+            f"rank {config.rank}: eval loss {got:.6g} differs from one process ({want:.6g}) "
+            f"by {error:.2e} (tolerance {EVAL_LOSS_RTOL:g})")
+    workload.info["eval_loss_rel_error_vs_one_process"] = error
+
+
 def reference_loss(spec: ModelSpec, global_batch: int, chunks: int, steps: int,
                    seed: int = 0) -> float:
     """The loss of step ``steps`` trained in one process, accumulating over ``chunks`` chunks.

@@ -268,7 +268,8 @@ def loss_worker(rank: int, world: int, port: int, cases: list[tuple[str, dict[st
             workload.step()
         results[key] = {"loss": workload.last_loss(), "first_loss": first,
                         "initial_eval_loss": initial, "schedule": workload.info.get("schedule"),
-                        "items": workload.items_per_step, "seconds": time.perf_counter() - t0}
+                        "items": workload.items_per_step, "seconds": time.perf_counter() - t0,
+                        "eval_error": workload.info["eval_loss_rel_error_vs_one_process"]}
         workload.close()
     if rank == 0:
         for key, (strategy_name, params) in zip(list(results), cases, strict=True):
@@ -294,6 +295,7 @@ def assert_like_one_process(results: dict[str, Any]) -> None:
     for key, r in results.items():
         assert r["loss"] == pytest.approx(r["reference"], rel=1e-5, abs=1e-6), key
         assert r["loss"] != r["first_loss"], f"{key} did not train"
+        assert r["eval_error"] < 1e-5, key  # build's own check against one process
 
 
 ALL = ("ddp", "gpipe", "1f1b", "interleaved-1f1b")
@@ -392,3 +394,31 @@ def test_results_tables_show_the_idle_share_of_every_rank():
     assert "idle per rank" in buf.getvalue() and "43.0 % / 19.0 %" in buf.getvalue()
     markdown = render_markdown(result)
     assert "idle per rank" in markdown and "| 43.0 % / 19.0 % |" in markdown
+
+
+class FixedLoss:
+    """A workload whose distributed eval loss is given (stands in for the ranks' result)."""
+
+    device = torch.device("cpu")
+
+    def __init__(self, loss: float) -> None:
+        self.loss = loss
+        self.info: dict[str, Any] = {}
+
+    def outputs(self) -> list[torch.Tensor]:
+        return [torch.tensor(self.loss)]
+
+
+def test_build_check_fails_a_strategy_that_computes_something_else():
+    from profiler_kit.scenarios.pipeline_workload import (
+        check_against_one_process,
+        one_process_eval_loss,
+    )
+
+    spec = ModelSpec("transformer", layers=1, hidden=16, heads=2, seq_len=4, vocab=20)
+    config = RunConfig(params={"global_batch": 4}, device="cpu", seed=0, rank=1)
+    right = FixedLoss(one_process_eval_loss(spec, 4, 0, torch.device("cpu")))
+    check_against_one_process(right, spec, config)
+    assert right.info["eval_loss_rel_error_vs_one_process"] == 0.0
+    with pytest.raises(RuntimeError, match="rank 1: eval loss .* differs from one process"):
+        check_against_one_process(FixedLoss(right.loss * 1.01), spec, config)
