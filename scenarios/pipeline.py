@@ -9,11 +9,13 @@ keeps its own stages, so all strategies start from the same weights.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from profiler_kit import distributed
 from profiler_kit.errors import UsageError
 from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy
 
@@ -23,6 +25,7 @@ LEARNING_RATE = 0.05
 MOMENTUM = 0.9
 
 PIPELINE_STRATEGIES = ("gpipe", "1f1b", "interleaved-1f1b")
+DEFAULT_WORLD_SIZE = 2
 
 
 def model_spec(params: Mapping[str, Any]) -> ModelSpec:
@@ -49,11 +52,21 @@ def stage_count(strategy: str, world_size: int, partition: str) -> int:
     return world_size * per_rank
 
 
+def world_size_of(params: Mapping[str, Any]) -> int:
+    """``--world-size``, where 0 means torchrun's world size under torchrun, else 2."""
+    value = int(params["world_size"])
+    if value:
+        return value
+    if distributed.under_torchrun():
+        return int(os.environ["WORLD_SIZE"])
+    return DEFAULT_WORLD_SIZE
+
+
 def skip_reason(strategy: str, params: Mapping[str, Any]) -> str | None:
     """Why ``strategy`` cannot run with these parameters, or None when it can."""
     if strategy not in PIPELINE_STRATEGIES:
         return None
-    world = params["world_size"]
+    world = world_size_of(params)
     if world < 2:
         return "a pipeline needs at least 2 ranks (--world-size)"
     n_stages = stage_count(strategy, world, params["partition"])
@@ -75,7 +88,7 @@ def skip_reason(strategy: str, params: Mapping[str, Any]) -> str | None:
 
 def check_params(params: Mapping[str, Any]) -> None:
     """Raise UsageError for values no strategy can run with."""
-    batch, micro, world = params["global_batch"], params["micro_batches"], params["world_size"]
+    batch, micro, world = params["global_batch"], params["micro_batches"], world_size_of(params)
     if batch % micro:
         raise UsageError(f"--global-batch {batch} must be divisible by --micro-batches {micro}")
     if batch % world:
@@ -94,7 +107,8 @@ class PipelineScenario(Scenario):
     params = (
         Param("model", str, "mobilenetv2", "mobilenetv2 (CIFAR-10 shape) or transformer "
               "(RoBERTa-shaped encoder classifier)", choices=MODELS),
-        Param("world_size", int, 2, "ranks (processes) per strategy", min_value=1),
+        Param("world_size", int, 0, "ranks (processes) per strategy; 0: torchrun's world "
+              "size under torchrun, else 2", min_value=0),
         Param("micro_batches", int, 4, "micro-batches per step for the pipeline schedules",
               cuda_default=8, min_value=1, sweep=True),
         Param("global_batch", int, 16, "samples per step across all ranks", cuda_default=256,
@@ -126,7 +140,7 @@ class PipelineScenario(Scenario):
 
     def expand(self, params: Mapping[str, Any]) -> list[Strategy]:
         check_params(params)
-        return [replace(s, world_size=params["world_size"]) for s in self.strategies]
+        return [replace(s, world_size=world_size_of(params)) for s in self.strategies]
 
     def skip_reason(self, strategy: Strategy, params: Mapping[str, Any]) -> str | None:
         """Why the strategy cannot run with these parameters (None: it can)."""
@@ -140,8 +154,6 @@ class PipelineScenario(Scenario):
 
     def finish_run(self, result: Any) -> list[Path]:
         """Write pipeline_report.json (throughput, speed-up, bubble per rank) into the run."""
-        from profiler_kit import distributed
-
         if not distributed.is_output_rank():
             return []
         from .pipeline_report import write_report

@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn.functional import cross_entropy
 from torch.profiler import record_function
 
+from profiler_kit import distributed
 from profiler_kit.scenario import RunConfig
 
 from .pipeline import LEARNING_RATE, MOMENTUM, stages_per_rank
@@ -58,7 +59,9 @@ class DDPWorkload:
         self.items_per_step = batch // config.world_size  # this rank's; the runner sums ranks
         model = nn.Sequential(*build_layers(spec, config.seed)).to(self.device)
         device_ids = [self.device.index] if self.device.type == "cuda" else None
-        self.model = DistributedDataParallel(model, device_ids=device_ids)
+        self.group = distributed.group()
+        self.model = DistributedDataParallel(model, device_ids=device_ids,
+                                             process_group=self.group)
         x, y = make_batch(spec, batch, config.seed, self.device)
         share = batch // config.world_size
         lo = config.rank * share
@@ -92,7 +95,7 @@ class DDPWorkload:
         """Mean loss of the last step over the global batch (a collective: every rank calls it)."""
         assert self._loss is not None, "no step has run"
         loss = self._loss.detach().clone()
-        dist.all_reduce(loss)
+        dist.all_reduce(loss, group=self.group)
         return float(loss) / self.world_size
 
     def outputs(self) -> Sequence[torch.Tensor]:
@@ -104,7 +107,7 @@ class DDPWorkload:
                 loss = cross_entropy(module(self.x), self.y)
         finally:
             module.train()
-        dist.all_reduce(loss)
+        dist.all_reduce(loss, group=self.group)
         return [loss.cpu() / self.world_size]
 
     def close(self) -> None:
@@ -139,7 +142,8 @@ class PipelineWorkload:
             for s in local
         ]
         del layers
-        self.stages = [PipelineStage(m, s, n_stages, self.device)
+        self.group = distributed.group()  # None: the world
+        self.stages = [PipelineStage(m, s, n_stages, self.device, group=self.group)
                        for m, s in zip(self.modules, local, strict=True)]
         self.has_first, self.has_last = 0 in local, n_stages - 1 in local
         # The runner sums the ranks' items: the samples enter the pipeline at the first stage.
@@ -195,7 +199,7 @@ class PipelineWorkload:
             loss = torch.stack([v.detach() for v in losses]).mean()
         else:
             loss = torch.zeros((), device=self.device)
-        dist.broadcast(loss, src=self.last_rank)
+        dist.broadcast(loss, src=self.last_rank, group=self.group)
         return loss
 
     def last_loss(self) -> float:
@@ -220,7 +224,7 @@ class PipelineWorkload:
                     continue
                 if s > 0 and stage_rank[s - 1] != r:
                     h = torch.empty(boundary[s - 1], device=self.device)
-                    dist.recv(h, src=stage_rank[s - 1])
+                    dist.recv(h, src=stage_rank[s - 1], group=self.group)
                 module = local[s]
                 module.eval()
                 try:
@@ -229,10 +233,10 @@ class PipelineWorkload:
                 finally:
                     module.train()
                 if s + 1 < len(stage_rank) and stage_rank[s + 1] != r:
-                    dist.send(h.contiguous(), dst=stage_rank[s + 1])
+                    dist.send(h.contiguous(), dst=stage_rank[s + 1], group=self.group)
                 if s == len(stage_rank) - 1:
                     loss = cross_entropy(h, self.y)
-        dist.broadcast(loss, src=self.last_rank)
+        dist.broadcast(loss, src=self.last_rank, group=self.group)
         return [loss.cpu()]
 
     def _boundary_shapes(self) -> list[torch.Size]:

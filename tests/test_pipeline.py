@@ -189,6 +189,22 @@ def test_impossible_batches_are_usage_errors():
         check_params(params_with(model="transformer", hidden=30, heads=4))
 
 
+def test_world_size_zero_means_torchrun_world_else_two(monkeypatch):
+    from profiler_kit.scenarios.pipeline import world_size_of
+
+    monkeypatch.delenv("PROFKIT_RANK_WORKER", raising=False)
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
+        monkeypatch.delenv(var, raising=False)
+    assert world_size_of(params_with()) == 2
+    assert world_size_of(params_with(world_size=3)) == 3
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert world_size_of(params_with()) == 4
+    assert [s.world_size for s in PipelineScenario().expand(params_with())] == [4] * 4
+
+
 def test_builtin_scenario_and_its_strategies():
     sc = builtin("pipeline")
     assert sc.baseline == "ddp"
