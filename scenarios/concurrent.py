@@ -19,10 +19,9 @@ from profiler_kit.errors import UsageError
 from profiler_kit.scenario import CUDA, MULTI_GPU, Param, RunConfig, Scenario, Strategy
 
 NUM_CLASSES = 1000
-# Training through batch statistics amplifies reduced-precision error layer by layer
-# (bfloat16 logits of ResNet-101 differ from float32 by ~35 % of their norm after one
-# step); the check then only catches a strategy that computes something else entirely.
-TRAIN_AMP_TOLERANCE = 0.6
+# Gradients through a hundred layers in bfloat16/float16 differ from float32 more than
+# the logits do, so an AMP twin's training outputs get a looser bound.
+TRAIN_AMP_TOLERANCE = 0.25
 
 
 def model_names(text: str) -> list[str]:
@@ -204,11 +203,12 @@ class ConcurrentWorkload:
         """Logits from the initial weights (and, when training, every gradient), computed
         the strategy's own way on copies, so the timed models stay untouched."""
         models = [copy.deepcopy(m) for m in self.models] if self.train else self.models
-        if self.train:  # dropout draws from a global RNG that threads consume in any order
+        if self.train:
+            # Compared in eval mode: batch statistics of a tiny batch are chaotic (BatchNorm
+            # over two values at 1×1 is a sign function, so rounding flips outputs), and
+            # dropout draws from a global RNG that threads consume in any order.
             for m in models:
-                for module in m.modules():
-                    if isinstance(module, self._torch.nn.modules.dropout._DropoutNd):
-                        module.eval()
+                m.eval()
         logits = self._run_all(models, None)
         out = [t.detach().float() for t in logits]
         if self.train:

@@ -62,7 +62,7 @@ def test_user_scenario_file_runs_like_a_builtin(capsys, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_concurrent_end_to_end(capsys, tmp_path) -> None:
-    status = main(["run", "concurrent", "--models", "resnet18,mobilenet_v3_small",
+    status = main(["run", "concurrent", "--models", "resnet18,resnet18",
                    "--batch-size", "2", "--image-size", "16", "--amp", "--streams", "--out",
                    str(tmp_path), *QUICK])
     assert status == 0
@@ -72,7 +72,7 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
     assert doc["schema"] == "profkit.run/1" and doc["interrupted"] is False
     assert doc["scenario"]["name"] == "concurrent" and doc["scenario"]["baseline"] == "sequential"
     assert doc["params"] == {"batch_size": 2, "image_size": 16,
-                             "models": "resnet18,mobilenet_v3_small", "train": False}
+                             "models": "resnet18,resnet18", "train": False}
     env = doc["environment"]
     for key in ("torch", "torchvision", "cuda", "device_count", "devices", "cpu_threads",
                 "hostname", "command_line"):

@@ -9,7 +9,7 @@ from profiler_kit import equivalence
 from profiler_kit.errors import UsageError
 from profiler_kit.scenario import RunConfig, builtin
 
-SMALL = {"batch_size": 2, "image_size": 32, "models": "resnet18,mobilenet_v3_small",
+SMALL = {"batch_size": 2, "image_size": 32, "models": "resnet18,resnet18",
          "train": False}
 
 

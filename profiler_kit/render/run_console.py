@@ -78,33 +78,30 @@ def _memory(s: StrategyResult) -> str:
 
 
 def results_table(result: RunResult, point: str) -> Table:
+    """One row per strategy; the full statistics are in summary.md and run.json."""
     rows = result.at(point)
     best = _best(rows)
     table = Table(header_style="bold")
-    for col, justify in (("strategy", "left"), ("n", "right"), ("median", "right"),
-                         ("IQR", "right"), ("p95", "right"),
-                         ("throughput", "right"), ("speedup", "right"),
-                         ("profiled", "right"), ("peak mem", "right"), ("status", "left")):
-        table.add_column(col, justify=justify, no_wrap=col != "status")  # type: ignore[arg-type]
+    table.add_column("strategy", no_wrap=True)
+    for col in ("median", "IQR", "p95", f"{result.item_unit}/s", "speedup", "profiled",
+                "peak mem"):
+        table.add_column(col, justify="right", no_wrap=True)
     for s in rows:
-        style = "bold green" if s.name == best else ""
-        status = Text(s.status, style=_STATUS_STYLE.get(s.status, ""))
         if s.status == OK and s.stats:
             st = s.stats
             iqr = units.percent(st.iqr_fraction) + (" noisy" if st.noisy else "")
+            per_s = s.throughput_items_per_s
             table.add_row(
-                s.name + (" (best)" if s.name == best else ""), str(st.n),
+                s.name + (" (best)" if s.name == best else ""),
                 units.duration(st.median_ns), Text(iqr, style="yellow" if st.noisy else ""),
-                units.duration(st.p95_ns),
-                units.rate(s.throughput_items_per_s, result.item_unit),
+                units.duration(st.p95_ns), f"{per_s:.4g}" if per_s is not None else "-",
                 units.speedup(s.speedup),
                 units.duration(s.profiled.median_ns) if s.profiled else "-",
-                _memory(s), status, style=style,
+                _memory(s), style="bold green" if s.name == best else "",
             )
         else:
-            why = s.reason or s.error or ""
-            table.add_row(s.name, "-", "-", "-", "-", "-", "-", "-", "-",
-                          Text.assemble(status, f": {why}" if why else ""))
+            status = Text(s.status, style=_STATUS_STYLE.get(s.status, ""))
+            table.add_row(s.name, status, *["-"] * 6)
     return table
 
 
