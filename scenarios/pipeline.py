@@ -146,6 +146,10 @@ class PipelineScenario(Scenario):
         """Why the strategy cannot run with these parameters (None: it can)."""
         return skip_reason(strategy.base_name, params)
 
+    def environment(self, device: str) -> dict[str, Any]:
+        """Backend, launcher and interconnect topology, for run.json's environment."""
+        return {"distributed": distributed.environment(device)}
+
     def annotate_run(self, result: Any) -> Any:
         """Add each rank's bubble, from its trace, to every measured strategy's info."""
         from .pipeline_report import annotate

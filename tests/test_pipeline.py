@@ -374,6 +374,7 @@ def test_profkit_run_pipeline_end_to_end(tmp_path):
     record = json.loads((result.run_dir / "run.json").read_text())
     gpipe_record = next(s for s in record["strategies"] if s["name"] == "gpipe")
     assert len(gpipe_record["info"]["idle_share_by_rank"]) == 2
+    assert record["environment"]["distributed"]["backend"] == "gloo"
     assert "idle per rank" in (result.run_dir / "summary.md").read_text()
     report = json.loads((result.run_dir / "pipeline_report.json").read_text())
     assert set(report["points"][0]["strategies"]) == {"ddp", "gpipe"}
