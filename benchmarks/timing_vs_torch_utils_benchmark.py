@@ -4,7 +4,9 @@ Builds one strategy of the ``concurrent`` scenario, then alternates rounds of
 profkit's timing pass (warm-up discarded, every iteration bracketed by a sync of
 every device) and ``torch.utils.benchmark.Timer.blocked_autorange`` on the same
 ``step``; prints both medians and their ratio per round. Agreement within the
-noise (the rounds' spread) is the claim.
+noise (the rounds' spread) is the claim. On a shared machine the load changes
+between rounds, so a paired pass also alternates single iterations (one profkit
+sample, one ``Timer.timeit(1)``) so that both see the same conditions.
 
     python benchmarks/timing_vs_torch_utils_benchmark.py [--models a,b] [--batch-size N]
 """
@@ -63,9 +65,20 @@ def main() -> None:
                   f"(IQR {100 * theirs.iqr / theirs.median:.1f} %, "
                   f"{theirs.number_per_run} per block, {len(theirs.times)} blocks)   "
                   f"ratio {ratio:.3f}")
+        ours_paired, theirs_paired = [], []
+        timer = benchmark.Timer(stmt="step()", globals={"step": workload.step},
+                                num_threads=torch.get_num_threads())
+        for _ in range(args.iterations):
+            ours_paired += timing.time_iterations(workload.step, workload.devices, 1, 0)
+            theirs_paired.append(timer.timeit(1).median * 1e9)
+        a, b = statistics.median(ours_paired), statistics.median(theirs_paired)
+        print(f"paired: profkit median {a / 1e6:.3f} ms, torch.utils.benchmark median "
+              f"{b / 1e6:.3f} ms over {args.iterations} alternating iterations, "
+              f"ratio {a / b:.3f}")
     finally:
         workload.close()
-    print(f"median ratio profkit / torch.utils.benchmark: {statistics.median(ratios):.3f}")
+    print(f"median ratio of the rounds, profkit / torch.utils.benchmark: "
+          f"{statistics.median(ratios):.3f}")
 
 
 if __name__ == "__main__":
