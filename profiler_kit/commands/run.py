@@ -120,7 +120,9 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
         names = [n.strip() for n in str(opts["strategies"]).split(",") if n.strip()]
     from profiler_kit.distributed import is_output_rank
 
-    console = Console(quiet=not is_output_rank())  # under torchrun, rank 0 speaks
+    # under torchrun, rank 0 speaks; piped output gets full-width tables rather than
+    # rich's 80-column fallback
+    console = Console(quiet=not is_output_rank(), width=None if sys.stdout.isatty() else 120)
     with run_console.ProgressBars(console) as bars:
         result = api.run(
             scenario, params, device=opts.get("device", "auto"), strategies=names,
