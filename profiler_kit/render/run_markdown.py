@@ -104,8 +104,9 @@ def render_markdown(result: RunResult) -> str:
         f"- timing: {result.options.get('iterations')} samples after "
         f"{result.options.get('warmup')} warm-up iterations; baseline `{result.baseline}`",
         f"- torch {env.get('torch')}, torchvision {env.get('torchvision')}, "
-        f"CUDA {env.get('cuda') or 'none'}; {env.get('device_count', 0)} GPU(s) "
-        f"{', '.join(env.get('devices') or [])}; {env.get('cpu_threads')} CPU threads "
+        f"CUDA {env.get('cuda') or 'none'}; {env.get('device_count', 0)} GPU(s)"
+        f"{''.join(' ' + d for d in env.get('devices') or [])}; "
+        f"{env.get('cpu_threads')} CPU threads "
         f"on {env.get('hostname')}",
         f"- command: `{env.get('command_line')}`",
         "",
