@@ -115,6 +115,11 @@ class Workload(Protocol):
 # Optional on a Workload: ``phases() -> Sequence[tuple[str, Callable[[], None]]]``.
 # When present, a step is those phases in order and the timing pass also times each
 # phase separately, synchronizing between them.
+# Also optional: ``info`` (a dict recorded in run.json, e.g. ``param_count``),
+# ``threaded = True`` (ops run in worker threads: the profiler then follows every
+# thread, at the cost of its CPU memory events) and ``amp_tolerance`` (the relative
+# error of norm an AMP twin's outputs may have, instead of its dtype's default).
+# On a Scenario, an optional ``validate(params)`` raises UsageError before anything runs.
 PhaseList = Sequence[tuple[str, Callable[[], None]]]
 
 
