@@ -323,11 +323,17 @@ def _reference(scenario: Scenario, params: Mapping[str, Any], device: str,
     base = next((s for s in scenario.expand(params) if s.name == scenario.baseline), None)
     if base is None or devices.unmet_requirement(base, device):
         return None, f"the baseline {scenario.baseline!r} cannot run here"
-    workload = scenario.build(base, RunConfig(params=dict(params), device=device, seed=seed))
     try:
-        return equivalence.snapshot(workload.outputs()), ""
-    finally:
-        workload.close()
+        workload = scenario.build(base, RunConfig(params=dict(params), device=device, seed=seed))
+        try:
+            return equivalence.snapshot(workload.outputs()), ""
+        finally:
+            workload.close()
+    except UsageError:
+        raise
+    except Exception as exc:  # the strategies still run, unchecked, and say why
+        _free_device_memory()
+        return None, f"the baseline {scenario.baseline!r} failed: {_one_line(exc)}"
 
 
 def _measure_strategy(

@@ -158,3 +158,14 @@ def test_strategy_selection_opt_in_and_amp_twins() -> None:
     assert names == ["sequential", "threads", "streams", "devices"]
     picked = runner.select_strategies(concurrent, params, names=["threads+amp", "sequential"])
     assert [s.name for s in picked] == ["sequential", "threads+amp"]
+
+
+def test_a_subset_without_the_baseline_is_still_checked_against_it(tmp_path) -> None:
+    result = runner.run(from_file(HERE / "user_scenarios" / "failing.py"), {}, device="cpu",
+                        options=TINY, out=tmp_path, strategies=["wrong", "after"])
+    by_name = {s.name: s for s in result.strategies}
+    assert list(by_name) == ["wrong", "after"]
+    assert by_name["wrong"].status == "failed" and by_name["wrong"].equivalence.checked
+    assert by_name["after"].status == "ok" and by_name["after"].equivalence.ok
+    assert by_name["after"].equivalence.criterion == "allclose"
+    assert by_name["after"].speedup is None  # no baseline time in this run
