@@ -5,7 +5,8 @@ How a scenario's workload learns its rank and world size: for a strategy with
 ``Scenario.build(strategy, config)`` *inside each rank*, after the process group is
 initialized, with ``config.rank`` (0 .. ``config.world_size - 1``) and
 ``config.world_size`` (= ``strategy.world_size``) set, and ``config.device`` naming the
-rank's own device (``"cuda:<local rank>"`` on CUDA, ``"cpu"`` otherwise). Pass
+rank's own device (``"cuda:<local rank>"`` on CUDA, see :func:`rank_device`; ``"cpu"``
+otherwise; on CPU each rank runs one thread unless ``OMP_NUM_THREADS`` is set). Pass
 :func:`group` as the process group to ``DistributedDataParallel``, pipeline stages and
 collectives: it is the whole world when profkit spawned the ranks, and a sub-group of
 torchrun's world when a strategy uses fewer ranks than torchrun started.
@@ -216,36 +217,15 @@ def _measure_rank(
     workload = scenario.build(strategy, rank_config)
     if beat is not None:
         beat()
+    # The runner reports every iteration after timing it: a heartbeat outside the samples.
+    progress = (lambda *_args: beat()) if beat is not None else None
     try:
-        measured = _Heartbeat(workload, beat) if beat is not None else workload
-        return runner.measure(measured, options, strategy_dir, worker_name=f"rank{rank}")
+        return runner.measure(workload, options, strategy_dir, worker_name=f"rank{rank}",
+                              progress=progress)
     finally:
         close = getattr(workload, "close", None)
         if close is not None:
             close()
-
-
-class _Heartbeat:
-    """Forwards to the workload and beats on every step and phase (hang detection)."""
-
-    def __init__(self, workload: Any, beat: Callable[[], None]) -> None:
-        self._workload = workload
-        self._beat = beat
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._workload, name)
-        if name == "step":
-            return self._wrap(value)
-        if name == "phases":
-            return lambda: [(label, self._wrap(fn)) for label, fn in value()]
-        return value
-
-    def _wrap(self, fn: Callable[[], None]) -> Callable[[], None]:
-        def call() -> None:
-            fn()
-            self._beat()
-
-        return call
 
 
 def _set_threads(device: str) -> None:
@@ -289,6 +269,9 @@ def _destroy_world() -> None:
             dist.destroy_process_group()
 
 
+_strategy_seq = 0  # strategies measured so far in this torchrun process (same on every rank)
+
+
 def _run_in_torchrun(
     scenario: Scenario,
     strategy: Strategy,
@@ -296,53 +279,108 @@ def _run_in_torchrun(
     options: Any,
     strategy_dir: Path,
 ) -> list[Any]:
-    global _group
+    """Every rank calls this for every strategy, in the same order. The ranks of the
+    strategy measure; results travel through the process group's key-value store, and
+    every rank (measuring or idle) waits for them while the measuring ranks' step
+    counter moves, so a long strategy never times out its idle peers and a hung one is
+    noticed after ``--rank-timeout`` seconds without a step."""
+    global _group, _strategy_seq
     import torch.distributed as dist
 
-    _init_torchrun(config, rank_timeout_s(config))
+    timeout_s = rank_timeout_s(config)
+    _init_torchrun(config, timeout_s)
     rank, world = dist.get_rank(), dist.get_world_size()
     size = strategy.world_size
     if size > world:
-        raise RankFailure(
-            f"{strategy.name} needs {size} ranks but torchrun started {world}"
-        )
+        raise RankFailure(f"{strategy.name} needs {size} ranks but torchrun started {world}")
+    _strategy_seq += 1
+    prefix = f"profkit/{_strategy_seq}/"
+    store = _default_store()
     # Every rank writes its trace where rank 0's runner put the strategy.
     where = [str(strategy_dir)]
     dist.broadcast_object_list(where, src=0)
     strategy_dir = Path(where[0])
     strategy_dir.mkdir(parents=True, exist_ok=True)
-    sub = None if size == world else dist.new_group(ranks=list(range(size)))
+    # A group of its own per strategy (even of the whole world): a failing rank aborts it,
+    # so its peers' pending collectives fail at once instead of after the timeout.
+    sub = dist.new_group(ranks=list(range(size)), timeout=timedelta(seconds=timeout_s))
     _group = sub
-    result: tuple[Any, str | None] = (None, None)
     try:
         if rank < size:
             try:
                 measurement = _measure_rank(
                     scenario, strategy, config, options, strategy_dir,
                     rank, size, int(os.environ["LOCAL_RANK"]),
+                    beat=lambda: store.add(prefix + "steps", 1),
                 )
-                result = (measurement, None)
-            except Exception as exc:  # reported by every rank below
+                result: tuple[Any, str | None] = (measurement, None)
+            except Exception as exc:  # reported to every rank through the store
                 result = (None, f"{type(exc).__name__}: {exc}")
-        gathered: list[Any] = [None] * world
-        try:
-            dist.all_gather_object(gathered, result)
-        except Exception as exc:  # a peer hung or died: bounded by the group's timeout
-            own = f"; on rank {rank}: {result[1]}" if result[1] else ""
-            raise RankFailure(
-                f"not every rank reported within {rank_timeout_s(config):g} s during "
-                f"{strategy.name} (a rank hung or died{own}): {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}"
-            ) from None
+                with contextlib.suppress(Exception):
+                    sub.abort()
+            store.set(prefix + f"result/{rank}", pickle.dumps(result))
+        gathered = _collect(store, prefix, size, strategy.name, timeout_s)
     finally:
         _group = None
-        if sub is not None:
-            with contextlib.suppress(Exception):
-                dist.destroy_process_group(sub)
-    for r, (_measurement, error) in enumerate(gathered[:size]):
-        if error is not None:
-            raise RankFailure(f"rank {r} failed during {strategy.name}: {error}")
-    return [measurement for measurement, _error in gathered[:size]]
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group(sub)
+    failed = [r for r, (_m, error) in enumerate(gathered) if error is not None]
+    if failed:
+        # Peers of a failing rank fail too, with communication errors: name the cause.
+        r = min(failed, key=lambda r: (_is_communication_error(gathered[r][1]), r))
+        raise RankFailure(f"rank {r} failed during {strategy.name}: {gathered[r][1]}")
+    return [measurement for measurement, _error in gathered]
+
+
+def _is_communication_error(error: str | None) -> bool:
+    return any(w in (error or "") for w in ("DistBackendError", "DistNetworkError",
+                                            "Connection", "gloo", "NCCL", "abort"))
+
+
+def _default_store() -> Any:
+    from torch.distributed import distributed_c10d
+
+    return distributed_c10d._get_default_store()
+
+
+def _collect(store: Any, prefix: str, size: int, name: str, timeout_s: float) -> list[Any]:
+    """Every measuring rank's (measurement, error), waiting as long as steps still happen.
+
+    Polls with ``check`` (no store timeouts, no warnings). The clock restarts at every
+    step and every result; once a rank has reported, its peers may still be waiting in a
+    collective for up to the group's timeout, hence the extra allowance. Rank 0 decides
+    that a rank hung and publishes the verdict, so every rank raises the same error
+    (the others only decide alone, much later, if rank 0 is gone)."""
+    import torch.distributed as dist
+
+    keys = [prefix + f"result/{r}" for r in range(size)]
+    verdict_key = prefix + "verdict"
+    judge = dist.get_rank() == 0
+    last_state: tuple[int, int] = (-1, -1)
+    last_change = time.monotonic()
+    while True:
+        done = [store.check([k]) for k in keys]
+        if all(done):
+            return [pickle.loads(store.get(k)) for k in keys]
+        if store.check([verdict_key]):
+            raise RankFailure(store.get(verdict_key).decode())
+        state = (int(store.add(prefix + "steps", 0)), sum(done))
+        now = time.monotonic()
+        if state != last_state:
+            last_state, last_change = state, now
+        steps, reported = state
+        allowance = timeout_s + (timeout_s + 5 if reported else 0.0)
+        allowance += _STARTUP_S if steps <= size else 0.0
+        if now - last_change > (allowance if judge else 2 * allowance + 30):
+            missing = [r for r, ok in enumerate(done) if not ok]
+            who = ", ".join(str(r) for r in missing)
+            message = (
+                f"rank{'s' if len(missing) > 1 else ''} {who} made no progress for "
+                f"{timeout_s:g} s during {name} (hung?) (--rank-timeout)"
+            )
+            store.set(verdict_key, message)
+            raise RankFailure(message)
+        time.sleep(0.2)
 
 
 # ---------------------------------------------------------------------------
@@ -567,8 +605,7 @@ def _failure_message(
     def blame(r: int) -> tuple[int, int]:
         error = error_of(r) or ""
         # killed by a signal or exited without a Python error first; peers' comm errors last
-        communication = any(w in error for w in ("DistBackendError", "Connection", "gloo"))
-        return (0 if error == "" else 1 + communication, r)
+        return (0 if error == "" else 1 + _is_communication_error(error), r)
 
     r = min(failed, key=blame)
     error = error_of(r)
