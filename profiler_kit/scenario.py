@@ -120,6 +120,11 @@ class Workload(Protocol):
 # thread, at the cost of its CPU memory events) and ``amp_tolerance`` (the relative
 # error of norm an AMP twin's outputs may have, instead of its dtype's default).
 # On a Scenario, an optional ``validate(params)`` raises UsageError before anything runs.
+# After a run (profiler_kit.api.run), optional Scenario hooks: ``environment(device)``
+# returns entries for run.json's environment, ``annotate_run(result)`` returns the result
+# with more per-strategy ``info``, ``finish_run(result)`` writes the scenario's own
+# reports into the run folder; ``console_tables(result)`` returns extra rich renderables
+# for ``profkit run``. Multi-process strategies: see profiler_kit.distributed.
 PhaseList = Sequence[tuple[str, Callable[[], None]]]
 
 
