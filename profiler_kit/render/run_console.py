@@ -13,6 +13,7 @@ from rich.text import Text
 
 from profiler_kit.hotspot_summary import CLASSES
 from profiler_kit.render import units
+from profiler_kit.render.workload_rows import has_phases, workload_rows
 from profiler_kit.results import FAILED, INTERRUPTED, OK, SKIPPED, RunResult, StrategyResult
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", SKIPPED: "yellow", INTERRUPTED: "magenta"}
@@ -122,48 +123,17 @@ def hotspot_table(result: RunResult, point: str) -> Table | None:
 
 def phase_table(result: RunResult, point: str) -> Table | None:
     """Median time of each phase, and the workload's build time and parameter count."""
-    rows = [s for s in result.at(point) if s.status == OK and (s.phases or s.info)]
-    names = _phase_names(rows)
-    build = any("build_time_ns" in s.info for s in rows)
-    params = any("param_count" in s.info for s in rows)
-    idle = any("idle_share_by_rank" in s.info for s in rows)
-    if not names and not build and not params and not idle:
+    rows = workload_rows(result, point)
+    if rows is None:
         return None
+    head, body = rows
     table = Table(header_style="bold")
-    table.add_column("strategy")
-    for name in names:
+    table.add_column(head[0])
+    for name in head[1:]:
         table.add_column(name, justify="right")
-    if build:
-        table.add_column("build", justify="right")
-    if params:
-        table.add_column("params", justify="right")
-    if idle:
-        table.add_column("idle per rank", justify="right")
-    for s in rows:
-        cells = [units.duration(s.phases[n].median_ns) if n in s.phases else "-" for n in names]
-        if build:
-            cells.append(units.duration(s.info.get("build_time_ns")))
-        if params:
-            count = s.info.get("param_count")
-            cells.append(f"{count:,}" if isinstance(count, int) else "-")
-        if idle:
-            cells.append(_idle_cell(s.info.get("idle_share_by_rank")))
-        table.add_row(s.name, *cells)
+    for cells in body:
+        table.add_row(*cells)
     return table
-
-
-def _idle_cell(shares: object) -> str:
-    """``[0.43, 0.19]`` -> ``"43.0 % / 19.0 %"`` (one share per rank, from its trace)."""
-    if not isinstance(shares, (list, tuple)) or not shares:
-        return "-"
-    return " / ".join(units.percent(v) for v in shares)
-
-
-def _phase_names(rows: list[StrategyResult]) -> list[str]:
-    names: list[str] = []
-    for s in rows:
-        names += [n for n in s.phases if n not in names]
-    return names
 
 
 def sweep_table(result: RunResult) -> Table | None:
@@ -202,7 +172,7 @@ def render(console: Console, result: RunResult) -> None:
             console.print(hot)
         phases = phase_table(result, point)
         if phases is not None:
-            heading("Median time per phase")
+            heading("Median time per phase" if has_phases(result, point) else "Workload")
             console.print(phases)
     sweep = sweep_table(result)
     if sweep is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from profiler_kit.hotspot_summary import CLASSES
 from profiler_kit.render import units
+from profiler_kit.render.workload_rows import has_phases, workload_rows
 from profiler_kit.results import OK, RunResult, StrategyResult
 
 
@@ -58,37 +59,14 @@ def _hotspots(result: RunResult, point: str) -> list[str]:
     return lines
 
 
-def _idle_cell(shares: object) -> str:
-    """``[0.43, 0.19]`` -> ``"43.0 % / 19.0 %"`` (one share per rank, from its trace)."""
-    if not isinstance(shares, (list, tuple)) or not shares:
-        return "-"
-    return " / ".join(units.percent(v) for v in shares)
-
-
 def _phases(result: RunResult, point: str) -> list[str]:
-    rows = [s for s in result.at(point) if s.status == OK and (s.phases or s.info)]
-    names: list[str] = []
-    for s in rows:
-        names += [n for n in s.phases if n not in names]
-    build = any("build_time_ns" in s.info for s in rows)
-    params = any("param_count" in s.info for s in rows)
-    idle = any("idle_share_by_rank" in s.info for s in rows)
-    if not names and not build and not params and not idle:
+    rows = workload_rows(result, point)
+    if rows is None:
         return []
-    head = (names + (["build"] if build else []) + (["params"] if params else [])
-            + (["idle per rank"] if idle else []))
-    lines = ["Median time per phase:", "", "| strategy | " + " | ".join(head) + " |",
-             "|---|" + "---:|" * len(head)]
-    for s in rows:
-        cells = [units.duration(s.phases[n].median_ns) if n in s.phases else "-" for n in names]
-        if build:
-            cells.append(units.duration(s.info.get("build_time_ns")))
-        if params:
-            count = s.info.get("param_count")
-            cells.append(f"{count:,}" if isinstance(count, int) else "-")
-        if idle:
-            cells.append(_idle_cell(s.info.get("idle_share_by_rank")))
-        lines.append(f"| {_cell(s.name)} | " + " | ".join(cells) + " |")
+    head, body = rows
+    title = "Median time per phase:" if has_phases(result, point) else "Workload:"
+    lines = [title, "", "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    lines += ["| " + " | ".join(_cell(c) for c in cells) + " |" for cells in body]
     return lines
 
 
