@@ -737,4 +737,8 @@ def _rank_main(job_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    _rank_main(Path(sys.argv[1]))
+    # Run the imported module's copy, so workloads that import profiler_kit.distributed
+    # see the same state (group()) as the rank's main.
+    from profiler_kit import distributed as _module
+
+    _module._rank_main(Path(sys.argv[1]))
