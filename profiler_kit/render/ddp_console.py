@@ -50,7 +50,8 @@ def tables(report: Mapping[str, Any]) -> list[Padding]:
                 units.percent(r.get("scaling_efficiency")),
             )
         for f in bench.get("failed", []):
-            t.add_row(str(f.get("configuration")), "failed", style="red")
+            t.add_row(str(f.get("configuration")), str(f.get("status") or "failed"),
+                      style="red")
         found.append(Padding(t, (1, 0, 0, 0)))
     return found
 
