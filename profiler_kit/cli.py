@@ -33,7 +33,9 @@ def command(name: str, help: str, add_arguments: Callable[[argparse.ArgumentPars
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="profkit",
-        description="Which way of running this work in parallel is fastest on my hardware, and why?",
+        description=(
+            "Which way of running this work in parallel is fastest on my hardware, and why?"
+        ),
     )
     parser.add_argument("--version", action="version", version=f"profkit {__version__}")
     parser.add_argument(

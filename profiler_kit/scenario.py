@@ -150,7 +150,10 @@ class Scenario(ABC):
 
     @abstractmethod
     def build(self, strategy: Strategy, config: RunConfig) -> Workload:
-        """Create models and inputs on the device for ``strategy``; raise UsageError on bad params."""
+        """Create models and inputs on the device for ``strategy``.
+
+        Raises UsageError on parameters the workload cannot take.
+        """
 
     def param(self, name: str) -> Param:
         for p in self.params:
