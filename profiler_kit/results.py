@@ -62,7 +62,7 @@ class StrategyResult:
     trace_files: tuple[str, ...] = ()  # relative to the run folder
     key_averages_files: tuple[str, ...] = ()
     hotspots: Mapping[str, float] = field(default_factory=dict)  # class -> share of self time
-    hotspot_basis: str = ""  # "self cpu" or "self device"
+    hotspot_basis: str = ""  # "self CPU time" or "GPU time"
     equivalence: Equivalence | None = None
     per_rank_samples_ns: tuple[tuple[int, ...], ...] = ()  # multi-process strategies only
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import json
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
@@ -393,7 +392,7 @@ def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
     phases = {name: timing.stats(v) for name, v in first.phase_samples_ns.items() if v}
     traces = tuple(_relative(f, run_dir) for m in per_rank for f in m.trace_files)
     ka_files = tuple(_relative(f, run_dir) for m in per_rank for f in m.key_averages_files)
-    shares, basis = _hotspots(first.key_averages_files)
+    shares, basis = hotspot_summary.from_traces(first.trace_files)
     return StrategyResult(
         status=OK, dir=rel_dir, samples_ns=tuple(samples), stats=st,
         profiled=timing.stats(profiled) if profiled else None, phases=phases,
@@ -403,14 +402,6 @@ def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
         per_rank_samples_ns=tuple(tuple(m.samples_ns) for m in per_rank) if multi else (),
         **common,
     )
-
-
-def _hotspots(key_averages_files: Sequence[str]) -> tuple[dict[str, float], str]:
-    for f in key_averages_files:
-        if f.endswith(".json"):
-            with open(f, encoding="utf-8") as fh:
-                return hotspot_summary.shares(json.load(fh))
-    return {}, ""
 
 
 def _relative(path: str, base: Path) -> str:

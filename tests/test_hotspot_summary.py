@@ -1,45 +1,39 @@
-"""Name rules for the console's hotspot summary."""
+"""The run's hotspot summary comes from the same trace analysis as ``profkit analyze``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from profiler_kit.hotspot_summary import classify, shares
+from profiler_kit.analysis.report import analyze_table
+from profiler_kit.hotspot_summary import CLASSES, from_traces, shares
+from profiler_kit.trace.loader import load
+
+DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize(("name", "cls"), [
-    ("aten::mkldnn_convolution", "convolution"),
-    ("aten::cudnn_convolution", "convolution"),
-    ("aten::native_batch_norm", "batchnorm"),
-    ("aten::addmm", "gemm"),
-    ("sm80_xmma_gemm_f16f16_f16f32", "gemm"),
-    ("aten::relu_", "other"),
-    ("aten::_convert_indices_from_coo_to_csr", "other"),
-])
-def test_classify(name: str, cls: str) -> None:
-    assert classify(name) == cls
+def test_gpu_trace_summarizes_gpu_time_by_class() -> None:
+    trace = DATA / "a100_ddp_nccl_rank0.json.gz"
+    got, basis = from_traces([str(trace)])
+    assert basis == "GPU time"
+    assert set(got) == set(CLASSES)
+    assert sum(got.values()) == pytest.approx(1.0)
+    full = analyze_table(load(trace)).gpu
+    assert got["convolution"] == pytest.approx(full.ns("convolution") / full.total_ns)
+    assert got["batchnorm"] == pytest.approx(full.ns("batchnorm") / full.total_ns)
+    # communication, elementwise, ... are folded into "other"
+    assert got["other"] > full.ns("communication") / full.total_ns
 
 
-def test_shares_use_self_cpu_time_and_count_spans_as_other() -> None:
-    rows = [
-        {"name": "aten::mkldnn_convolution", "self_cpu_time_ns": 600},
-        {"name": "aten::native_batch_norm", "self_cpu_time_ns": 200},
-        {"name": "aten::addmm", "self_cpu_time_ns": 100},
-        {"name": "forward", "self_cpu_time_ns": 100, "is_user_annotation": True},
-    ]
-    got, basis = shares(rows)
+def test_cpu_trace_summarizes_self_cpu_time() -> None:
+    trace = DATA / "cpu_torch_profiler.pt.trace.json.gz"
+    got, basis = from_traces([str(trace)])
     assert basis == "self CPU time"
-    assert got == pytest.approx({"convolution": 0.6, "batchnorm": 0.2, "gemm": 0.1,
-                                 "other": 0.1})
+    cpu = analyze_table(load(trace)).cpu
+    assert got == pytest.approx(shares(cpu))
+    assert got["convolution"] > 0
 
 
-def test_shares_use_device_time_when_there_is_any() -> None:
-    rows = [
-        {"name": "aten::addmm", "self_cpu_time_ns": 900, "self_device_time_ns": 300},
-        {"name": "aten::relu", "self_cpu_time_ns": 100, "self_device_time_ns": 100},
-        {"name": "ProfilerStep*", "self_cpu_time_ns": 5, "self_device_time_ns": 400},
-    ]
-    got, basis = shares(rows)
-    assert basis == "self device time"
-    assert got["gemm"] == pytest.approx(0.75) and got["other"] == pytest.approx(0.25)
-    assert shares([]) == ({}, "self CPU time")
+def test_no_traces_no_summary() -> None:
+    assert from_traces([]) == ({}, "")

@@ -111,8 +111,8 @@ def hotspot_table(result: RunResult, point: str) -> Table | None:
     if not rows:
         return None
     basis = rows[0].hotspot_basis
-    table = Table(caption=f"share of {basis}, from key averages", caption_justify="left",
-                  header_style="bold")
+    table = Table(caption=f"share of {basis}, from the trace (profkit analyze for more)",
+                  caption_justify="left", header_style="bold")
     table.add_column("strategy")
     for c in CLASSES:
         table.add_column(c, justify="right")

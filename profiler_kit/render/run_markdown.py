@@ -51,7 +51,7 @@ def _hotspots(result: RunResult, point: str) -> list[str]:
     rows = [s for s in result.at(point) if s.status == OK and s.hotspots]
     if not rows:
         return []
-    lines = [f"Hotspots (share of {rows[0].hotspot_basis}, from key averages):", "",
+    lines = [f"Hotspots (share of {rows[0].hotspot_basis}, from the trace analysis):", "",
              "| strategy | " + " | ".join(CLASSES) + " |", "|---|" + "---:|" * len(CLASSES)]
     for s in rows:
         lines.append(f"| {s.name} | "
