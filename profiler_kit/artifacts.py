@@ -49,9 +49,25 @@ def point_dir_name(point: Mapping[str, Any]) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename: a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_report(path: str | Path, text: str) -> None:
+    """A report the user asked for (``--json FILE``): atomic, one clear line when it can't be."""
+    from profiler_kit.errors import UsageError
+
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(target, text)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

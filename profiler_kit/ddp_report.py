@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from profiler_kit import __version__
+from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.errors import UsageError
 
 SCHEMA = "profkit.ddp_report/1"
@@ -165,9 +166,7 @@ def _world_size(configuration: str) -> int:
 def write_for_run(run: Mapping[str, Any], run_dir: Path) -> Path:
     """Write ``ddp_report.json`` into ``run_dir`` (atomically) and return its path."""
     path = Path(run_dir) / REPORT_NAME
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(build(run), indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(build(run), indent=1) + "\n")
     return path
 
 

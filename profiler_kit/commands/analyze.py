@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from profiler_kit.artifacts import write_report
 from profiler_kit.cli import command
 
 
@@ -51,11 +52,11 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
 
             sys.stdout.write(text)
         else:
-            _write(args.json, text)
+            write_report(args.json, text)
     if args.markdown:
         from profiler_kit.render.analysis_markdown import render as markdown
 
-        _write(args.markdown, markdown(analyses, comparison, top=args.top))
+        write_report(args.markdown, markdown(analyses, comparison, top=args.top))
     if args.json != "-":
         from rich.console import Console
 
@@ -66,25 +67,6 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
         elif comparison is not None:
             Console().print(comparison_table(comparison))
     return 0
-
-
-def _write(path: str, text: str) -> None:
-    """Write atomically: a reader never sees half a report."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from profiler_kit.errors import UsageError
-
-    target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 @command("analyze", "hotspots, timeline, memory and recommendations from torch.profiler traces",

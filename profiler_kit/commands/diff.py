@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from profiler_kit.artifacts import write_report
 from profiler_kit.cli import command
 
 
@@ -35,7 +36,7 @@ def diff(args: argparse.Namespace) -> int:
         if args.json == "-":
             sys.stdout.write(text)
             return 0
-        _write(args.json, text)
+        write_report(args.json, text)
     from rich.console import Console
 
     from profiler_kit.render.diff_console import render
@@ -43,21 +44,3 @@ def diff(args: argparse.Namespace) -> int:
     render(Console(), result)
     return 0
 
-
-def _write(path: str, text: str) -> None:
-    """Write atomically, with one clear line when the file cannot be written."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from profiler_kit.errors import UsageError
-
-    target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
