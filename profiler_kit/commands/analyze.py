@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from profiler_kit.artifacts import write_report
 from profiler_kit.cli import command
 
 
@@ -37,6 +36,7 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     """
     from pathlib import Path
 
+    from profiler_kit.artifacts import write_report
     from profiler_kit.errors import UsageError
 
     inputs = {f.resolve() for f in (Path(a.path) for a in analyses)}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from profiler_kit.artifacts import write_report
 from profiler_kit.cli import command
 
 
@@ -31,6 +30,8 @@ def diff(args: argparse.Namespace) -> int:
         import json
         import sys
         from dataclasses import asdict
+
+        from profiler_kit.artifacts import write_report
 
         text = json.dumps(asdict(result), indent=1) + "\n"
         if args.json == "-":
