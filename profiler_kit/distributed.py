@@ -67,6 +67,8 @@ _WORKER_ENV = "PROFKIT_RANK_WORKER"  # set in ranks that profkit spawned
 _POLL_S = 0.05
 _STARTUP_S = 120.0  # extra allowance until a rank's first step is done (imports, init)
 _PORT_ATTEMPTS = 3  # the free port can be taken between choosing it and listening on it
+_STACK_WAIT_S = 1.0  # how long a stalled rank gets to write its stacks when asked
+STACK_SIGNAL = signal.SIGUSR1
 _GRACE_S = 0.3  # after a first failure, how long to wait for the rank that caused it
 
 _group: Any = None  # the process group of the strategy being measured in this process
@@ -526,13 +528,17 @@ def _wait(
                 if code is None and now - _last_beat(job_dir, r, started) > timeout_s
             ]
             if stale:
-                raise RankFailure(_hang_message(job_dir, stale, name, timeout_s))
+                raise RankFailure(_hang_message(procs, job_dir, stale, name, timeout_s))
         time.sleep(_POLL_S)
 
 
-def _hang_message(job_dir: Path, stale: list[int], name: str, timeout_s: float) -> str:
+def _hang_message(procs: Sequence[subprocess.Popen[bytes]], job_dir: Path, stale: list[int],
+                  name: str, timeout_s: float) -> str:
     """Name the rank(s) that stopped; a rank waiting in a collective is not the cause."""
-    time.sleep(_GRACE_S)  # the ranks' own stack dumps are due about now
+    for r in stale:  # ask each stalled rank for its stacks (see _rank_main)
+        with contextlib.suppress(ProcessLookupError):
+            procs[r].send_signal(STACK_SIGNAL)
+    time.sleep(_STACK_WAIT_S)
     stacks = {r: _read(job_dir / f"rank{r}.stack") for r in stale}
     waiting = {r for r, text in stacks.items() if _in_collective(_main_stack(text))}
     culprits = [r for r in stale if r not in waiting] or stale
@@ -566,9 +572,13 @@ def _read(path: Path) -> str:
 
 def _main_stack(dump: str) -> str:
     """The main thread's part of a faulthandler dump (threads are separated by blank lines)."""
-    for block in dump.split("\n\n"):
-        if "<module>" in block or "Current thread" in block:
-            return block
+    blocks = dump.split("\n\n")
+    # the main thread's stack ends in <module>; the "current" thread is whichever thread
+    # the signal reached, often a backend thread with no Python frames
+    for marker in ("<module>", "Current thread"):
+        for block in blocks:
+            if marker in block:
+                return block
     return dump
 
 
@@ -681,10 +691,11 @@ def _rank_main(job_dir: Path) -> None:
     world = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
     beat_path = job_dir / f"rank{rank}.beat"
-    # When this rank stops making progress, its stacks land here for the error message;
-    # every beat empties the file, so it only ever holds the current stall.
+    # When the launcher finds this rank stalled, it sends SIGUSR1 and the rank's stacks
+    # land here for the error message. Dumping only on request (not on a timer) matters:
+    # reading every thread's state while a healthy rank is busy in a backend can crash it.
     stack_fd = os.open(job_dir / f"rank{rank}.stack", os.O_WRONLY | os.O_CREAT, 0o644)
-    dump_after_s = max(0.5, 0.8 * job.timeout_s)
+    faulthandler.register(STACK_SIGNAL, file=stack_fd, all_threads=True)
 
     running_path = job_dir / f"rank{rank}.running"
     beats = 0
@@ -695,10 +706,6 @@ def _rank_main(job_dir: Path) -> None:
         if beats == 3:  # after init, after build, then the first step
             running_path.touch()
         beat_path.touch()
-        faulthandler.cancel_dump_traceback_later()
-        os.ftruncate(stack_fd, 0)
-        os.lseek(stack_fd, 0, os.SEEK_SET)
-        faulthandler.dump_traceback_later(dump_after_s, repeat=False, file=stack_fd)
 
     try:
         import torch
@@ -710,8 +717,10 @@ def _rank_main(job_dir: Path) -> None:
         if device.startswith("cuda"):
             torch.cuda.set_device(torch.device(rank_device(device, local_rank)))
         _set_threads(device)
+        # The launcher watches for stalls (and asks for stacks) at job.timeout_s; the
+        # backend's own timeout is only a backstop, so it must not fire first.
         dist.init_process_group(
-            backend_for(device), timeout=timedelta(seconds=job.timeout_s)
+            backend_for(device), timeout=timedelta(seconds=2 * job.timeout_s + 30)
         )
         beat()
         _group = None
@@ -719,7 +728,6 @@ def _rank_main(job_dir: Path) -> None:
             scenario_mod.load(job.scenario_ref), job.strategy, job.config, job.options,
             Path(job.strategy_dir), rank, world, local_rank, beat,
         )
-        faulthandler.cancel_dump_traceback_later()
         tmp = job_dir / f"rank{rank}.result.tmp"
         tmp.write_bytes(pickle.dumps(measurement))
         tmp.replace(job_dir / f"rank{rank}.result")
