@@ -94,19 +94,23 @@ def _op_base(name: str) -> str:
     return name.lower()
 
 
+# Name rules in order of precedence, shared by ops and kernels (most specific first).
+_SPECIFIC_RULES = (
+    (_ATTENTION, ATTENTION),
+    (_BATCHNORM, BATCHNORM),
+    (_NORM, NORMALIZATION),
+    (_CONV, CONVOLUTION),
+    (_GEMM, GEMM),
+    (_POOL, POOLING),
+)
+
+
 def classify_op(name: str) -> str:
     """Class of a CPU op (``aten::conv2d``, ``ConvolutionBackward0``, ``nccl:all_reduce``)."""
     if _COMM.search(name[:_MATCH_CHARS].lower()):
         return COMMUNICATION
     base = _op_base(name[:_MATCH_CHARS])
-    for pattern, cls in (
-        (_ATTENTION, ATTENTION),
-        (_BATCHNORM, BATCHNORM),
-        (_NORM, NORMALIZATION),
-        (_CONV, CONVOLUTION),
-        (_GEMM, GEMM),
-        (_POOL, POOLING),
-    ):
+    for pattern, cls in _SPECIFIC_RULES:
         if pattern.search(base):
             return cls
     if base in {"copy_", "to", "_to_copy", "contiguous", "clone"}:
@@ -124,16 +128,7 @@ def classify_kernel_name(name: str) -> str:
     name = name[:_MATCH_CHARS].lower()
     if _COMM.search(name):
         return COMMUNICATION
-    for pattern, cls in (
-        (_ATTENTION, ATTENTION),
-        (_BATCHNORM, BATCHNORM),
-        (_NORM, NORMALIZATION),
-        (_CONV, CONVOLUTION),
-        (_GEMM, GEMM),
-        (_POOL, POOLING),
-        (_REDUCTION, REDUCTION),
-        (_ELEMENTWISE, ELEMENTWISE),
-    ):
+    for pattern, cls in (*_SPECIFIC_RULES, (_REDUCTION, REDUCTION), (_ELEMENTWISE, ELEMENTWISE)):
         if pattern.search(name):
             return cls
     return OTHER
