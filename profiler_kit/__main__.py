@@ -1,3 +1,3 @@
-from profiler_kit.cli import main
+from profiler_kit.cli import entry
 
-raise SystemExit(main())
+entry()

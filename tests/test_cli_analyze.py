@@ -141,3 +141,13 @@ def test_legacy_kineto_categories(tmp_path):
     assert a.timeline.devices[0].busy_ns == 40_000
     c = api.compare([trace, CPU], baseline=str(trace))
     assert c.labels == ("legacy", "cpu_torch_profiler") and c.baseline == 0
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """``profkit analyze ... --json | head``: no traceback when the pipe closes early."""
+    proc = subprocess.Popen([sys.executable, "-m", "profiler_kit", "analyze", "--json", "-",
+                             str(DDP), str(DDP)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # more than a pipe's buffer will be written: the write fails
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    assert err == b""

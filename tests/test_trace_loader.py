@@ -288,6 +288,25 @@ def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
     assert_same(table, load_simple(tmp_path / "odd.json"))
 
 
+def test_gzip_framings_load_like_plain_json(tmp_path: Path) -> None:
+    """Several gzip members, and padding after the last, read as the whole content."""
+    text = gzip.decompress((DATA / "a100_alexnet.json.gz").read_bytes())
+    expected = load(write_bytes(tmp_path / "plain.json", text))
+    half = len(text) // 2
+    framings = {
+        "members.json.gz": gzip.compress(text[:half]) + gzip.compress(text[half:]),
+        "zero_padded.json.gz": gzip.compress(text) + b"\0" * 512,
+        "trailing_junk.json.gz": gzip.compress(text) + b"junk",
+    }
+    for name, data in framings.items():
+        assert_same(load(write_bytes(tmp_path / name, data)), expected)
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
 BAD_FILES = {
     "empty.json": b"",
     "blank.json": b"  \n ",

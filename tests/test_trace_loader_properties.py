@@ -145,6 +145,7 @@ def test_every_event_is_a_row_skipped_or_ignored(tmp_path: Path, generated, chun
     assert int(table.dur_ns.sum()) == total_dur_ns
     assert_same(table, load(path, lenient=True))
     assert_same(table, load_simple(path))
+    assert_same(table, load(path))  # decoded whole, or piecewise when anything is odd
 
 
 @SETTINGS
@@ -169,9 +170,10 @@ LAST = len(SMALL.rstrip())  # cutting only trailing whitespace leaves a valid fi
 def test_truncated_trace_is_a_trace_error(tmp_path: Path, cut: int, chunk_bytes: int) -> None:
     path = tmp_path / "cut.json"
     path.write_bytes(SMALL[:cut])
-    with pytest.raises(TraceError) as info:
-        load(path, chunk_bytes=chunk_bytes)
-    assert str(info.value).startswith(f"{path}: ")
+    for pieces in (chunk_bytes, None):
+        with pytest.raises(TraceError) as info:
+            load(path, chunk_bytes=pieces)
+        assert str(info.value).startswith(f"{path}: ")
 
 
 @SETTINGS
@@ -191,11 +193,12 @@ def test_corrupted_bytes_load_or_raise_trace_error(tmp_path: Path, at: int, junk
                                                    chunk_bytes: int) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(SMALL[:at] + junk + SMALL[at + len(junk):])
-    try:
-        table = load(path, chunk_bytes=chunk_bytes)
-    except TraceError as e:
-        assert "\n" not in str(e)
-        with pytest.raises(TraceError):
-            load_simple(path)
-    else:
-        assert_same(table, load_simple(path))
+    for pieces in (chunk_bytes, None):
+        try:
+            table = load(path, chunk_bytes=pieces)
+        except TraceError as e:
+            assert "\n" not in str(e)
+            with pytest.raises(TraceError):
+                load_simple(path)
+        else:
+            assert_same(table, load_simple(path))

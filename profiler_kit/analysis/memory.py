@@ -68,8 +68,11 @@ def analyze_memory(table: EventTable, tree: OpTree, top: int = 10) -> Memory:
     nbytes, alloc_total = mem.bytes[order], mem.total_allocated_bytes[order]
     reserved = mem.total_reserved_bytes[order]
     devices = []
-    pairs = np.unique(np.stack([dtype_.astype(np.int64), did.astype(np.int64)], axis=1), axis=0)
-    for dt, di in pairs.tolist():
+    by_device = np.lexsort((did, dtype_))
+    dt_sorted, di_sorted = dtype_[by_device], did[by_device]
+    first = np.ones(len(by_device), dtype=bool)
+    first[1:] = (dt_sorted[1:] != dt_sorted[:-1]) | (di_sorted[1:] != di_sorted[:-1])
+    for dt, di in zip(dt_sorted[first].tolist(), di_sorted[first].tolist(), strict=True):
         sel = (dtype_ == dt) & (did == di)
         totals = alloc_total[sel]
         known = totals >= 0

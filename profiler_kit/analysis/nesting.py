@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from profiler_kit.analysis import classify
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.trace.table import Cat, EventTable
 
 _TREE_CATS = (Cat.CPU_OP, Cat.USER_ANNOTATION)
@@ -160,7 +161,7 @@ def innermost_at(tree: OpTree, thread_keys: np.ndarray, ts_ns: np.ndarray) -> np
     result = np.full(len(ts_ns), -1, dtype=np.int64)
     if not len(tree) or not len(ts_ns):
         return result
-    for key in np.unique(thread_keys):
+    for key in distinct(thread_keys):
         if key < 0:
             continue
         lo, hi = int(tree.thread_bounds[key]), int(tree.thread_bounds[key + 1])

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import attribute_gpu
 from profiler_kit.analysis.hotspots import (
     Breakdown,
@@ -81,7 +80,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
     tree = build_op_tree(table)
     gpu = attribute_gpu(table, tree)
     gpu_bd = gpu_breakdown(table, gpu, top=top)
-    devices = np.unique(table.device[gpu.row]) if len(gpu) else np.zeros(0, dtype=np.int64)
+    devices = distinct(table.device[gpu.row])
     by_device: tuple[tuple[int, Breakdown], ...] = ()
     if len(devices) > 1:
         by_device = tuple(

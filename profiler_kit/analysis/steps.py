@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from profiler_kit.analysis.arrays import percentile
 from profiler_kit.trace.table import Cat, EventTable
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -65,7 +66,7 @@ def analyze_steps(table: EventTable) -> Steps:
             start = end = 0
         durs = np.array([end - start], dtype=np.int64)
         source = "window"
-    p25, p75 = (np.percentile(durs, [25, 75]) if len(durs) > 1 else (durs[0], durs[0]))
+    p25, p75 = percentile(durs, 25), percentile(durs, 75)
     median = int(np.median(durs))
     iqr = float(p75 - p25)
     return Steps(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from profiler_kit.analysis import classify, intervals
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -84,7 +85,7 @@ def analyze_timeline(table: EventTable, gpu: GpuActivity) -> Timeline:
 
     devices: list[DeviceTimeline] = []
     device_unions: list[tuple[np.ndarray, np.ndarray]] = []
-    for dev in np.unique(device).tolist():
+    for dev in distinct(device).tolist():
         on = device == dev
         s, e = start[on], end[on]
         busy_u = intervals.union(s, e)
@@ -94,7 +95,7 @@ def analyze_timeline(table: EventTable, gpu: GpuActivity) -> Timeline:
         window = w1 - w0
         stream_unions = []
         streams = []
-        for st in np.unique(stream[on]).tolist():
+        for st in distinct(stream[on]).tolist():
             sel = on & (stream == st)
             u = intervals.union(start[sel], end[sel])
             stream_unions.append(u)

@@ -70,7 +70,7 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
 
 
 @command("analyze", "hotspots, timeline, memory and recommendations from torch.profiler traces",
-         add_arguments)
+         add_arguments, data_only=True)
 def analyze(args: argparse.Namespace) -> int:
     from profiler_kit import api
 

@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 @command("compare", "traces or strategies side by side: step time, hotspots, idle, overlap, "
-         "memory, with deltas against a baseline", add_arguments)
+         "memory, with deltas against a baseline", add_arguments, data_only=True)
 def compare(args: argparse.Namespace) -> int:
     from profiler_kit import api
 

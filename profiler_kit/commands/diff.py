@@ -21,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 @command("diff", "two DDP benchmark reports: p75/p95 s/iter and examples/s per model and "
-         "world size, with the % change and whether it is beyond noise", add_arguments)
+         "world size, with the % change and whether it is beyond noise", add_arguments,
+         data_only=True)
 def diff(args: argparse.Namespace) -> int:
     from profiler_kit import api
 

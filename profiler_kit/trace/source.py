@@ -134,6 +134,36 @@ def _gunzip(fh: Any, path: Path, first: bytes, block_bytes: int) -> Iterator[byt
         raise TraceError(f"{path}: empty file (gzip with no content)")
 
 
+def read_small(path: Path, limit: int) -> bytes | None:
+    """The whole decompressed content if it is at most ``limit`` bytes, else None.
+
+    One read and, for gzip, one inflate into a buffer of the size the gzip trailer
+    gives, so a small trace costs no block bookkeeping. None also for anything
+    unusual (several gzip members, corrupt or truncated data, an unreadable file):
+    :func:`iter_blocks` handles those, and names the problem.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError:
+        return None
+    if not raw or len(raw) > limit:
+        return None
+    if raw[:2] != GZIP_MAGIC:
+        return raw
+    size = int.from_bytes(raw[-4:], "little")  # ISIZE: content length mod 2**32
+    if not 0 < size <= limit:
+        return None
+    try:
+        data = zlib.decompress(raw, zlib.MAX_WBITS | 16, size)
+    except zlib.error:
+        return None
+    # zlib.decompress stops after the first member: the trailer checks that it was all
+    if len(data) != size or zlib.crc32(data) != int.from_bytes(raw[-8:-4], "little"):
+        return None
+    return data
+
+
 def read_all(path: Path) -> bytes:
     """The whole decompressed content."""
     return b"".join(iter_blocks(path))

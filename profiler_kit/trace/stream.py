@@ -1,13 +1,15 @@
-"""Fast, bounded-memory loading: the event array decoded piece by piece with msgspec.
+"""Fast, bounded-memory loading: trace JSON decoded with msgspec into typed structs.
 
-The ``traceEvents`` array is cut at candidate boundaries between events (``}, {``)
-into pieces of a few MB, and each piece is decoded as ``[ piece ]`` into structs that
-declare only the fields the table needs (msgspec skips the rest in C). A piece
-decodes iff it ends at a true boundary: it starts at one, so everything before its end
-is a valid prefix of the array. When it does not decode, the piece grows. Pieces with
-odd field types, or values numpy cannot hold, go through the per-event rules of
-:mod:`normalize` instead; both paths give the same rows. Memory stays at a few pieces
-plus the columns; gzip is decompressed as it streams.
+A trace whose content is at most ``WHOLE_BYTES`` (most traces) is decoded at once
+into a :class:`Document`. A larger one has its ``traceEvents`` array cut at candidate
+boundaries between events (``}, {``) into pieces of a few MB, and each piece is
+decoded as ``[ piece ]``. Either way the structs declare only the fields the table
+needs (msgspec skips the rest in C). A piece decodes iff it ends at a true boundary:
+it starts at one, so everything before its end is a valid prefix of the array. When
+it does not decode, the piece grows. Pieces with odd field types, or values numpy
+cannot hold, go through the per-event rules of :mod:`normalize` instead; all paths
+give the same rows. Memory stays at a few pieces plus the columns; gzip is
+decompressed as it streams.
 """
 
 from __future__ import annotations
@@ -38,10 +40,18 @@ from profiler_kit.trace.normalize import (
     category_code,
     string_id,
 )
-from profiler_kit.trace.source import decode_json, iter_blocks, json_problem, utf8_replaced
+from profiler_kit.trace.source import (
+    decode_json,
+    iter_blocks,
+    json_problem,
+    read_small,
+    utf8_replaced,
+)
 from profiler_kit.trace.table import EventTable
 
 DEFAULT_CHUNK_BYTES = 4 << 20
+WHOLE_BYTES = 64 << 20  # content up to this size is decoded in one piece
+BATCH_EVENTS = 16384  # columns are built this many events at a time (cache-friendly)
 HEADER_LIMIT = 64 << 20  # the event list starts within this many bytes in any real trace
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[\s*')
@@ -117,6 +127,24 @@ class FlowStep(FlowStart, tag="t"):
 
 Event = Complete | Instant | InstantUpper | Metadata | FlowStart | FlowEnd | FlowStep
 TYPED = msgspec.json.Decoder(list[Event])  # other phases: ValidationError, per-event path
+
+
+class Document(msgspec.Struct, gc=False):
+    """A whole trace: its events, and the top-level keys :func:`meta_from_header` reads."""
+
+    events: list[Event] | None = msgspec.field(default=None, name="traceEvents")
+    schema_version: Any = msgspec.field(default=None, name="schemaVersion")
+    device_properties: Any = msgspec.field(default=None, name="deviceProperties")
+    distributed_info: Any = msgspec.field(default=None, name="distributedInfo")
+    base_time_ns: Any = msgspec.field(default=None, name="baseTimeNanoseconds")
+
+    def header(self) -> dict[str, Any]:
+        return {"schemaVersion": self.schema_version, "deviceProperties": self.device_properties,
+                "distributedInfo": self.distributed_info,
+                "baseTimeNanoseconds": self.base_time_ns}
+
+
+DOCUMENT = msgspec.json.Decoder(Document)
 UNTYPED = msgspec.json.Decoder()
 WHITESPACE = frozenset(b" \t\r\n")
 
@@ -126,11 +154,16 @@ class Irregular(Exception):
 
 
 def load(path: Path, *, chunk_bytes: int | None = None, lenient: bool = False) -> EventTable:
-    """Load ``path``; ``lenient`` sends every piece through the per-event path."""
+    """Load ``path``; ``lenient`` sends every piece through the per-event path.
+
+    Without ``chunk_bytes``, content up to ``WHOLE_BYTES`` is decoded whole and larger
+    content in pieces of ``DEFAULT_CHUNK_BYTES``; with it, always in pieces of that size.
+    """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: collections only cost time
     try:
-        return _Loader(path, chunk_bytes or DEFAULT_CHUNK_BYTES, lenient).run()
+        whole = chunk_bytes is None and not lenient
+        return _Loader(path, chunk_bytes or DEFAULT_CHUNK_BYTES, lenient, whole).run()
     except (msgspec.DecodeError, RecursionError) as e:  # a safety net: never a traceback
         raise TraceError(f"{path}: {json_problem(e)}") from None
     finally:
@@ -177,17 +210,26 @@ class _Buffer:
 
 
 class _Loader:
-    def __init__(self, path: Path, chunk_bytes: int, lenient: bool) -> None:
+    def __init__(self, path: Path, chunk_bytes: int, lenient: bool, whole: bool) -> None:
         self.path = path
         self.chunk_bytes = max(int(chunk_bytes), 1)
         self.lenient = lenient
+        self.whole = whole
         self.acc = Accumulator()
         self.chunks: list[dict[str, np.ndarray]] = []
         self.cat_codes: dict[Any, int] = {}
         self.cat_notes: dict[Any, str] = {}
 
     def run(self) -> EventTable:
-        buf = _Buffer(iter_blocks(self.path, min(max(self.chunk_bytes, 1 << 16), 16 << 20)))
+        data = read_small(self.path, WHOLE_BYTES) if self.whole else None
+        if data is not None:
+            table = self._document(data)
+            if table is not None:
+                return table
+            blocks: Iterator[bytes] = iter((data,))  # the same bytes, piece by piece
+        else:
+            blocks = iter_blocks(self.path, min(max(self.chunk_bytes, 1 << 16), 16 << 20))
+        buf = _Buffer(blocks)
         buf.more()
         found = EVENTS_KEY.search(buf.data)
         while found is None and len(buf.data) < HEADER_LIMIT and buf.more():
@@ -205,6 +247,27 @@ class _Loader:
             # "traceEvents" was not the top-level key, or the file is broken: decode it whole
             return self._whole()
         return build_table(meta_from_header(self.path, doc), self.acc, self._columns(),
+                           list_memory(self.acc))
+
+    def _document(self, data: bytes) -> EventTable | None:
+        """Decode the whole document at once; None when a piece needs the rules below.
+
+        Anything odd (a value of an unexpected type, a phase the structs do not know,
+        broken JSON) leaves no trace here and goes the piecewise way, which handles it
+        event by event or names the problem.
+        """
+        try:
+            doc = decode_json(DOCUMENT, data)
+            events = doc.events
+            if events is None:
+                return None
+            for start in range(0, len(events), BATCH_EVENTS):
+                self._columns_of(events[start:start + BATCH_EVENTS])
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, Irregular):
+            self.acc = Accumulator()
+            self.chunks.clear()
+            return None
+        return build_table(meta_from_header(self.path, doc.header()), self.acc, self._columns(),
                            list_memory(self.acc))
 
     def _whole(self) -> EventTable:
