@@ -60,5 +60,21 @@ def measure(label: str, cmd: Sequence[str], repeat: int,
     return Summary(label, tuple(run_once(cmd, env) for _ in range(repeat)))
 
 
+def measure_alternating(commands: dict[str, Sequence[str]], repeat: int) -> list[Summary]:
+    """Each command ``repeat`` times, taking turns, so a machine whose speed drifts
+    (other tenants, frequency changes) weighs on all of them alike."""
+    runs: dict[str, list[Run]] = {label: [] for label in commands}
+    for _ in range(repeat):
+        for label, cmd in commands.items():
+            runs[label].append(run_once(cmd))
+    return [Summary(label, tuple(r)) for label, r in runs.items()]
+
+
+def paired_ratio(slow: Summary, fast: Summary, attr: str = "wall_s") -> float:
+    """Median over turns of ``slow / fast``: each ratio compares runs made side by side."""
+    return statistics.median(getattr(a, attr) / getattr(b, attr)
+                             for a, b in zip(slow.runs, fast.runs, strict=True))
+
+
 def mib(n: int) -> str:
     return f"{n / 2**20:,.0f} MiB"
