@@ -9,8 +9,7 @@ open on that call's thread; when the runtime call is missing, the activity's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
@@ -20,8 +19,7 @@ from profiler_kit.trace.table import Cat, EventTable
 GPU_ACTIVITY_CATS = (Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET)
 
 
-@dataclass(frozen=True)
-class GpuActivity:
+class GpuActivity(msgspec.Struct, frozen=True):
     """GPU activity rows (kernels, memcpy, memset) with their launching op and class."""
 
     row: np.ndarray  # int64 table rows, in table (start time) order

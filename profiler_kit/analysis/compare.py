@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from profiler_kit.analysis import classify
 from profiler_kit.analysis.report import TraceAnalysis
@@ -19,8 +20,7 @@ from profiler_kit.errors import UsageError
 Value = float | int | None
 
 
-@dataclass(frozen=True)
-class Metric:
+class Metric(msgspec.Struct, frozen=True):
     key: str
     label: str
     unit: str  # "ns", "bytes", "fraction", "count"
@@ -30,8 +30,7 @@ class Metric:
     best: int | None  # index of the best value (None when nothing to choose)
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(msgspec.Struct, frozen=True):
     labels: tuple[str, ...]
     baseline: int
     metrics: tuple[Metric, ...]

@@ -6,8 +6,7 @@ they are exact integer sums whatever the trace size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
@@ -18,8 +17,7 @@ from profiler_kit.trace.table import Cat, EventTable
 _CAT_LABEL = {int(Cat.KERNEL): "kernel", int(Cat.MEMCPY): "memcpy", int(Cat.MEMSET): "memset"}
 
 
-@dataclass(frozen=True)
-class NameTotal:
+class NameTotal(msgspec.Struct, frozen=True):
     """One kernel (or op) name: how often it ran and for how long in total."""
 
     name: str
@@ -31,8 +29,7 @@ class NameTotal:
     max_ns: int
 
 
-@dataclass(frozen=True)
-class ClassTotal:
+class ClassTotal(msgspec.Struct, frozen=True):
     klass: str
     count: int
     total_ns: int
@@ -40,8 +37,7 @@ class ClassTotal:
     top: tuple[NameTotal, ...]
 
 
-@dataclass(frozen=True)
-class Breakdown:
+class Breakdown(msgspec.Struct, frozen=True):
     """Time per hotspot class (classes with no time left out), largest first."""
 
     total_ns: int

@@ -7,8 +7,7 @@ False and nothing else is claimed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis.nesting import OpTree, innermost_at, thread_keys_for_tid
@@ -17,8 +16,7 @@ from profiler_kit.trace.table import EventTable
 _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 
 
-@dataclass(frozen=True)
-class DeviceMemory:
+class DeviceMemory(msgspec.Struct, frozen=True):
     device: str  # "cpu", "cuda:0", ...
     device_id: int
     peak_allocated_bytes: int
@@ -28,15 +26,13 @@ class DeviceMemory:
     capacity_bytes: int | None  # deviceProperties totalGlobalMem when known
 
 
-@dataclass(frozen=True)
-class OpAllocation:
+class OpAllocation(msgspec.Struct, frozen=True):
     name: str
     allocations: int
     allocated_bytes: int
 
 
-@dataclass(frozen=True)
-class Memory:
+class Memory(msgspec.Struct, frozen=True):
     recorded: bool
     devices: tuple[DeviceMemory, ...]
     top_ops: tuple[OpAllocation, ...]

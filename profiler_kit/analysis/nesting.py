@@ -8,8 +8,7 @@ in time) is vectorized on top, so millions of ops cost no per-op Python work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
@@ -19,8 +18,7 @@ from profiler_kit.trace.table import Cat, EventTable
 _TREE_CATS = (Cat.CPU_OP, Cat.USER_ANNOTATION)
 
 
-@dataclass(frozen=True)
-class OpTree:
+class OpTree(msgspec.Struct, frozen=True):
     """CPU ranges sorted by (thread, start, longest first); arrays are indexed by node.
 
     ``row`` maps a node to its event-table row. ``op_node`` is the node itself when

@@ -8,8 +8,8 @@ are steps, not phases, and are left to :mod:`profiler_kit.analysis.steps`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from profiler_kit.trace.table import Cat, EventTable
@@ -17,8 +17,7 @@ from profiler_kit.trace.table import Cat, EventTable
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 
 
-@dataclass(frozen=True)
-class Phase:
+class Phase(msgspec.Struct, frozen=True):
     name: str
     count: int
     cpu_total_ns: int
@@ -26,8 +25,7 @@ class Phase:
     share_of_window: float | None  # cpu_total / the steps (or trace) window
 
 
-@dataclass(frozen=True)
-class Phases:
+class Phases(msgspec.Struct, frozen=True):
     phases: tuple[Phase, ...]  # largest CPU time first
 
 

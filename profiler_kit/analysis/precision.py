@@ -9,8 +9,8 @@ matrix cores). A name that says none of these is taken as plain fp32 (SIMT) math
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
@@ -31,8 +31,7 @@ _TENSOR_CORE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Precision:
+class Precision(msgspec.Struct, frozen=True):
     """GEMM + convolution kernel time, split by what the kernel names say."""
 
     eligible_ns: int  # GEMM + convolution kernel time

@@ -9,8 +9,8 @@ fractions); renderers format them. CPU-only traces skip the GPU rules, and say s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify, intervals
@@ -42,16 +42,14 @@ _DATALOADER = re.compile(r"DataLoader", re.IGNORECASE)
 _BIAS_ADD = re.compile(r"^aten::add_?$")
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(msgspec.Struct, frozen=True):
     label: str
     value: float | int | str
     unit: str  # "ns", "bytes", "fraction", "count", "" (plain)
     name: str = ""  # the kernel or op this line is about, when it is about one
 
 
-@dataclass(frozen=True)
-class Recommendation:
+class Recommendation(msgspec.Struct, frozen=True):
     rule: str  # stable id, e.g. "low_gpu_utilization"
     scope: str  # "trace" or a device ("cuda:0")
     title: str
@@ -63,8 +61,7 @@ class Recommendation:
     evidence: tuple[Evidence, ...]
 
 
-@dataclass(frozen=True)
-class Findings:
+class Findings(msgspec.Struct, frozen=True):
     recommendations: tuple[Recommendation, ...]
     notes: tuple[str, ...]  # rules not evaluated and why
 

@@ -6,8 +6,9 @@ read. It holds raw numbers only (ns, bytes, fractions); renderers format them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import attribute_gpu
@@ -28,8 +29,7 @@ from profiler_kit.analysis.timeline import Timeline, analyze_timeline
 from profiler_kit.trace.table import EventTable
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(msgspec.Struct, frozen=True):
     """What ``deviceProperties`` says about one GPU (fields the trace lacks are None)."""
 
     id: int
@@ -38,8 +38,7 @@ class DeviceInfo:
     compute_capability: str | None
 
 
-@dataclass(frozen=True)
-class Attribution:
+class Attribution(msgspec.Struct, frozen=True):
     """How GPU activities were linked to the ops that launched them."""
 
     by_correlation: int
@@ -47,8 +46,7 @@ class Attribution:
     unlinked: int  # classed by kernel name alone
 
 
-@dataclass(frozen=True)
-class TraceAnalysis:
+class TraceAnalysis(msgspec.Struct, frozen=True):
     path: str
     label: str
     rank: int | None

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis.arrays import distinct
@@ -27,8 +27,7 @@ MIN_SAMPLES = 5  # fewer raw samples than this on either side: no noise verdict
 _EXACT_MAX_N = 50  # Mann-Whitney: exact distribution up to this many samples per side
 
 
-@dataclass(frozen=True)
-class NoiseVerdict:
+class NoiseVerdict(msgspec.Struct, frozen=True):
     """Whether a change is larger than the run-to-run noise, and how that was judged."""
 
     method: str  # "bootstrap" or "n/a"
@@ -38,8 +37,7 @@ class NoiseVerdict:
     reason: str = ""
 
 
-@dataclass(frozen=True)
-class PercentileDiff:
+class PercentileDiff(msgspec.Struct, frozen=True):
     """One percentile of one configuration, base against test."""
 
     percentile: int
@@ -52,8 +50,7 @@ class PercentileDiff:
     noise: NoiseVerdict
 
 
-@dataclass(frozen=True)
-class ConfigurationDiff:
+class ConfigurationDiff(msgspec.Struct, frozen=True):
     """One configuration (``no-ddp``, ``ddp-w2`` ...) present in both reports."""
 
     configuration: str
@@ -65,8 +62,7 @@ class ConfigurationDiff:
     beyond_noise: bool | None  # mann_whitney_p < ALPHA; None when not testable
 
 
-@dataclass(frozen=True)
-class BenchmarkDiff:
+class BenchmarkDiff(msgspec.Struct, frozen=True):
     """One model and batch size: every configuration both reports measured."""
 
     model: str
@@ -78,16 +74,14 @@ class BenchmarkDiff:
     only_in_test: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class MetadataRow:
+class MetadataRow(msgspec.Struct, frozen=True):
     key: str
     base: Any
     test: Any
     differs: bool
 
 
-@dataclass(frozen=True)
-class ReportDiff:
+class ReportDiff(msgspec.Struct, frozen=True):
     base_label: str
     test_label: str
     metadata: tuple[MetadataRow, ...]
@@ -176,8 +170,7 @@ def bootstrap_change(
 # ---------------------------------------------------------------- reading reports
 
 
-@dataclass(frozen=True)
-class _Config:
+class _Config(msgspec.Struct, frozen=True):
     name: str
     world_size: int
     samples_s: tuple[float, ...] | None

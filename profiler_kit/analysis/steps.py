@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis.arrays import percentile
@@ -14,15 +14,13 @@ _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _CPU_SIDE = (Cat.USER_ANNOTATION, Cat.CPU_OP, Cat.OTHER)
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     number: int
     start_ns: int
     dur_ns: int
 
 
-@dataclass(frozen=True)
-class Steps:
+class Steps(msgspec.Struct, frozen=True):
     """``source`` is ``"ProfilerStep"`` when steps were found, else ``"window"``:
     then ``steps`` is empty and the statistics describe the whole trace window."""
 

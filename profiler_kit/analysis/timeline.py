@@ -7,8 +7,7 @@ GPU activity to the end of its last; idle is the window minus busy time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify, intervals
@@ -17,8 +16,7 @@ from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.trace.table import Cat, EventTable
 
 
-@dataclass(frozen=True)
-class StreamBusy:
+class StreamBusy(msgspec.Struct, frozen=True):
     """One stream's busy time (union of its activities) and activity count."""
 
     stream: int
@@ -26,8 +24,7 @@ class StreamBusy:
     activities: int
 
 
-@dataclass(frozen=True)
-class DeviceTimeline:
+class DeviceTimeline(msgspec.Struct, frozen=True):
     """One GPU's busy/idle time and the overlaps measured on it."""
 
     device: int
@@ -46,8 +43,7 @@ class DeviceTimeline:
     exposed_communication_ns: int  # communication time with no computation beside it
 
 
-@dataclass(frozen=True)
-class Timeline:
+class Timeline(msgspec.Struct, frozen=True):
     devices: tuple[DeviceTimeline, ...]
     multi_device_ns: int  # time with two or more devices busy
     trace_start_ns: int

@@ -28,13 +28,13 @@ def diff(args: argparse.Namespace) -> int:
 
     result = api.diff(args.base, args.test)
     if args.json is not None:
-        import json
         import sys
-        from dataclasses import asdict
+
+        import msgspec
 
         from profiler_kit.artifacts import write_report
 
-        text = json.dumps(asdict(result), indent=1) + "\n"
+        text = msgspec.json.format(msgspec.json.encode(result), indent=1).decode() + "\n"
         if args.json == "-":
             sys.stdout.write(text)
             return 0

@@ -6,7 +6,6 @@ The document is the analyses' own fields, raw units (ns, bytes, fractions), with
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,10 +18,10 @@ SCHEMA = "profkit.analysis/1"
 
 
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, msgspec.Struct):
         return {
-            ("class" if f.name == "klass" else f.name): _plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
+            ("class" if name == "klass" else name): _plain(getattr(value, name))
+            for name in value.__struct_fields__
         }
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}

@@ -9,9 +9,9 @@ No torch import here or anywhere under ``profiler_kit.trace``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 
 
@@ -54,21 +54,19 @@ CATEGORY_NAMES: dict[str, Cat] = {
 GPU_CATS = (Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET, Cat.GPU_USER_ANNOTATION)
 
 
-@dataclass
-class TraceMeta:
+class TraceMeta(msgspec.Struct):
     """What the trace says about where it came from (all optional in real traces)."""
 
     path: str
     schema_version: int | None = None
-    device_properties: list[dict[str, Any]] = field(default_factory=list)
-    distributed_info: dict[str, Any] = field(default_factory=dict)
+    device_properties: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    distributed_info: dict[str, Any] = msgspec.field(default_factory=dict)
     rank: int | None = None  # distributedInfo.rank when present
     base_time_ns: int | None = None  # baseTimeNanoseconds when present
     trace_name: str | None = None  # e.g. the worker name from the file name
 
 
-@dataclass
-class MemoryEvents:
+class MemoryEvents(msgspec.Struct):
     """``[memory]`` instant events: one row per allocation (bytes > 0) or free (< 0)."""
 
     ts_ns: np.ndarray  # int64
@@ -83,8 +81,7 @@ class MemoryEvents:
         return len(self.ts_ns)
 
 
-@dataclass
-class EventTable:
+class EventTable(msgspec.Struct):
     """All complete events of one trace, columnar. Rows are sorted by ``ts_ns``.
 
     ``device``, ``stream`` are -1 for CPU-side events; ``correlation`` and
@@ -105,15 +102,17 @@ class EventTable:
     correlation: np.ndarray  # int64
     external_id: np.ndarray  # int64
     memory: MemoryEvents
-    thread_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> name
-    process_names: dict[int, str] = field(default_factory=dict)  # pid -> name
-    skipped: dict[str, int] = field(default_factory=dict)  # reason -> number of events skipped
+    # (pid, tid) -> name
+    thread_names: dict[tuple[int, int], str] = msgspec.field(default_factory=dict)
+    process_names: dict[int, str] = msgspec.field(default_factory=dict)  # pid -> name
+    # reason -> number of events skipped
+    skipped: dict[str, int] = msgspec.field(default_factory=dict)
     # reason -> number of events kept after a fix (e.g. "unknown category: foo" kept as OTHER,
     # args that are not an object); these rows are in the table, unlike ``skipped``
-    normalized: dict[str, int] = field(default_factory=dict)
+    normalized: dict[str, int] = msgspec.field(default_factory=dict)
     # row -> args["Input Dims"] of cpu_op rows, for traces recorded with shapes; optional
     # (empty when the loader does not keep it). The conv-bias-before-batchnorm rule reads it.
-    input_dims: dict[int, list[Any]] = field(default_factory=dict)
+    input_dims: dict[int, list[Any]] = msgspec.field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ts_ns)
