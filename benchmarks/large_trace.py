@@ -16,7 +16,6 @@ import copy
 import gzip
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -100,12 +99,6 @@ def _shift(e: dict[str, Any], k: int, span: int, corr_step: int, ext_step: int) 
     return e
 
 
-def analyze_available(python: str) -> bool:
-    out = subprocess.run([python, "-m", "profiler_kit", "analyze", "--help"],
-                         capture_output=True, cwd=ROOT)
-    return out.returncode == 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1024)
@@ -135,12 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     for path in paths:
         size = path.stat().st_size
         print(f"\n{path.name}: {size / 1e9:.2f} GB on disk")
-        cases = [("load (EventTable)", [args.python, "-c", load_code, str(path)])]
-        if analyze_available(args.python):
-            cases.append(("profkit analyze --json",
-                          [args.python, "-m", "profiler_kit", "analyze", str(path), "--json"]))
-        else:
-            print("  (profkit analyze not available yet: measuring the loader only)")
+        cases = [("load (EventTable)", [args.python, "-c", load_code, str(path)]),
+                 ("profkit analyze --json",
+                  [args.python, "-m", "profiler_kit", "analyze", str(path), "--json"])]
         for label, cmd in cases:
             s = measure(label, cmd, args.repeat)
             passed = s.wall_s < TIME_LIMIT_S and s.peak_rss_bytes < RSS_LIMIT_BYTES

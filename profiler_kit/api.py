@@ -38,24 +38,25 @@ def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 
 
 def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-            top: int = 5) -> list[TraceAnalysis]:
+            top: int = 5, jobs: int | None = None) -> list[TraceAnalysis]:
     """Analyze every trace at or below ``paths``: one ``TraceAnalysis`` per trace, labelled.
 
     Labels are short and unique (the strategy folder when it holds one trace, else
     the file name), so the results can go straight to :func:`compare`. A bad path
     or an unreadable trace raises ``TraceError``. Does not import torch.
+    Several traces are analyzed ``jobs`` at a time in forked worker processes; by
+    default one per core where forking is safe (Linux, a process with a single
+    thread), else one after another.
     """
     from profiler_kit.analysis.compare import label_traces
-    from profiler_kit.analysis.report import analyze_table
-    from profiler_kit.trace.loader import load
+    from profiler_kit.analysis.files import analyze_files
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files = trace_files(paths)
     given = {Path(p).resolve() for p in paths if Path(p).is_file()}
     labels = label_traces(files, [f.resolve() in given for f in files])
-    return [analyze_table(load(f), label=label, top=top)
-            for f, label in zip(files, labels, strict=True)]
+    return analyze_files(files, labels, top, jobs)
 
 
 def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],

@@ -59,6 +59,36 @@ def test_folder_with_one_trace_per_rank_shows_each_rank_and_compares(tmp_path):
     assert doc["comparison"]["labels"] == ["worker0", "worker1"]
 
 
+def test_traces_analyzed_in_parallel_give_the_same_document(tmp_path):
+    for rank, src in enumerate((DDP, CPU, DDP)):
+        shutil.copy(src, tmp_path / f"worker{rank}.pt.trace.json.gz")
+    one, two = (profkit("analyze", str(tmp_path), "--json", "-", "--jobs", n) for n in "12")
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert one.stdout == two.stdout
+    assert [t["label"] for t in json.loads(two.stdout)["traces"]] == [
+        "worker0", "worker1", "worker2"]
+
+
+def test_a_bad_trace_among_several_is_one_line_in_parallel(tmp_path):
+    shutil.copy(DDP, tmp_path / "a.pt.trace.json.gz")
+    (tmp_path / "b.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", ')
+    shutil.copy(CPU, tmp_path / "c.pt.trace.json.gz")
+    r = profkit("analyze", str(tmp_path), "--jobs", "2")
+    assert r.returncode == 2
+    assert r.stderr.startswith("profkit: error: ") and "b.pt.trace.json" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_forking_only_from_a_single_threaded_process():
+    code = ("import threading; from profiler_kit.analysis.files import _single_threaded as s; "
+            "a = s(); e = threading.Event(); t = threading.Thread(target=e.wait); t.start(); "
+            "b = s(); e.set(); t.join(); print(a, b)")
+    env = {"OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert r.stdout.split() == ["True", "False"], r.stderr
+
+
 def test_compare_with_baseline(tmp_path):
     for name, src in (("sequential", DDP), ("streams", CPU)):
         (tmp_path / name).mkdir()

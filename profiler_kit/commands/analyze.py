@@ -26,6 +26,17 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
                    help="trace label or path the others are compared against (default: first)")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="names to list per table (default 10)")
+    p.add_argument("-j", "--jobs", type=int, metavar="N",
+                   help="traces analyzed at once, each in its own process (default: one per "
+                        "core)")
+
+
+def jobs(args: argparse.Namespace) -> int | None:
+    from profiler_kit.errors import UsageError
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    return args.jobs
 
 
 def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True) -> int:
@@ -74,6 +85,6 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
 def analyze(args: argparse.Namespace) -> int:
     from profiler_kit import api
 
-    analyses = api.analyze(args.paths, top=args.top)
+    analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
     return emit(args, analyses, comparison)

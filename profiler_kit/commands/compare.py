@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from profiler_kit.cli import command
-from profiler_kit.commands.analyze import add_output_arguments, emit
+from profiler_kit.commands.analyze import add_output_arguments, emit, jobs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,5 +19,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def compare(args: argparse.Namespace) -> int:
     from profiler_kit import api
 
-    analyses = api.analyze(args.paths, top=args.top)
+    analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     return emit(args, analyses, api.compare(analyses, args.baseline), full=False)
