@@ -11,11 +11,11 @@ loader. Prints seconds and the analysis/load ratio measured in this run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ def tile(table: EventTable, copies: int) -> EventTable:
 
     mem = table.memory
     mk = np.repeat(np.arange(copies, dtype=np.int64), len(mem))
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         table,
         cat=np.tile(table.cat, copies), name=np.tile(table.name, copies),
         ts_ns=np.tile(table.ts_ns, copies) + k * span, dur_ns=np.tile(table.dur_ns, copies),
