@@ -122,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copyfileobj(src, dst, 16 << 20)
         paths.append(gz)
 
-    load_code = ("import sys; from profiler_kit.trace.loader import load; "
+    # BLAS threads off, as in the CLI: a process with one thread may load in parts
+    load_code = ("import os, sys; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); "
+                 "from profiler_kit.trace.loader import load; "
                  "t = load(sys.argv[1]); print(len(t), len(t.names), t.skipped)")
     ok = True
     for path in paths:

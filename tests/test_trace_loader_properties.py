@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_trace_loader import DATA, assert_same
+from test_trace_parallel import load_in_parts_or_one_pass
 
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.loader import load, load_simple
@@ -146,6 +148,7 @@ def test_every_event_is_a_row_skipped_or_ignored(tmp_path: Path, generated, chun
     assert_same(table, load(path, lenient=True))
     assert_same(table, load_simple(path))
     assert_same(table, load(path))  # decoded whole, or piecewise when anything is odd
+    assert_same(table, load_in_parts_or_one_pass(path, 3, chunk_bytes))
 
 
 @SETTINGS
@@ -193,9 +196,11 @@ def test_corrupted_bytes_load_or_raise_trace_error(tmp_path: Path, at: int, junk
                                                    chunk_bytes: int) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(SMALL[:at] + junk + SMALL[at + len(junk):])
-    for pieces in (chunk_bytes, None):
+    loaders = (partial(load, path, chunk_bytes=chunk_bytes), partial(load, path),
+               partial(load_in_parts_or_one_pass, path, 2, chunk_bytes))
+    for loader in loaders:
         try:
-            table = load(path, chunk_bytes=pieces)
+            table = loader()
         except TraceError as e:
             assert "\n" not in str(e)
             with pytest.raises(TraceError):

@@ -27,8 +27,8 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="names to list per table (default 10)")
     p.add_argument("-j", "--jobs", type=int, metavar="N",
-                   help="traces analyzed at once, each in its own process (default: one per "
-                        "core)")
+                   help="processes to use: traces analyzed at once, or parts of one large "
+                        "trace loaded at once (default: one per core)")
 
 
 def jobs(args: argparse.Namespace) -> int | None:

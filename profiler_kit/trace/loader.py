@@ -27,16 +27,18 @@ SNIFF_BYTES = 1 << 20
 
 
 def load(path: str | os.PathLike[str], *, chunk_bytes: int | None = None,
-         lenient: bool = False) -> EventTable:
+         lenient: bool = False, jobs: int | None = None) -> EventTable:
     """Read one trace file into an event table (rows sorted by start time).
 
-    The event list is decoded in pieces of about ``chunk_bytes`` (default 4 MB), so
-    memory stays bounded; ``lenient`` sends every piece through the per-event rules
-    (same table, slower: it exists to check the fast path against).
+    A trace of up to 64 MB is decoded at once; a larger one in pieces of about
+    ``chunk_bytes`` (default 4 MB), so memory stays bounded, and in ``jobs`` parts at
+    once (default: one per core where the process may fork). ``lenient`` sends every
+    piece through the per-event rules (same table, slower: it exists to check the fast
+    path against).
     """
     from profiler_kit.trace import stream
 
-    return stream.load(Path(path), chunk_bytes=chunk_bytes, lenient=lenient)
+    return stream.load(Path(path), chunk_bytes=chunk_bytes, lenient=lenient, jobs=jobs)
 
 
 def load_simple(path: str | os.PathLike[str]) -> EventTable:

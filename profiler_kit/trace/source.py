@@ -134,6 +134,20 @@ def _gunzip(fh: Any, path: Path, first: bytes, block_bytes: int) -> Iterator[byt
         raise TraceError(f"{path}: empty file (gzip with no content)")
 
 
+def content_size(path: Path) -> int | None:
+    """The decompressed size: the file's, or what a gzip trailer says (None if unsure)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            if fh.read(2) != GZIP_MAGIC:
+                return size
+            fh.seek(-4, 2)
+            stated = int.from_bytes(fh.read(4), "little")  # mod 2**32
+    except OSError:
+        return None
+    return stated if stated >= size else None
+
+
 def read_small(path: Path, limit: int) -> bytes | None:
     """The whole decompressed content if it is at most ``limit`` bytes, else None.
 

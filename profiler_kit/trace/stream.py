@@ -18,7 +18,7 @@ import gc
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
@@ -153,17 +153,55 @@ class Irregular(Exception):
     """A piece the column path cannot take as it is; the per-event path takes it."""
 
 
-def load(path: Path, *, chunk_bytes: int | None = None, lenient: bool = False) -> EventTable:
+class Misaligned(Exception):
+    """A part of a trace loaded in parallel did not end at the boundary where the next
+    part starts (a false boundary, or broken data there): load the file in one pass."""
+
+
+class Split(Protocol):
+    """The first part's end, and the other parts (decoded elsewhere, in file order)."""
+
+    stop: int
+
+    def parts(self) -> list[Part]: ...
+
+
+class Part(msgspec.Struct):
+    """What one worker decoded of a trace: the events between two boundaries."""
+
+    chunks: list[dict[str, np.ndarray]]
+    names: list[str]  # the part's interned names: its name column indexes this
+    memory: dict[str, list[int]]
+    skipped: dict[str, int]
+    normalized: dict[str, int]
+    process_names: dict[int, str]
+    thread_names: dict[tuple[int, int], str]
+    suffix: bytes | None  # the bytes after the event list (the last part only)
+
+
+def load(path: Path, *, chunk_bytes: int | None = None, lenient: bool = False,
+         jobs: int | None = None) -> EventTable:
     """Load ``path``; ``lenient`` sends every piece through the per-event path.
 
     Without ``chunk_bytes``, content up to ``WHOLE_BYTES`` is decoded whole and larger
     content in pieces of ``DEFAULT_CHUNK_BYTES``; with it, always in pieces of that size.
+    Content larger than ``WHOLE_BYTES`` is decoded in ``jobs`` parts at once, in forked
+    workers (default: one per core where this process may fork, see
+    :mod:`profiler_kit.forking`; ask for more than one only from a single-threaded process).
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: collections only cost time
     try:
         whole = chunk_bytes is None and not lenient
-        return _Loader(path, chunk_bytes or DEFAULT_CHUNK_BYTES, lenient, whole).run()
+        loader = _Loader(path, chunk_bytes or DEFAULT_CHUNK_BYTES, lenient, whole)
+        if not lenient and jobs != 1:
+            from profiler_kit.trace.parallel import load_in_parts
+
+            table = load_in_parts(loader, jobs)
+            if table is not None:
+                return table
+            loader = _Loader(path, chunk_bytes or DEFAULT_CHUNK_BYTES, lenient, whole)
+        return loader.run()
     except (msgspec.DecodeError, RecursionError) as e:  # a safety net: never a traceback
         raise TraceError(f"{path}: {json_problem(e)}") from None
     finally:
@@ -201,6 +239,22 @@ class _Buffer:
         self.data += block
         return True
 
+    def skip_to(self, offset: int) -> None:
+        """Drop what comes before the absolute ``offset`` (reading up to it)."""
+        while self.dropped + len(self.data) <= offset:
+            self.pos = len(self.data)
+            if not self.more():
+                break
+        self.pos = max(offset - self.dropped, 0)
+
+    def boundary_from(self, offset: int) -> re.Match[bytes] | None:
+        """The first candidate boundary at or after the absolute ``offset``, in ``data``
+        (None at the end of the file). Reading more never changes which one it is."""
+        found = BOUNDARY.search(self.data, max(offset - self.dropped, 0))
+        while found is None and self.more():
+            found = BOUNDARY.search(self.data, max(offset - self.dropped, 0))
+        return found
+
     def rest(self, start: int) -> bytes:
         """Everything from ``start`` in ``data`` to the end of the file."""
         parts = [bytes(self.data[start:])]
@@ -220,25 +274,35 @@ class _Loader:
         self.cat_codes: dict[Any, int] = {}
         self.cat_notes: dict[Any, str] = {}
 
-    def run(self) -> EventTable:
-        data = read_small(self.path, WHOLE_BYTES) if self.whole else None
+    def run(self, split: Split | None = None) -> EventTable:
+        """The table; with ``split``, this loader decodes the first part only and the
+        workers of ``split`` the others (:class:`Misaligned` if they do not join up)."""
+        data = read_small(self.path, WHOLE_BYTES) if self.whole and split is None else None
         if data is not None:
             table = self._document(data)
             if table is not None:
                 return table
             blocks: Iterator[bytes] = iter((data,))  # the same bytes, piece by piece
         else:
-            blocks = iter_blocks(self.path, min(max(self.chunk_bytes, 1 << 16), 16 << 20))
+            blocks = iter_blocks(self.path, self._block_bytes())
         buf = _Buffer(blocks)
         buf.more()
         found = EVENTS_KEY.search(buf.data)
         while found is None and len(buf.data) < HEADER_LIMIT and buf.more():
             found = EVENTS_KEY.search(buf.data)
         if found is None:
+            if split is not None:
+                raise Misaligned
             return self._whole()
         header = bytes(buf.data[: found.start()])
         buf.pos = found.end()
-        suffix = self._events(buf)
+        if split is None:
+            suffix = self._events(buf)
+        else:
+            if buf.dropped + buf.pos >= split.stop:
+                raise Misaligned  # the first part would be empty
+            self._events(buf, split.stop)
+            suffix = self._merge(split.parts())
         try:
             doc = decode_json(UNTYPED, header + b'"traceEvents": null' + suffix)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -248,6 +312,46 @@ class _Loader:
             return self._whole()
         return build_table(meta_from_header(self.path, doc), self.acc, self._columns(),
                            list_memory(self.acc))
+
+    def run_part(self, start: int, stop: int | None) -> Part:
+        """Decode from the first candidate boundary at or after ``start`` to the one at or
+        after ``stop`` (the end of the event list when None)."""
+        buf = _Buffer(iter_blocks(self.path, self._block_bytes()))
+        buf.skip_to(start)
+        found = buf.boundary_from(start)
+        if found is None:
+            raise Misaligned
+        buf.pos = found.end() - 1
+        suffix = self._events(buf, stop)
+        acc = self.acc
+        return Part(chunks=self.chunks, names=list(acc.names), memory=acc.mem,
+                    skipped=dict(acc.skipped), normalized=dict(acc.normalized),
+                    process_names=acc.process_names, thread_names=acc.thread_names,
+                    suffix=suffix)
+
+    def _merge(self, parts: list[Part]) -> bytes:
+        """Append the other parts' rows in file order; the bytes after the event list."""
+        acc = self.acc
+        intern = acc.names
+        for part in parts:
+            # evaluated before setdefault inserts: a new name gets the next id
+            remap = np.fromiter((intern.setdefault(n, len(intern)) for n in part.names),
+                                dtype=np.int32, count=len(part.names))
+            for chunk in part.chunks:
+                chunk["name"] = remap[chunk["name"]]
+                self.chunks.append(chunk)
+            for key, values in part.memory.items():
+                acc.mem[key].extend(values)
+            acc.skipped.update(part.skipped)
+            acc.normalized.update(part.normalized)
+            acc.process_names.update(part.process_names)
+            acc.thread_names.update(part.thread_names)
+        if not parts or parts[-1].suffix is None:
+            raise Misaligned
+        return parts[-1].suffix
+
+    def _block_bytes(self) -> int:
+        return min(max(self.chunk_bytes, 1 << 16), 16 << 20)
 
     def _document(self, data: bytes) -> EventTable | None:
         """Decode the whole document at once; None when a piece needs the rules below.
@@ -276,17 +380,28 @@ class _Loader:
 
         return load_simple(self.path)
 
-    def _events(self, buf: _Buffer) -> bytes:
-        """Decode the event array from ``buf.pos``; return the bytes after its ``]``."""
+    def _events(self, buf: _Buffer, stop: int | None = None) -> bytes | None:
+        """Decode the event array from ``buf.pos``; return the bytes after its ``]``.
+
+        With ``stop`` (an absolute offset), end instead at the first candidate boundary
+        at or after it and return None; :class:`Misaligned` if that is not a true one.
+        """
         while len(buf.data) <= buf.pos and buf.more():
             pass
         if buf.data[buf.pos:buf.pos + 1] == b"]":
+            if stop is not None:
+                raise Misaligned
             return buf.rest(buf.pos + 1)
         target = self.chunk_bytes
         while True:
             found = BOUNDARY.search(buf.data, buf.pos + target)
             while found is None and buf.more():
                 found = BOUNDARY.search(buf.data, buf.pos + target)
+            at_stop = stop is not None and (found is None or buf.dropped + found.start() >= stop)
+            if at_stop:
+                found = buf.boundary_from(stop)  # type: ignore[arg-type]
+                if found is None or found.start() < buf.pos:
+                    raise Misaligned
             data = buf.data
             if found is not None:
                 # frame data[pos-1 : end+1] as "[ events ]" in place, without copying
@@ -307,6 +422,10 @@ class _Loader:
                 view.release()
                 if saved is not None:
                     data[first], data[end] = saved
+            if at_stop:
+                if error is not None:  # a piece from a true boundary ends at a true one
+                    raise Misaligned
+                return None
             if error is None:
                 if found is None:
                     raise TraceError(
@@ -317,6 +436,8 @@ class _Loader:
             at = ERROR_AT.search(error)
             n_view = end + 1 - first
             if "trailing characters" in error and at:
+                if stop is not None:  # the array ends before the planned boundary
+                    raise Misaligned
                 # the array closed inside this piece: decode up to its "]", keep what follows
                 close = first + int(at.group(1)) - 2
                 while close > buf.pos and data[close] in WHITESPACE:

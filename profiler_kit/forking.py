@@ -1,0 +1,41 @@
+"""When this process may fork workers, and how many it may use.
+
+A fork copies only the calling thread: a lock that another thread held (in a BLAS
+pool, torch, a GPU driver) stays locked in the child for good. So profkit forks only
+on Linux, from a process that runs a single thread (native threads included), and
+never from a worker that is itself a forked child. The console commands that only
+read and compute start no BLAS threads, so they qualify.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def may_fork() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return False
+    except OSError:
+        return False
+    import multiprocessing
+
+    return multiprocessing.parent_process() is None
+
+
+def cores() -> int:
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def ignore_interrupts() -> None:
+    """Worker initializer: Ctrl-C reaches every process of the terminal; the parent
+    alone handles it (and stops the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
