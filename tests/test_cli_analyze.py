@@ -42,6 +42,9 @@ def test_json_to_a_file_and_markdown(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["traces"][0]["memory"]["recorded"] is True
+    cpu = doc["traces"][0]["memory"]["devices"][0]
+    assert cpu["device"] == "cpu" and cpu["peak_allocated_bytes"] > 0
+    assert cpu["peak_reserved_bytes"] is None  # the CPU allocator's 0 says nothing
     assert md.read_text().startswith("# profkit analysis")
     assert "CPU ops by self time" in r.stdout  # the console report still prints
 

@@ -83,7 +83,8 @@ def analyze_memory(table: EventTable, tree: OpTree, top: int = 10) -> Memory:
                 device=device_label(int(dt), int(di)),
                 device_id=int(di),
                 peak_allocated_bytes=peak,
-                peak_reserved_bytes=int(res.max()) if (res >= 0).any() else None,
+                # the CPU allocator reports 0 reserved: that says nothing
+                peak_reserved_bytes=int(res.max()) if (res > 0).any() else None,
                 allocations=int(positive.sum()),
                 allocated_bytes=int(nbytes[sel][positive].sum()),
                 capacity_bytes=capacity_of(table, int(di)) if dt != 0 else None,
