@@ -23,7 +23,7 @@ def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,
     parts = jobs
     tasks = [(f, label, top, parts) for f, label in zip(files, labels, strict=True)]
     if jobs is None:
-        jobs = cores() if may_fork() else 1
+        jobs = cores() if len(tasks) > 1 and may_fork() else 1
     workers = min(jobs, len(tasks))
     if workers <= 1 or not sys.platform.startswith("linux"):
         return [_analyze(task) for task in tasks]

@@ -47,7 +47,6 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     """
     from pathlib import Path
 
-    from profiler_kit.artifacts import write_report
     from profiler_kit.errors import UsageError
 
     inputs = {f.resolve() for f in (Path(a.path) for a in analyses)}
@@ -63,8 +62,11 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
 
             sys.stdout.write(text)
         else:
+            from profiler_kit.artifacts import write_report
+
             write_report(args.json, text)
     if args.markdown:
+        from profiler_kit.artifacts import write_report
         from profiler_kit.render.analysis_markdown import render as markdown
 
         write_report(args.markdown, markdown(analyses, comparison, top=args.top))

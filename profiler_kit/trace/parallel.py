@@ -13,13 +13,16 @@ has to be inflated up to the part), so gzip gains less than plain JSON.
 from __future__ import annotations
 
 import sys
-from multiprocessing.pool import AsyncResult
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profiler_kit.forking import cores, ignore_interrupts, may_fork
 from profiler_kit.trace.source import content_size
 from profiler_kit.trace.stream import WHOLE_BYTES, Part, _Loader
 from profiler_kit.trace.table import EventTable
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import AsyncResult
 
 
 class _Parts:
