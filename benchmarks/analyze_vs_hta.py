@@ -70,6 +70,25 @@ def hta_dir(trace: Path) -> Path:
     return folder
 
 
+def ranks_dir(trace: Path, ranks: int) -> Path:
+    """A folder with ``ranks`` copies of ``trace``, told apart by ``distributedInfo.rank``
+    (a job's per-rank traces, as both tools read a folder of them)."""
+    import gzip
+    import json
+
+    folder = CACHE / "hta-traces" / f"{trace.name.split('.')[0]}_x{ranks}"
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        with gzip.open(trace, "rt") as fh:
+            doc = json.load(fh)
+        for rank in range(ranks):
+            doc["distributedInfo"] = {**doc.get("distributedInfo", {}), "rank": rank,
+                                      "world_size": ranks}
+            with gzip.open(folder / f"rank{rank}.pt.trace.json.gz", "wt") as fh:
+                json.dump(doc, fh)
+    return folder
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", nargs="*", type=Path, default=DEFAULT_TRACES)
@@ -77,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="Python that runs profkit")
     parser.add_argument("--hta-python", type=Path, default=DEFAULT_HTA_PYTHON,
                         help="Python of the environment with HolisticTraceAnalysis")
+    parser.add_argument("--ranks", type=int, default=0, metavar="N",
+                        help="also measure a folder of N copies of each trace as N ranks")
     args = parser.parse_args(argv)
     if not args.hta_python.exists():
         print(f"{args.hta_python}: no HTA environment; see benchmarks/README.md", file=sys.stderr)
@@ -84,12 +105,16 @@ def main(argv: list[str] | None = None) -> int:
 
     byte_compile_profkit(args.python)
     ok = True
-    for trace in args.traces:
-        print(f"\n{trace.name} ({trace.stat().st_size / 1e6:.1f} MB on disk), "
+    cases = [(t, hta_dir(t)) for t in args.traces]
+    if args.ranks > 1:
+        cases += [(d, d) for d in (ranks_dir(t, args.ranks) for t in args.traces)]
+    for trace, folder in cases:
+        size = sum(f.stat().st_size for f in folder.iterdir())
+        print(f"\n{trace.name} ({size / 1e6:.1f} MB on disk), "
               f"median of {args.repeat} runs each, taking turns, each a fresh process")
         ours, theirs = measure_alternating({
             "profkit": profkit_command(args.python, trace),
-            "HTA": [str(args.hta_python), "-c", HTA_CODE, str(hta_dir(trace))],
+            "HTA": [str(args.hta_python), "-c", HTA_CODE, str(folder)],
         }, args.repeat)
         for s in (ours, theirs):
             print(f"  {s.label:8s} wall {s.wall_s:7.2f} s  cpu {s.cpu_s:7.2f} s  "
