@@ -19,14 +19,15 @@ def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,
                   jobs: int | None = None) -> list[TraceAnalysis]:
     """One analysis per file, in order, ``jobs`` files at a time (None: one per core,
     when this process may fork; else one at a time)."""
-    # a large trace analyzed here alone is loaded in up to ``jobs`` parts at once
-    parts = jobs
-    tasks = [(f, label, top, parts) for f, label in zip(files, labels, strict=True)]
     if jobs is None:
-        jobs = cores() if len(tasks) > 1 and may_fork() else 1
-    workers = min(jobs, len(tasks))
+        workers = cores() if len(files) > 1 and may_fork() else 1
+    else:
+        workers = jobs
+    workers = min(workers, len(files))
     if workers <= 1 or not sys.platform.startswith("linux"):
-        return [_analyze(task) for task in tasks]
+        # a large trace analyzed here is loaded in up to ``jobs`` parts at once
+        return [_analyze((f, label, top, jobs)) for f, label in zip(files, labels, strict=True)]
+    tasks = [(f, label, top, 1) for f, label in zip(files, labels, strict=True)]
     import multiprocessing
 
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=ignore_interrupts)
