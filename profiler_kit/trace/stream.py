@@ -9,7 +9,8 @@ it starts at one, so everything before its end is a valid prefix of the array. W
 it does not decode, the piece grows. Pieces with odd field types, or values numpy
 cannot hold, go through the per-event rules of :mod:`normalize` instead; all paths
 give the same rows. Memory stays at a few pieces plus the columns; gzip is
-decompressed as it streams.
+decompressed as it streams. :mod:`profiler_kit.trace.parallel` decodes a large trace
+in parts on several cores with the same loader.
 """
 
 from __future__ import annotations
