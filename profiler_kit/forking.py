@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import Pool
 
 
 def may_fork() -> bool:
@@ -35,7 +39,19 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def ignore_interrupts() -> None:
-    """Worker initializer: Ctrl-C reaches every process of the terminal; the parent
-    alone handles it (and stops the workers)."""
+def worker_pool(workers: int) -> Pool | None:
+    """``workers`` forked processes that leave Ctrl-C to this one (it stops them); None
+    where forking is not available (not Linux) or not allowed (inside a daemonic worker)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import multiprocessing
+
+    try:
+        return multiprocessing.get_context("fork").Pool(workers, initializer=_ignore_interrupts)
+    except (AssertionError, OSError, ValueError):
+        return None
+
+
+def _ignore_interrupts() -> None:
+    """Ctrl-C reaches every process of the terminal: the parent alone handles it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,12 +7,11 @@ already imported) where :func:`profiler_kit.forking.may_fork` allows.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from profiler_kit.analysis.report import TraceAnalysis
-from profiler_kit.forking import cores, ignore_interrupts, may_fork
+from profiler_kit.forking import cores, may_fork, worker_pool
 
 
 def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,
@@ -24,13 +23,11 @@ def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,
     else:
         workers = jobs
     workers = min(workers, len(files))
-    if workers <= 1 or not sys.platform.startswith("linux"):
+    pool = worker_pool(workers) if workers > 1 else None
+    if pool is None:
         # a large trace analyzed here is loaded in up to ``jobs`` parts at once
         return [_analyze((f, label, top, jobs)) for f, label in zip(files, labels, strict=True)]
     tasks = [(f, label, top, 1) for f, label in zip(files, labels, strict=True)]
-    import multiprocessing
-
-    pool = multiprocessing.get_context("fork").Pool(workers, initializer=ignore_interrupts)
     try:
         results = list(pool.imap(_analyze, tasks))  # a worker's TraceError re-raises here
     except BaseException:

@@ -12,11 +12,10 @@ has to be inflated up to the part), so gzip gains less than plain JSON.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profiler_kit.forking import cores, ignore_interrupts, may_fork
+from profiler_kit.forking import cores, may_fork, worker_pool
 from profiler_kit.trace.source import content_size
 from profiler_kit.trace.stream import WHOLE_BYTES, Part, _Loader
 from profiler_kit.trace.table import EventTable
@@ -38,8 +37,6 @@ def load_in_parts(loader: _Loader, jobs: int | None,
                   min_bytes: int = WHOLE_BYTES) -> EventTable | None:
     """The table from ``jobs`` parts at once (default: one per core where this process
     may fork) when the content is over ``min_bytes``; None when it is not done."""
-    if not sys.platform.startswith("linux"):
-        return None
     size = content_size(loader.path)
     if size is None or size <= min_bytes:
         return None
@@ -48,12 +45,8 @@ def load_in_parts(loader: _Loader, jobs: int | None,
     if jobs < 2 or size < jobs:
         return None
     starts = [size * k // jobs for k in range(1, jobs)]
-    import multiprocessing
-
-    try:  # the workers are forked now, before this process starts any thread
-        pool = multiprocessing.get_context("fork").Pool(len(starts),
-                                                         initializer=ignore_interrupts)
-    except (AssertionError, OSError, ValueError):  # e.g. inside a daemonic worker
+    pool = worker_pool(len(starts))  # forked now, before this process starts any thread
+    if pool is None:
         return None
     try:
         pending = [pool.apply_async(_load_part, (loader.path, loader.chunk_bytes, start, stop))
