@@ -21,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from profiler_kit.analysis.report import analyze_table  # noqa: E402
+from profiler_kit.analysis.trace_analysis import analyze_table  # noqa: E402
 from profiler_kit.trace.loader import load  # noqa: E402
 from profiler_kit.trace.table import EventTable, MemoryEvents  # noqa: E402
 

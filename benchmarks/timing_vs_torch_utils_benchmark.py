@@ -19,7 +19,7 @@ import statistics
 import torch
 from torch.utils import benchmark
 
-from profiler_kit import devices, timing
+from profiler_kit import devices, results, timing
 from profiler_kit.scenario import RunConfig, builtin
 
 
@@ -53,7 +53,7 @@ def main() -> None:
         for r in range(args.rounds):
             samples = timing.time_iterations(workload.step, workload.devices, args.iterations,
                                              args.warmup)
-            ours = timing.stats(samples)
+            ours = results.stats(samples)
             timer = benchmark.Timer(stmt="step()", globals={"step": workload.step},
                                     num_threads=torch.get_num_threads())
             theirs = timer.blocked_autorange(min_run_time=args.min_run_time)

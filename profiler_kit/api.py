@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from profiler_kit.analysis.compare import Comparison
-    from profiler_kit.analysis.report import TraceAnalysis
-    from profiler_kit.analysis.report_diff import ReportDiff
+    from profiler_kit.analysis.trace_analysis import TraceAnalysis
+    from profiler_kit.ddp_benchmark.diff import ReportDiff
     from profiler_kit.measure import MeasureOptions
     from profiler_kit.results import RunResult
     from profiler_kit.runner import RunObserver
@@ -66,7 +66,7 @@ def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
     ``items`` are analyses from :func:`analyze` or paths to analyze first.
     """
     from profiler_kit.analysis.compare import compare as compare_analyses
-    from profiler_kit.analysis.report import TraceAnalysis as _TraceAnalysis
+    from profiler_kit.analysis.trace_analysis import TraceAnalysis as _TraceAnalysis
 
     if all(isinstance(i, _TraceAnalysis) for i in items):
         analyses = list(items)
@@ -81,8 +81,8 @@ def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDi
 
     A file that is not such a report raises ``UsageError``. Does not import torch.
     """
-    from profiler_kit.analysis.report_diff import diff_reports
-    from profiler_kit.ddp_report import load_report
+    from profiler_kit.ddp_benchmark.diff import diff_reports
+    from profiler_kit.ddp_benchmark.report import load_report
 
     def label(path: str | os.PathLike[str]) -> str:
         p = Path(path)
@@ -139,7 +139,7 @@ def _scenario_extras(sc: Scenario, result: RunResult) -> RunResult:
     (e.g. the distributed backend and interconnect), ``annotate_run(result) -> result``
     adds to each strategy's ``info`` what its traces say (e.g. the pipeline bubble per
     rank), ``finish_run(result)`` writes the scenario's own reports (e.g. ddp_report.json)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from profiler_kit import artifacts
 

@@ -88,8 +88,3 @@ def jsonable(value: Any) -> Any:
         return value
     return str(value)
 
-
-def read_run(run_dir: str | Path) -> dict[str, Any]:
-    """The run.json of ``run_dir``."""
-    with open(Path(run_dir) / RUN_JSON, encoding="utf-8") as f:
-        return json.load(f)

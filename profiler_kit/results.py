@@ -1,25 +1,114 @@
 """Results of a run: what the runner measured, in raw units, for renderers and run.json.
 
-No torch here: renderers and readers of run.json import this without the measuring side.
+Statistics of samples and the strategy and run results, as frozen structs that encode
+to run.json (``to_json``) and decode from it (``RunResult.from_json``, ``read_run``), so
+readers of a finished run get the same typed objects the runner made. No torch here:
+renderers, reports and readers of run.json import this without the measuring side.
+Statistics use linear interpolation between order statistics (numpy's default,
+``statistics.quantiles(method="inclusive")``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import json
+import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from profiler_kit.timing import Stats
+import msgspec
+import numpy as np
+
+from profiler_kit.artifacts import RUN_JSON, RUN_SCHEMA, point_dir_name
+from profiler_kit.errors import UsageError
 
 OK = "ok"
 FAILED = "failed"
 SKIPPED = "skipped"
 INTERRUPTED = "interrupted"
 
+NOISY_IQR_FRACTION = 0.10  # IQR/median above this flags a result as noisy
 
-@dataclass(frozen=True)
-class Equivalence:
+
+# ---------------------------------------------------------------- statistics
+
+
+class Stats(msgspec.Struct, frozen=True):
+    """Summary of one set of samples (all nanoseconds)."""
+
+    n: int
+    median_ns: float
+    iqr_ns: float
+    mean_ns: float
+    p50_ns: float
+    p75_ns: float
+    p90_ns: float
+    p95_ns: float
+    min_ns: int
+    max_ns: int
+
+    @property
+    def iqr_fraction(self) -> float:
+        """IQR relative to the median: the spread that decides whether a result is noisy."""
+        return self.iqr_ns / self.median_ns if self.median_ns > 0 else float("nan")
+
+    @property
+    def noisy(self) -> bool:
+        return self.iqr_fraction > NOISY_IQR_FRACTION
+
+    def to_json(self) -> dict[str, Any]:
+        data = msgspec.structs.asdict(self)
+        data["iqr_fraction"] = self.iqr_fraction
+        data["noisy"] = self.noisy
+        return data
+
+
+def stats(samples_ns: Sequence[int]) -> Stats:
+    """Statistics of ``samples_ns``; raises ValueError when there are none."""
+    if len(samples_ns) == 0:
+        raise ValueError("no samples")
+    a = np.asarray(samples_ns, dtype=np.float64)
+    p25, p50, p75, p90, p95 = np.percentile(a, [25, 50, 75, 90, 95])
+    return Stats(
+        n=len(a),
+        median_ns=float(p50),
+        iqr_ns=float(p75 - p25),
+        mean_ns=float(a.mean()),
+        p50_ns=float(p50),
+        p75_ns=float(p75),
+        p90_ns=float(p90),
+        p95_ns=float(p95),
+        min_ns=int(min(samples_ns)),
+        max_ns=int(max(samples_ns)),
+    )
+
+
+def throughput(items_per_step: float, median_ns: float) -> float | None:
+    """Items per second at the median step time."""
+    if median_ns <= 0:
+        return None
+    return items_per_step * 1e9 / median_ns
+
+
+def speedup(baseline_median_ns: float | None, median_ns: float) -> float | None:
+    """How many times faster than the baseline (> 1 is faster)."""
+    if baseline_median_ns is None or median_ns <= 0:
+        return None
+    return baseline_median_ns / median_ns
+
+
+def slowest_rank(per_rank_samples_ns: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """Each step's time is the slowest rank's: ranks wait for each other, so never pool them."""
+    if not per_rank_samples_ns:
+        return ()
+    n = min(len(s) for s in per_rank_samples_ns)
+    return tuple(max(int(s[i]) for s in per_rank_samples_ns) for i in range(n))
+
+
+# ---------------------------------------------------------------- strategy and run
+
+
+class Equivalence(msgspec.Struct, frozen=True):
     """Whether a strategy computed what the baseline computed, and by how much it differs."""
 
     checked: bool
@@ -30,20 +119,16 @@ class Equivalence:
     detail: str = ""  # why it failed, or why it was not checked
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "checked": self.checked, "ok": self.ok, "max_rel_error": self.max_rel_error,
-            "tolerance": self.tolerance, "criterion": self.criterion, "detail": self.detail,
-        }
+        return msgspec.structs.asdict(self)
 
 
-@dataclass(frozen=True)
-class StrategyResult:
+class StrategyResult(msgspec.Struct, frozen=True):
     """One strategy at one point of the run (``point`` is "" without a sweep)."""
 
     name: str
     status: str  # ok / failed / skipped / interrupted
     point: str = ""
-    point_params: Mapping[str, Any] = field(default_factory=dict)
+    point_params: dict[str, Any] = msgspec.field(default_factory=dict)
     amp: bool = False
     amp_dtype: str | None = None
     reason: str | None = None  # why skipped
@@ -53,15 +138,15 @@ class StrategyResult:
     samples_ns: tuple[int, ...] = ()
     stats: Stats | None = None
     profiled: Stats | None = None
-    phases: Mapping[str, Stats] = field(default_factory=dict)
+    phases: dict[str, Stats] = msgspec.field(default_factory=dict)
     items_per_step: int = 0
     throughput_items_per_s: float | None = None
     speedup: float | None = None  # baseline median / this median
-    peak_memory: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    info: Mapping[str, Any] = field(default_factory=dict)
+    peak_memory: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+    info: dict[str, Any] = msgspec.field(default_factory=dict)
     trace_files: tuple[str, ...] = ()  # relative to the run folder
     key_averages_files: tuple[str, ...] = ()
-    hotspots: Mapping[str, float] = field(default_factory=dict)  # class -> share of self time
+    hotspots: dict[str, float] = msgspec.field(default_factory=dict)  # class -> share
     hotspot_basis: str = ""  # "self CPU time" or "GPU time"
     equivalence: Equivalence | None = None
     per_rank_samples_ns: tuple[tuple[int, ...], ...] = ()  # multi-process strategies only
@@ -100,8 +185,7 @@ class StrategyResult:
         }
 
 
-@dataclass(frozen=True)
-class RunResult:
+class RunResult(msgspec.Struct, frozen=True):
     """Everything one ``profkit run`` measured."""
 
     run_dir: Path
@@ -110,11 +194,11 @@ class RunResult:
     baseline: str
     item_unit: str
     device: str
-    params: Mapping[str, Any]
+    params: dict[str, Any]
     sweep: tuple[str, ...]  # names of the swept parameters
-    points: tuple[Mapping[str, Any], ...]  # one parameter set per point ({} without a sweep)
-    options: Mapping[str, Any]
-    environment: Mapping[str, Any]
+    points: tuple[dict[str, Any], ...]  # one parameter set per point ({} without a sweep)
+    options: dict[str, Any]
+    environment: dict[str, Any]
     strategies: tuple[StrategyResult, ...]
     started_at: str
     finished_at: str | None = None
@@ -134,8 +218,6 @@ class RunResult:
 
     @property
     def point_labels(self) -> list[str]:
-        from profiler_kit.artifacts import point_dir_name
-
         return [point_dir_name(p) for p in self.points] or [""]
 
     @property
@@ -147,13 +229,11 @@ class RunResult:
 
     @property
     def tensorboard_command(self) -> str:
-        import shlex
-
         return f"tensorboard --logdir {shlex.quote(str(self.run_dir))}"
 
     def to_json(self) -> dict[str, Any]:
-        from profiler_kit.artifacts import RUN_SCHEMA
-
+        """run.json's document; ``skipped``, ``failed`` and ``tensorboard_command`` are
+        derived for readers of the file and are not read back."""
         return {
             "schema": RUN_SCHEMA,
             "run_id": self.run_dir.name,
@@ -178,3 +258,46 @@ class RunResult:
             "failed": [{"name": s.name, "point": s.point, "error": s.error} for s in self.failed],
             "tensorboard_command": self.tensorboard_command,
         }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> RunResult:
+        """The run that ``doc`` (run.json's document) records; ``msgspec.ValidationError``
+        names the field when ``doc`` is not one."""
+        if not isinstance(doc, Mapping) or doc.get("schema") != RUN_SCHEMA:
+            found = doc.get("schema") if isinstance(doc, Mapping) else None
+            raise msgspec.ValidationError(f"expected schema {RUN_SCHEMA!r}, got {found!r}")
+        scenario = doc.get("scenario")
+        if not isinstance(scenario, Mapping):
+            raise msgspec.ValidationError("Expected `object` - at `$.scenario`")
+        fields = {k: v for k, v in doc.items() if k in cls.__struct_fields__}
+        fields.update(scenario=scenario.get("name"), description=scenario.get("description"),
+                      baseline=scenario.get("baseline"), item_unit=scenario.get("item_unit"))
+        return msgspec.convert(fields, cls, dec_hook=_decode_path)
+
+
+def _decode_path(kind: type, value: Any) -> Any:
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    raise NotImplementedError(f"cannot decode {kind}")
+
+
+def read_run(path: str | Path) -> RunResult:
+    """The run recorded in a run folder or its run.json; UsageError when there is none."""
+    path = Path(path)
+    file = path / RUN_JSON if path.is_dir() else path
+    try:
+        with open(file, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise UsageError(f"{file}: not a readable run.json ({reason})") from None
+    return decode_run(doc, file)
+
+
+def decode_run(doc: Any, source: str | Path) -> RunResult:
+    """``doc`` (run.json's document, read from ``source``) as a RunResult; UsageError
+    naming ``source`` and the bad field when it is not one."""
+    try:
+        return RunResult.from_json(doc)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"{source}: not a profkit run record ({exc})") from None

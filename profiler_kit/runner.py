@@ -12,11 +12,14 @@ import datetime as _dt
 import itertools
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
-from profiler_kit import artifacts, devices, equivalence, hotspot_summary, timing
+from msgspec.structs import replace
+
+from profiler_kit import artifacts, devices, equivalence, results
+from profiler_kit.analysis import hotspot_summary
 from profiler_kit.errors import UsageError
 from profiler_kit.measure import DEFAULT_WORKER, Measurement, MeasureOptions, measure
 from profiler_kit.results import (
@@ -309,7 +312,7 @@ def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
         elif is_baseline and result.status == FAILED:
             reference_note = f"the baseline {scenario.baseline!r} failed"
         if result.status == OK and result.stats:
-            result = replace(result, speedup=timing.speedup(baseline_median,
+            result = replace(result, speedup=results.speedup(baseline_median,
                                                             result.stats.median_ns))
         state.add(result)
         if observer:
@@ -378,25 +381,25 @@ def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
     """One result from one measurement per rank: each step is the slowest rank's."""
     first = per_rank[0]
     multi = len(per_rank) > 1
-    samples = (timing.slowest_rank([m.samples_ns for m in per_rank]) if multi
+    samples = (results.slowest_rank([m.samples_ns for m in per_rank]) if multi
                else first.samples_ns)
-    profiled = (timing.slowest_rank([m.profiled_samples_ns for m in per_rank]) if multi
+    profiled = (results.slowest_rank([m.profiled_samples_ns for m in per_rank]) if multi
                 else first.profiled_samples_ns)
-    st = timing.stats(samples)
+    st = results.stats(samples)
     items = sum(m.items_per_step for m in per_rank)
     memory: dict[str, dict[str, int]] = {}
     for rank, m in enumerate(per_rank):
         for dev_name, values in m.peak_memory.items():
             key = f"rank{rank}:{dev_name}" if multi else dev_name
             memory[key] = dict(values)
-    phases = {name: timing.stats(v) for name, v in first.phase_samples_ns.items() if v}
+    phases = {name: results.stats(v) for name, v in first.phase_samples_ns.items() if v}
     traces = tuple(_relative(f, run_dir) for m in per_rank for f in m.trace_files)
     ka_files = tuple(_relative(f, run_dir) for m in per_rank for f in m.key_averages_files)
     shares, basis = hotspot_summary.from_traces(first.trace_files)
     return StrategyResult(
         status=OK, dir=rel_dir, samples_ns=tuple(samples), stats=st,
-        profiled=timing.stats(profiled) if profiled else None, phases=phases,
-        items_per_step=items, throughput_items_per_s=timing.throughput(items, st.median_ns),
+        profiled=results.stats(profiled) if profiled else None, phases=phases,
+        items_per_step=items, throughput_items_per_s=results.throughput(items, st.median_ns),
         peak_memory=memory, info=dict(first.info), trace_files=traces,
         key_averages_files=ka_files, hotspots=shares, hotspot_basis=basis, equivalence=check,
         per_rank_samples_ns=tuple(tuple(m.samples_ns) for m in per_rank) if multi else (),

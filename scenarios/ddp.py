@@ -20,6 +20,7 @@ from typing import Any
 
 from profiler_kit import distributed
 from profiler_kit.errors import UsageError
+from profiler_kit.results import RunResult
 from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy
 
 BASELINE = "no-ddp"
@@ -102,23 +103,21 @@ class DDP(Scenario):
         """Backend, launcher and interconnect topology, for run.json's environment."""
         return {"distributed": distributed.environment(device)}
 
-    def console_tables(self, result: Any) -> list[Any]:
+    def console_tables(self, result: RunResult) -> list[Any]:
         """The run in the layout of PyTorch's DDP benchmark (percentiles, examples/s)."""
-        from profiler_kit import ddp_report
+        from profiler_kit.ddp_benchmark.report import build
         from profiler_kit.render.ddp_console import tables
 
-        record = result.to_json() if hasattr(result, "to_json") else result
-        return tables(ddp_report.build(record))
+        return tables(build(result))
 
-    def finish_run(self, result: Any) -> list[Path]:
+    def finish_run(self, result: RunResult) -> list[Path]:
         """Write ``ddp_report.json`` into the run folder (and a copy to ``--json-report``)."""
-        from profiler_kit import ddp_report
+        from profiler_kit.ddp_benchmark.report import write_for_run
 
-        record = result.to_json() if hasattr(result, "to_json") else result
         if not distributed.is_output_rank():
             return []
-        written = [ddp_report.write_for_run(record, Path(record["run_dir"]))]
-        copy_to = str(record.get("params", {}).get("json_report") or "")
+        written = [write_for_run(result)]
+        copy_to = str(result.params.get("json_report") or "")
         if copy_to:
             Path(copy_to).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(written[0], copy_to)

@@ -5,9 +5,10 @@ every rank from its trace. Written into the run folder after the run; no torch i
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import asdict, replace
 
 from profiler_kit.artifacts import write_json_atomic
 from profiler_kit.errors import ProfkitError

@@ -8,7 +8,7 @@ import pytest
 from analysis_tables import kernel, make_table, op
 
 from profiler_kit.analysis.compare import compare, label_traces
-from profiler_kit.analysis.report import analyze_table
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.errors import UsageError
 from profiler_kit.trace.table import Cat
 

@@ -6,7 +6,7 @@ from analysis_tables import Alloc, Ev, make_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profiler_kit.analysis.report import analyze_table
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.table import Cat
 
 NAMES = ["aten::conv2d", "aten::mm", "aten::add_", "aten::copy_", "ProfilerStep#1",

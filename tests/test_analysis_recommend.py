@@ -5,7 +5,7 @@ from __future__ import annotations
 from analysis_tables import Alloc, kernel, launch, make_table, op
 
 from profiler_kit.analysis import recommend as rules
-from profiler_kit.analysis.report import analyze_table
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.table import Cat
 
 A100 = [{"id": 0, "name": "NVIDIA A100", "totalGlobalMem": 1000, "computeMajor": 8,

@@ -130,7 +130,7 @@ def test_phases_sum_cpu_and_gpu_spans_and_skip_steps():
 
 
 def test_hotspots_per_device_when_several_gpus():
-    from profiler_kit.analysis.report import analyze_table
+    from profiler_kit.analysis.trace_analysis import analyze_table
 
     a = analyze_table(make_table([kernel("gemm_a", 0, 10, device=0),
                                   kernel("elementwise_kernel", 0, 30, device=1)]))

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from profiler_kit import api, ddp_report
-from profiler_kit.analysis.report_diff import (
+from profiler_kit.ddp_benchmark.diff import (
     bootstrap_change,
     diff_reports,
     mann_whitney_p,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_kit.analysis.report import analyze_table
-from profiler_kit.hotspot_summary import CLASSES, from_traces, shares
+from profiler_kit.analysis.hotspot_summary import CLASSES, from_traces, shares
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"

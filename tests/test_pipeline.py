@@ -390,8 +390,7 @@ def test_results_tables_show_the_idle_share_of_every_rank():
 
     from profiler_kit.render import run_console
     from profiler_kit.render.run_markdown import render_markdown
-    from profiler_kit.results import RunResult, StrategyResult
-    from profiler_kit.timing import stats
+    from profiler_kit.results import RunResult, StrategyResult, stats
 
     samples = [100_000_000] * 3
     result = RunResult(

@@ -9,8 +9,7 @@ from rich.console import Console
 
 from profiler_kit.render import run_console
 from profiler_kit.render.run_markdown import render_markdown
-from profiler_kit.results import Equivalence, RunResult, StrategyResult
-from profiler_kit.timing import stats
+from profiler_kit.results import Equivalence, RunResult, StrategyResult, stats
 
 
 def _ok(name: str, samples: list[int], speedup: float, point: str = "") -> StrategyResult:

@@ -11,6 +11,7 @@ import torch
 from profiler_kit import artifacts, runner
 from profiler_kit.errors import UsageError
 from profiler_kit.measure import MeasureOptions, measure
+from profiler_kit.results import read_run
 from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, from_file
 
 HERE = Path(__file__).parent
@@ -90,23 +91,23 @@ def test_failing_and_wrong_strategies_are_recorded_and_the_others_run(tmp_path) 
     assert by_name["wrong"].status == "failed"
     assert "does not compute what 'base' computes" in by_name["wrong"].error
     assert result.exit_status == 1
-    doc = artifacts.read_run(result.run_dir)
+    doc = json.loads((result.run_dir / artifacts.RUN_JSON).read_text())
     assert doc["schema"] == artifacts.RUN_SCHEMA and doc["interrupted"] is False
     assert {f["name"] for f in doc["failed"]} == {"broken", "wrong"}
     if not torch.cuda.is_available():
         assert doc["skipped"] == [{"name": "gpu_only", "point": "",
                                    "reason": "needs CUDA; this machine has none"}]
     assert by_name["after"].speedup is not None
-    assert doc["strategies"][0]["stats"]["n"] == 3
+    assert read_run(result.run_dir).strategies[0].stats.n == 3
 
 
 def test_ctrl_c_keeps_what_finished_and_records_the_interruption(tmp_path) -> None:
     result = runner.run(from_file(HERE / "user_scenarios" / "interrupted.py"), {},
                         device="cpu", options=TINY, out=tmp_path)
     assert result.interrupted and result.exit_status == 130
-    doc = artifacts.read_run(result.run_dir)
-    assert doc["interrupted"] is True and doc["finished_at"]
-    assert [(s["name"], s["status"]) for s in doc["strategies"]] == [
+    recorded = read_run(result.run_dir)
+    assert recorded.interrupted is True and recorded.finished_at
+    assert [(s.name, s.status) for s in recorded.strategies] == [
         ("first", "ok"), ("ctrl_c", "interrupted")]
     assert (result.run_dir / "first" / "key_averages.json").is_file()
 
@@ -118,9 +119,10 @@ def test_sweep_points_get_their_own_folders(tmp_path) -> None:
     assert all(s.status == "ok" for s in result.strategies)
     assert (result.run_dir / "n=8" / "again" / "key_averages.json").is_file()
     assert result.strategies[2].items_per_step == 8
-    doc = artifacts.read_run(result.run_dir)
-    assert doc["sweep"] == ["n"] and doc["points"] == [{"n": 4}, {"n": 8}]
-    assert doc["params"]["n"] == [4, 8]
+    recorded = read_run(result.run_dir)
+    assert recorded.sweep == ("n",) and recorded.points == ({"n": 4}, {"n": 8})
+    assert recorded.params["n"] == [4, 8]
+    assert recorded.strategies == result.strategies  # params hold the sweep as a list
 
 
 def test_a_new_run_never_reuses_a_folder(tmp_path) -> None:

@@ -1,51 +1,11 @@
-"""Statistics against numpy/statistics, and the synchronization around every sample."""
+"""The synchronization around every sample (statistics: test_results.py)."""
 
 from __future__ import annotations
 
-import statistics
-
-import numpy as np
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 
 from profiler_kit import devices, timing
-
-
-@given(st.lists(st.integers(min_value=1, max_value=10**12), min_size=1, max_size=200))
-def test_stats_match_numpy_and_statistics(samples: list[int]) -> None:
-    s = timing.stats(samples)
-    a = np.asarray(samples, dtype=np.float64)
-    assert s.n == len(samples)
-    assert s.median_ns == pytest.approx(statistics.median(samples), rel=1e-12)
-    assert s.mean_ns == pytest.approx(statistics.fmean(samples), rel=1e-9)
-    assert s.min_ns == min(samples) and s.max_ns == max(samples)
-    for q, got in ((50, s.p50_ns), (75, s.p75_ns), (90, s.p90_ns), (95, s.p95_ns)):
-        assert got == pytest.approx(float(np.percentile(a, q)), rel=1e-12)
-    if len(samples) >= 2:
-        quartiles = statistics.quantiles(samples, n=4, method="inclusive")
-        assert s.iqr_ns == pytest.approx(quartiles[2] - quartiles[0], rel=1e-9, abs=1e-6)
-
-
-def test_noisy_flag_at_ten_percent_of_the_median() -> None:
-    steady = timing.stats([100, 100, 101, 99, 100])
-    assert not steady.noisy and steady.iqr_fraction == pytest.approx(0.0)
-    noisy = timing.stats([100, 80, 120, 60, 140])  # IQR 40 on a median of 100
-    assert noisy.iqr_fraction == pytest.approx(0.4) and noisy.noisy
-    assert noisy.to_json()["noisy"] is True
-
-
-def test_stats_of_nothing_is_an_error() -> None:
-    with pytest.raises(ValueError):
-        timing.stats([])
-
-
-def test_throughput_speedup_and_slowest_rank() -> None:
-    assert timing.throughput(200, 0.5e9) == pytest.approx(400.0)
-    assert timing.speedup(2e6, 1e6) == pytest.approx(2.0)
-    assert timing.speedup(None, 1e6) is None
-    assert timing.slowest_rank([(1, 5, 3), (2, 4, 3)]) == (2, 5, 3)
 
 
 def test_every_sample_is_bracketed_by_a_sync_of_every_device(monkeypatch) -> None:

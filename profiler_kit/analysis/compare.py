@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from profiler_kit.analysis import classify
-from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import UsageError
 
 Value = float | int | None

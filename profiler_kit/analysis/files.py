@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.forking import cores, may_fork, worker_pool
 
 
@@ -41,7 +41,7 @@ def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,
 
 
 def _analyze(task: tuple[Path, str, int, int | None]) -> TraceAnalysis:
-    from profiler_kit.analysis.report import analyze_table
+    from profiler_kit.analysis.trace_analysis import analyze_table
     from profiler_kit.trace.loader import load
 
     path, label, top, parts = task

@@ -13,7 +13,7 @@ from rich.text import Text
 from profiler_kit.analysis.compare import Comparison, Metric
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.recommend import Evidence, Recommendation
-from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from profiler_kit.analysis.compare import Comparison
-from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
 
 SCHEMA = "profkit.analysis/1"
 

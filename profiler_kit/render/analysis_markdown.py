@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.hotspots import Breakdown
-from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 from profiler_kit.render.analysis_console import recommendation_lines, short_name, value
 

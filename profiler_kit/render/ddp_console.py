@@ -1,6 +1,6 @@
 """Rich console table of a ``ddp`` run's report, in the layout of PyTorch's DDP benchmark:
 per configuration the p50/p75/p90/p95 seconds per iteration and the examples/s they
-imply. Formats the report that ``profiler_kit.ddp_report`` built; never computes."""
+imply. Formats the report that ``profiler_kit.ddp_benchmark.report`` built; never computes."""
 
 from __future__ import annotations
 

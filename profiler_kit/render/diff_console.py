@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from profiler_kit.analysis.report_diff import (
+from profiler_kit.ddp_benchmark.diff import (
     BenchmarkDiff,
     ConfigurationDiff,
     NoiseVerdict,

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from profiler_kit.hotspot_summary import CLASSES
+from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render import units
 from profiler_kit.render.workload_rows import has_phases, workload_rows
 from profiler_kit.results import FAILED, INTERRUPTED, OK, SKIPPED, RunResult, StrategyResult

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profiler_kit.hotspot_summary import CLASSES
+from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render import units
 from profiler_kit.render.workload_rows import has_phases, workload_rows
 from profiler_kit.results import OK, RunResult, StrategyResult

@@ -18,8 +18,6 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from profiler_kit.analysis.arrays import distinct
-
 DIFF_PERCENTILES = (75, 95)
 ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 4000
@@ -103,7 +101,8 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     both = np.concatenate([x, y])
     ranks = _average_ranks(both)
     u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
-    ties = len(distinct(both)) < len(both)
+    ordered = np.sort(both)
+    ties = bool(np.any(ordered[1:] == ordered[:-1]))
     if not ties and n1 <= _EXACT_MAX_N and n2 <= _EXACT_MAX_N:
         counts = _u_distribution(n1, n2)
         total = counts.sum()

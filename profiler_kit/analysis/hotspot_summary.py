@@ -28,7 +28,7 @@ def from_traces(trace_files: Sequence[str]) -> tuple[dict[str, float], str]:
     """``(shares, basis)`` for the first of ``trace_files``; ``({}, "")`` when there is none."""
     if not trace_files:
         return {}, ""
-    from profiler_kit.analysis.report import analyze_table
+    from profiler_kit.analysis.trace_analysis import analyze_table
     from profiler_kit.trace.loader import load
 
     analysis = analyze_table(load(trace_files[0]))

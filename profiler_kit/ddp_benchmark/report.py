@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from profiler_kit import __version__
-from profiler_kit.artifacts import write_text_atomic
+from profiler_kit.artifacts import RUN_SCHEMA, write_text_atomic
 from profiler_kit.errors import UsageError
+from profiler_kit.results import OK, SKIPPED, RunResult, decode_run
 
 SCHEMA = "profkit.ddp_report/1"
 REPORT_NAME = "ddp_report.json"
@@ -49,20 +50,19 @@ def times(measurements_s: Sequence[float], batch_size: int, ranks: int) -> dict[
     return out
 
 
-def build(run: Mapping[str, Any]) -> dict[str, Any]:
-    """The report of a ``ddp`` run, from its run.json (or ``RunResult.to_json()``)."""
-    env = dict(run.get("environment", {}))
+def build(run: RunResult) -> dict[str, Any]:
+    """The report of a ``ddp`` run (as the runner returns it or ``read_run`` decodes it)."""
+    env = run.environment
     dist_env = dict(env.get("distributed") or {})
-    params = dict(run.get("params", {}))
-    buckets = params.get("bucket_cap_mb")
+    buckets = run.params.get("bucket_cap_mb")
     bucket_list = list(buckets) if isinstance(buckets, (list, tuple)) else [buckets]
-    device = str(run.get("device", "cpu"))
+    device = run.device
     backend = dist_env.get("backend") or ("nccl" if device.startswith("cuda") else "gloo")
 
     benchmarks: dict[tuple[Any, ...], dict[str, Any]] = {}
     threads: int | None = None
-    for s in run.get("strategies", []):
-        pp = dict(s.get("point_params") or params)
+    for s in run.strategies:
+        pp = s.point_params or run.params
         bucket = pp.get("bucket_cap_mb")
         bucket = bucket[0] if isinstance(bucket, (list, tuple)) else bucket
         batch = int(pp.get("batch_size", 0))
@@ -76,31 +76,28 @@ def build(run: Mapping[str, Any]) -> dict[str, Any]:
             "failed": [],
             "skipped": [],
         })
-        name = s.get("name", "")
-        world = _world_size(name)
-        if s.get("status") != "ok" or not s.get("samples_ns"):
-            bucket_name = "skipped" if s.get("status") == "skipped" else "failed"
+        world = _world_size(s.name)
+        if s.status != OK or not s.samples_ns:
+            bucket_name = "skipped" if s.status == SKIPPED else "failed"
             bench[bucket_name].append({
-                "configuration": name, "world_size": world,
-                "status": s.get("status"), "error": s.get("error") or s.get("reason"),
+                "configuration": s.name, "world_size": world,
+                "status": s.status, "error": s.error or s.reason,
             })
             continue
-        info = dict(s.get("info") or {})
-        if threads is None and info.get("threads_per_rank") is not None:
-            threads = int(info["threads_per_rank"])
-        measurements = [ns / 1e9 for ns in s["samples_ns"]]
-        per_rank = s.get("per_rank_samples_ns") or [s["samples_ns"]]
+        if threads is None and s.info.get("threads_per_rank") is not None:
+            threads = int(s.info["threads_per_rank"])
+        measurements = [ns / 1e9 for ns in s.samples_ns]
+        per_rank = s.per_rank_samples_ns or (s.samples_ns,)
         bench["result"].append({
             "ranks": list(range(world)),
             "measurements": measurements,
-            "configuration": name,
+            "configuration": s.name,
             "world_size": world,
-            "ddp": name != "no-ddp",
+            "ddp": s.name != "no-ddp",
             "times": times(measurements, batch, world),
             "per_rank_measurements": [[ns / 1e9 for ns in r] for r in per_rank],
-            "profiled_sec_per_iter_p50": (s.get("profiled") or {}).get("p50_ns", 0) / 1e9
-            if s.get("profiled") else None,
-            "trace_dir": s.get("dir"),
+            "profiled_sec_per_iter_p50": s.profiled.p50_ns / 1e9 if s.profiled else None,
+            "trace_dir": s.dir,
         })
     for bench in benchmarks.values():
         bench["result"].sort(key=lambda r: (r["ddp"], r["world_size"]))
@@ -110,7 +107,7 @@ def build(run: Mapping[str, Any]) -> dict[str, Any]:
     metadata = {
         "profkit_version": __version__,
         "scenario": "ddp",
-        "run_id": run.get("run_id"),
+        "run_id": run.run_dir.name,
         "pytorch_version": env.get("torch"),
         "torchvision_version": env.get("torchvision"),
         "cuda_version": env.get("cuda"),
@@ -128,11 +125,11 @@ def build(run: Mapping[str, Any]) -> dict[str, Any]:
         "cpu_count": env.get("cpu_count"),
         "hostname": env.get("hostname"),
         "interconnect_topology": dist_env.get("interconnect_topology"),
-        "iterations": (run.get("options") or {}).get("iterations"),
-        "warmup": (run.get("options") or {}).get("warmup"),
+        "iterations": run.options.get("iterations"),
+        "warmup": run.options.get("warmup"),
         "measurements": "seconds per iteration of the slowest rank, each step bracketed "
         "by a device synchronization, after warm-up",
-        "started_at": run.get("started_at"),
+        "started_at": run.started_at,
     }
     return {
         "schema": SCHEMA,
@@ -163,19 +160,11 @@ def _world_size(configuration: str) -> int:
     return int(tail) if configuration.startswith("ddp-w") and tail.isdigit() else 1
 
 
-def write_for_run(run: Mapping[str, Any], run_dir: Path) -> Path:
-    """Write ``ddp_report.json`` into ``run_dir`` (atomically) and return its path."""
-    path = Path(run_dir) / REPORT_NAME
+def write_for_run(run: RunResult) -> Path:
+    """Write ``ddp_report.json`` into the run's folder (atomically) and return its path."""
+    path = run.run_dir / REPORT_NAME
     write_text_atomic(path, json.dumps(build(run), indent=1) + "\n")
     return path
-
-
-def load_run(path: Path) -> dict[str, Any]:
-    """A run folder or its run.json, as a dict."""
-    path = Path(path)
-    file = path / "run.json" if path.is_dir() else path
-    with open(file, encoding="utf-8") as fh:
-        return dict(json.load(fh))
 
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -197,9 +186,10 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise UsageError(f"{path}: not a DDP benchmark report (expected a JSON object)")
     if "benchmark_results" in data:
         return data
-    if isinstance(data.get("strategies"), list) and isinstance(data.get("scenario"), dict):
-        if data["scenario"].get("name") != "ddp":
-            raise UsageError(f"{path}: a run of scenario {data['scenario'].get('name')!r}, "
+    if data.get("schema") == RUN_SCHEMA:
+        run = decode_run(data, path)
+        if run.scenario != "ddp":
+            raise UsageError(f"{path}: a run of scenario {run.scenario!r}, "
                              "not ddp: only ddp runs have a DDP report")
-        return build(data)
+        return build(run)
     raise UsageError(f"{path}: not a DDP benchmark report (no 'benchmark_results')")

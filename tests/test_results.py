@@ -1,0 +1,103 @@
+"""Statistics against numpy/statistics, and run.json decoded back into the run that wrote it."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from profiler_kit import api, artifacts, results
+from profiler_kit.errors import UsageError
+from profiler_kit.measure import MeasureOptions
+
+HERE = Path(__file__).parent
+TINY = MeasureOptions(iterations=3, warmup=1, profile_wait=0, profile_warmup=1,
+                      profile_active=1)
+
+
+@given(st.lists(st.integers(min_value=1, max_value=10**12), min_size=1, max_size=200))
+def test_stats_match_numpy_and_statistics(samples: list[int]) -> None:
+    s = results.stats(samples)
+    a = np.asarray(samples, dtype=np.float64)
+    assert s.n == len(samples)
+    assert s.median_ns == pytest.approx(statistics.median(samples), rel=1e-12)
+    assert s.mean_ns == pytest.approx(statistics.fmean(samples), rel=1e-9)
+    assert s.min_ns == min(samples) and s.max_ns == max(samples)
+    for q, got in ((50, s.p50_ns), (75, s.p75_ns), (90, s.p90_ns), (95, s.p95_ns)):
+        assert got == pytest.approx(float(np.percentile(a, q)), rel=1e-12)
+    if len(samples) >= 2:
+        quartiles = statistics.quantiles(samples, n=4, method="inclusive")
+        assert s.iqr_ns == pytest.approx(quartiles[2] - quartiles[0], rel=1e-9, abs=1e-6)
+
+
+def test_noisy_flag_at_ten_percent_of_the_median() -> None:
+    steady = results.stats([100, 100, 101, 99, 100])
+    assert not steady.noisy and steady.iqr_fraction == pytest.approx(0.0)
+    noisy = results.stats([100, 80, 120, 60, 140])  # IQR 40 on a median of 100
+    assert noisy.iqr_fraction == pytest.approx(0.4) and noisy.noisy
+    assert noisy.to_json()["noisy"] is True
+
+
+def test_stats_of_nothing_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        results.stats([])
+
+
+def test_throughput_speedup_and_slowest_rank() -> None:
+    assert results.throughput(200, 0.5e9) == pytest.approx(400.0)
+    assert results.speedup(2e6, 1e6) == pytest.approx(2.0)
+    assert results.speedup(None, 1e6) is None
+    assert results.slowest_rank([(1, 5, 3), (2, 4, 3)]) == (2, 5, 3)
+
+
+def test_run_json_decodes_to_the_run_and_encodes_to_the_same_bytes(tmp_path) -> None:
+    """A real run (ok, failed, wrong and, without CUDA, skipped strategies) read back from
+    its run.json is the RunResult the run returned, and writing it again gives the file."""
+    run = api.run(str(HERE / "user_scenarios" / "failing.py"), device="cpu", options=TINY,
+                  out=tmp_path)
+    written = (run.run_dir / artifacts.RUN_JSON).read_bytes()
+
+    decoded = results.read_run(run.run_dir)
+    assert decoded == run
+    assert results.read_run(run.run_dir / artifacts.RUN_JSON) == run  # the file itself
+    assert isinstance(decoded.run_dir, Path)
+    ok = next(s for s in decoded.strategies if s.name == "base")
+    assert isinstance(ok.stats, results.Stats) and ok.stats.n == 3
+    assert isinstance(ok.equivalence, results.Equivalence)
+    assert [s.name for s in decoded.failed] == ["broken", "wrong"]
+
+    again = tmp_path / "again.json"
+    artifacts.write_json_atomic(again, decoded.to_json())
+    assert again.read_bytes() == written
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("{", "not a readable run.json"),
+    ('{"schema": "profkit.analysis/1"}', "expected schema 'profkit.run/1'"),
+    ('{"schema": "profkit.run/1", "scenario": {"name": "x"}}', "not a profkit run record"),
+])
+def test_a_file_that_is_not_a_run_is_one_clear_error(tmp_path, text, says) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=says) as info:
+        results.read_run(tmp_path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_wrong_type_names_the_field(tmp_path) -> None:
+    run = results.RunResult(
+        run_dir=tmp_path, scenario="s", description="", baseline="a", item_unit="items",
+        device="cpu", params={}, sweep=(), points=(), options={}, environment={},
+        strategies=(results.StrategyResult("a", results.OK, stats=results.stats([1, 2])),),
+        started_at="now")
+    doc = json.loads(json.dumps(run.to_json()))
+    assert results.RunResult.from_json(doc) == run
+    doc["strategies"][0]["stats"]["n"] = "three"
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.strategies\[0\]\.stats\.n"):
+        results.RunResult.from_json(doc)
