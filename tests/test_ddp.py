@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_kit import api, ddp_report, distributed, runner, scenario
+from profiler_kit import api, distributed, runner, scenario
+from profiler_kit.ddp_benchmark.report import load_report
 from profiler_kit.errors import UsageError
 from profiler_kit.measure import MeasureOptions
 from profiler_kit.scenario import RunConfig
@@ -114,7 +115,7 @@ def test_run_measures_ranks_and_writes_the_report(tmp_path: Path) -> None:
     assert w2_report["per_rank_measurements"] == [[ns / 1e9 for ns in r]
                                                   for r in w2.per_rank_samples_ns]
     assert set(w2_report["times"]["sec_per_iter"]) == {"p50", "p75", "p90", "p95"}
-    assert ddp_report.load_report(result.run_dir) == report
+    assert load_report(result.run_dir) == report
 
     d = api.diff(report_path, result.run_dir)
     rows = {c.configuration: c for c in d.benchmarks[0].configurations}

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from profiler_kit import api, ddp_report
+from profiler_kit import api, artifacts
+from profiler_kit.ddp_benchmark import report as ddp_report
 from profiler_kit.ddp_benchmark.diff import (
     bootstrap_change,
     diff_reports,
@@ -21,6 +22,7 @@ from profiler_kit.ddp_benchmark.diff import (
 )
 from profiler_kit.errors import UsageError
 from profiler_kit.render.diff_console import render
+from profiler_kit.results import RunResult, StrategyResult
 
 
 def _brute_force_p(a: list[float], b: list[float]) -> float:
@@ -84,28 +86,31 @@ def test_bootstrap_interval_separates_shift_from_noise() -> None:
 
 
 def _run_record(seconds_by_config: dict[str, list[float]], bucket: float = 25.0,
-                torch_version: str = "2.14.1", batch: int = 4) -> dict:
-    """A ddp run as run.json holds it (what ddp_report.build reads)."""
+                torch_version: str = "2.14.1", batch: int = 4,
+                run_dir: Path = Path("traces/ddp/r1")) -> RunResult:
+    """A ddp run as the runner returns it and run.json records it."""
     strategies = []
     for name, secs in seconds_by_config.items():
         world = 1 if name == "no-ddp" else int(name.rsplit("w", 1)[1])
-        per_rank = [[int(s * 1e9) - r * 1000 for s in secs] for r in range(world)]
-        strategies.append({
-            "name": name, "status": "ok", "point": f"bucket_cap_mb={bucket}",
-            "point_params": {"model": "resnet18", "batch_size": batch, "image_size": 32,
-                             "bucket_cap_mb": bucket, "world_size": 2},
-            "samples_ns": [int(s * 1e9) for s in secs],
-            "per_rank_samples_ns": per_rank if world > 1 else [],
-            "info": {"threads_per_rank": 1}, "dir": f"bucket_cap_mb={bucket}/{name}",
-        })
-    return {
-        "run_id": "r1", "device": "cpu", "params": {"bucket_cap_mb": [bucket]},
-        "options": {"iterations": len(next(iter(seconds_by_config.values()))), "warmup": 3},
-        "environment": {"torch": torch_version, "cuda": None, "devices": [],
-                        "distributed": {"backend": "gloo", "launcher": "spawn",
-                                        "interconnect_topology": None}},
-        "scenario": {"name": "ddp"}, "strategies": strategies,
-    }
+        per_rank = [tuple(int(s * 1e9) - r * 1000 for s in secs) for r in range(world)]
+        strategies.append(StrategyResult(
+            name=name, status="ok", point=f"bucket_cap_mb={bucket}",
+            point_params={"model": "resnet18", "batch_size": batch, "image_size": 32,
+                          "bucket_cap_mb": bucket, "world_size": 2},
+            samples_ns=tuple(int(s * 1e9) for s in secs),
+            per_rank_samples_ns=tuple(per_rank) if world > 1 else (),
+            info={"threads_per_rank": 1}, dir=f"bucket_cap_mb={bucket}/{name}",
+        ))
+    return RunResult(
+        run_dir=run_dir, scenario="ddp", description="", baseline="no-ddp",
+        item_unit="examples", device="cpu", params={"bucket_cap_mb": [bucket]},
+        sweep=("bucket_cap_mb",), points=({"bucket_cap_mb": bucket},),
+        options={"iterations": len(next(iter(seconds_by_config.values()))), "warmup": 3},
+        environment={"torch": torch_version, "cuda": None, "devices": [],
+                     "distributed": {"backend": "gloo", "launcher": "spawn",
+                                     "interconnect_topology": None}},
+        strategies=tuple(strategies), started_at="2026-01-01T00:00:00+00:00",
+    )
 
 
 def _samples(center: float, n: int = 20, seed: int = 0) -> list[float]:
@@ -219,6 +224,7 @@ def test_console_shows_models_configurations_and_verdicts() -> None:
 
 
 def _write(path: Path, data: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data))
     return path
 
@@ -228,8 +234,8 @@ def test_cli_diff_runs_without_torch(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     record = _run_record({"no-ddp": _samples(0.1), "ddp-w1": _samples(0.1),
-                          "ddp-w2": _samples(0.1)})
-    _write(run_dir / "run.json", record)
+                          "ddp-w2": _samples(0.1)}, run_dir=run_dir)
+    artifacts.write_json_atomic(run_dir / artifacts.RUN_JSON, record.to_json())
     code = (
         "import sys\n"
         "from profiler_kit.cli import main\n"
@@ -261,6 +267,10 @@ def test_bad_reports_are_one_line_errors(tmp_path: Path) -> None:
                                                "strategies": []})
     with pytest.raises(UsageError, match="not ddp"):
         api.diff(other_run, good)
+    partial_ddp_run = _write(tmp_path / "partial" / "run.json",
+                             {"scenario": {"name": "ddp"}, "strategies": []})
+    with pytest.raises(UsageError, match="partial/run.json: not a profkit run record"):
+        api.diff(partial_ddp_run.parent, good)
     done = subprocess.run([sys.executable, "-m", "profiler_kit", "diff", str(bad), str(good)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2

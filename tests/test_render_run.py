@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import msgspec
 from rich.console import Console
 
 from profiler_kit.render import run_console
@@ -78,7 +79,7 @@ def test_sweep_gets_a_table_per_point_and_a_growth_summary() -> None:
 def test_interrupted_run_says_so() -> None:
     result = _result((_ok("sequential", [1_000] * 3, 1.0),
                       StrategyResult(name="threads", status="interrupted")))
-    result = RunResult(**{**result.__dict__, "interrupted": True})
+    result = msgspec.structs.replace(result, interrupted=True)
     console, buf = _console()
     run_console.render(console, result)
     assert "interrupted: the strategies that finished are kept" in buf.getvalue()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -101,3 +103,14 @@ def test_a_wrong_type_names_the_field(tmp_path) -> None:
     doc["strategies"][0]["stats"]["n"] = "three"
     with pytest.raises(msgspec.ValidationError, match=r"\$\.strategies\[0\]\.stats\.n"):
         results.RunResult.from_json(doc)
+
+
+def test_results_and_the_ddp_benchmark_side_do_not_import_torch() -> None:
+    code = ("import sys\n"
+            "import profiler_kit.results, profiler_kit.ddp_benchmark.report\n"
+            "import profiler_kit.ddp_benchmark.diff\n"
+            "assert 'torch' not in sys.modules\n"
+            "assert not any(m.startswith('profiler_kit.analysis') for m in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr

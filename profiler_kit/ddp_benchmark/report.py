@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from profiler_kit import __version__
-from profiler_kit.artifacts import RUN_SCHEMA, write_text_atomic
+from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.errors import UsageError
 from profiler_kit.results import OK, SKIPPED, RunResult, decode_run
 
@@ -186,10 +186,9 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise UsageError(f"{path}: not a DDP benchmark report (expected a JSON object)")
     if "benchmark_results" in data:
         return data
-    if data.get("schema") == RUN_SCHEMA:
-        run = decode_run(data, path)
-        if run.scenario != "ddp":
-            raise UsageError(f"{path}: a run of scenario {run.scenario!r}, "
+    if isinstance(data.get("strategies"), list) and isinstance(data.get("scenario"), dict):
+        if data["scenario"].get("name") != "ddp":
+            raise UsageError(f"{path}: a run of scenario {data['scenario'].get('name')!r}, "
                              "not ddp: only ddp runs have a DDP report")
-        return build(run)
+        return build(decode_run(data, path))
     raise UsageError(f"{path}: not a DDP benchmark report (no 'benchmark_results')")
