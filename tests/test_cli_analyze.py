@@ -83,7 +83,7 @@ def test_a_bad_trace_among_several_is_one_line_in_parallel(tmp_path):
 
 
 def test_forking_only_from_a_single_threaded_process():
-    code = ("import threading; from profiler_kit.forking import may_fork as s; "
+    code = ("import threading; from profiler_kit.trace.forking import may_fork as s; "
             "a = s(); e = threading.Event(); t = threading.Thread(target=e.wait); t.start(); "
             "b = s(); e.set(); t.join(); print(a, b)")
     env = {"OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}

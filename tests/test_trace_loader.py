@@ -291,15 +291,14 @@ def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
 def test_phases_the_table_does_not_use_keep_the_fast_path(tmp_path: Path) -> None:
     """Counters and begin/end or async spans are counted as skipped by the typed decode
     itself, without sending the trace to the per-event rules."""
-    from profiler_kit.trace import stream
+    from profiler_kit.trace.columns import document_table
 
     extra = [{"ph": "C", "name": "mem", "pid": 0, "ts": 5, "args": {"v": 1}},
              {"ph": "B", "name": "b", "pid": 0, "tid": 1, "ts": 3},
              {"ph": "E", "pid": 0, "tid": 1, "ts": 4},
              {"ph": "b", "name": "a", "id": 1, "pid": 0, "ts": 6, "cat": "x"}]
     path = write_trace(tmp_path / "phases.json", [ev(ts=i) for i in range(5)] + extra)
-    loader = stream._Loader(path, stream.DEFAULT_CHUNK_BYTES, False, True)
-    table = loader._document(path.read_bytes())
+    table = document_table(path, path.read_bytes())
     assert table is not None
     assert table.skipped == {"unsupported phase 'B'": 1, "unsupported phase 'C'": 1,
                              "unsupported phase 'E'": 1, "unsupported phase 'b'": 1}

@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 from test_trace_loader import REAL, assert_same, ev
 
-from profiler_kit.trace import parallel, stream
 from profiler_kit.trace.loader import load, load_simple
+from profiler_kit.trace.parallel import load_in_parts
 
 SPLITTABLE = [p for p in REAL if len(gzip.decompress(p.read_bytes())) > 100_000]
 
 
 def in_parts(path: Path, jobs: int, chunk_bytes: int = 4096):
     """The table loaded in ``jobs`` parts whatever its size; None if it fell back."""
-    loader = stream._Loader(path, chunk_bytes, False, False)
-    return parallel.load_in_parts(loader, jobs, min_bytes=0)
+    return load_in_parts(path, chunk_bytes, jobs, min_bytes=0)
 
 
 def load_in_parts_or_one_pass(path: Path, jobs: int, chunk_bytes: int = 4096):

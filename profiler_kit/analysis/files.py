@@ -2,7 +2,7 @@
 
 Traces of a run folder or of a job's ranks are independent, so each can be loaded
 and analyzed on its own core, in forked workers (they start at once, with the modules
-already imported) where :func:`profiler_kit.forking.may_fork` allows.
+already imported) where :func:`profiler_kit.trace.forking.may_fork` allows.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.forking import cores, may_fork, worker_pool
+from profiler_kit.trace.forking import cores, may_fork, worker_pool
 
 
 def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,

@@ -1,6 +1,10 @@
 """Load any torch.profiler (Kineto) Chrome trace into an :class:`EventTable`.
 
-``load`` reads ``.json`` and ``.json.gz`` (detected by content, not by name);
+``load`` reads ``.json`` and ``.json.gz`` (detected by content, not by name) and picks
+the way: a large trace in parts on several cores (:mod:`~profiler_kit.trace.parallel`),
+a small one decoded whole (:mod:`~profiler_kit.trace.columns`), else in pieces
+(:mod:`~profiler_kit.trace.pieces`); ``load_simple`` is the per-event reference, and
+the last resort for files the faster ways cannot frame. All give the same table.
 ``find_traces`` finds the traces under a file, a strategy or run folder, or any
 TensorBoard logdir. Files that cannot be read raise :class:`TraceError` with one line
 naming the file and the problem; odd events inside a good file are skipped and counted.
@@ -8,15 +12,22 @@ naming the file and the problem; odd events inside a good file are skipped and c
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import zlib
 from pathlib import Path
 
+import msgspec
+
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.build import build_table, list_columns, list_memory, meta_from_header
+from profiler_kit.trace.columns import document_table
 from profiler_kit.trace.normalize import Accumulator
-from profiler_kit.trace.source import decode_whole, read_all
+from profiler_kit.trace.parallel import load_in_parts
+from profiler_kit.trace.pieces import PieceReader
+from profiler_kit.trace.schema import decode_whole, json_problem
+from profiler_kit.trace.source import read_all, read_small
 from profiler_kit.trace.table import EventTable
 
 __all__ = ["load", "load_simple", "find_traces", "TraceError"]
@@ -24,21 +35,51 @@ __all__ = ["load", "load_simple", "find_traces", "TraceError"]
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = frozenset({"run.json", "key_averages.json", "key_averages.json.gz"})
 SNIFF_BYTES = 1 << 20
+DEFAULT_CHUNK_BYTES = 4 << 20
+WHOLE_BYTES = 64 << 20  # content up to this size is decoded in one piece
 
 
 def load(path: str | os.PathLike[str], *, chunk_bytes: int | None = None,
          lenient: bool = False, jobs: int | None = None) -> EventTable:
     """Read one trace file into an event table (rows sorted by start time).
 
-    A trace of up to 64 MB is decoded at once; a larger one in pieces of about
-    ``chunk_bytes`` (default 4 MB), so memory stays bounded, and in ``jobs`` parts at
-    once (default: one per core where the process may fork). ``lenient`` sends every
-    piece through the per-event rules (same table, slower: it exists to check the fast
-    path against).
+    A trace of up to ``WHOLE_BYTES`` (64 MB) is decoded at once; a larger one in pieces
+    of about ``chunk_bytes`` (default 4 MB), so memory stays bounded, and in ``jobs``
+    parts at once in forked workers (default: one per core where this process may fork,
+    see :mod:`~profiler_kit.trace.forking`; ask for more than one only from a
+    single-threaded process). With ``chunk_bytes`` every trace is read in pieces.
+    ``lenient`` sends every piece through the per-event rules (same table, slower: it
+    exists to check the fast path against).
     """
-    from profiler_kit.trace import stream
+    p = Path(path)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # millions of short-lived objects, no cycles: collections only cost time
+    try:
+        table = _load(p, chunk_bytes, lenient, jobs)
+        return table if table is not None else load_simple(p)
+    except (msgspec.DecodeError, RecursionError) as e:  # a safety net: never a traceback
+        raise TraceError(f"{p}: {json_problem(e)}") from None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
-    return stream.load(Path(path), chunk_bytes=chunk_bytes, lenient=lenient, jobs=jobs)
+
+def _load(path: Path, chunk_bytes: int | None, lenient: bool,
+          jobs: int | None) -> EventTable | None:
+    """The table by the fastest way that applies; None: decode the file whole."""
+    piece_bytes = chunk_bytes or DEFAULT_CHUNK_BYTES
+    if not lenient and jobs != 1:
+        table = load_in_parts(path, piece_bytes, jobs, WHOLE_BYTES)
+        if table is not None:
+            return table
+    reader = PieceReader(path, piece_bytes, lenient)
+    if chunk_bytes is None and not lenient:
+        data = read_small(path, WHOLE_BYTES)
+        if data is not None:
+            table = document_table(path, data)
+            # else the same bytes, piece by piece
+            return table if table is not None else reader.read(iter((data,)))
+    return reader.read()
 
 
 def load_simple(path: str | os.PathLike[str]) -> EventTable:

@@ -10,12 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from profiler_kit.errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
-UNTYPED = msgspec.json.Decoder()
 BLOCK_BYTES = 4 << 20
 
 
@@ -181,52 +178,3 @@ def read_small(path: Path, limit: int) -> bytes | None:
 def read_all(path: Path) -> bytes:
     """The whole decompressed content."""
     return b"".join(iter_blocks(path))
-
-
-def decode_whole(path: Path, data: bytes) -> dict[str, Any]:
-    """Decode a complete trace document and check it is one; TraceError otherwise."""
-    if not data.strip():
-        raise TraceError(f"{path}: empty file")
-    try:
-        doc = decode_json(UNTYPED, data)
-    except msgspec.ValidationError:
-        doc = _decode_python(path, data)  # numbers beyond float range: Python's json copes
-    except (msgspec.DecodeError, RecursionError) as e:
-        raise TraceError(f"{path}: {json_problem(e)}") from None
-    check_document(path, doc)
-    return doc
-
-
-def decode_json(decoder: Any, data: bytes | memoryview) -> Any:
-    """``decoder.decode(data)``, with invalid UTF-8 replaced by U+FFFD rather than fatal."""
-    try:
-        return decoder.decode(data)
-    except UnicodeDecodeError:
-        return decoder.decode(utf8_replaced(data))
-
-
-def utf8_replaced(data: bytes | memoryview) -> bytes:
-    return bytes(data).decode("utf-8", "replace").encode("utf-8")
-
-
-def _decode_python(path: Path, data: bytes) -> Any:
-    import json
-
-    try:
-        return json.loads(utf8_replaced(data))
-    except (ValueError, RecursionError) as e:
-        raise TraceError(f"{path}: not valid JSON ({e})") from None
-
-
-def json_problem(e: BaseException) -> str:
-    msg = str(e)
-    if isinstance(e, RecursionError):
-        return "not valid JSON (nested too deeply)"
-    if "truncated" in msg:
-        return "truncated JSON (the file ends in the middle of the data)"
-    return f"not valid JSON ({msg})"
-
-
-def check_document(path: Path, doc: Any) -> None:
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise TraceError(f"{path}: not a torch.profiler trace (no traceEvents list)")

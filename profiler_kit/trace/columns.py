@@ -1,0 +1,280 @@
+"""Event columns built from decoded events, a batch at a time.
+
+Typed events (:mod:`profiler_kit.trace.schema`) become whole numpy columns with no
+per-event Python; a batch with a value numpy cannot hold, or one the typed decode
+rejected, goes through the per-event rules of :mod:`profiler_kit.trace.normalize`
+instead. Both give the same rows, appended in file order as column chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from profiler_kit.trace.build import (
+    EVENT_COLUMNS,
+    build_table,
+    list_columns,
+    list_memory,
+    meta_from_header,
+)
+from profiler_kit.trace.normalize import (
+    GPU_CAT_VALUES,
+    INT32_MAX,
+    INT32_MIN,
+    Accumulator,
+    category_code,
+    string_id,
+)
+from profiler_kit.trace.schema import (
+    ABSENT,
+    DOCUMENT,
+    ONE_BY_ONE,
+    PHASE_OF_UNSUPPORTED,
+    Complete,
+    Metadata,
+    decode_json,
+)
+from profiler_kit.trace.table import EventTable
+
+BATCH_EVENTS = 16384  # columns are built this many events at a time (cache-friendly)
+EXACT_FLOAT = 2.0**53  # floats below this hold every integer exactly
+GPU_CODES = np.array(sorted(GPU_CAT_VALUES), dtype=np.int8)
+
+
+class Irregular(Exception):
+    """A batch the column path cannot take as it is; the per-event rules take it."""
+
+
+class Part(msgspec.Struct):
+    """What one worker decoded of a trace: the events between two boundaries."""
+
+    chunks: list[dict[str, np.ndarray]]
+    names: list[str]  # the part's interned names: its name column indexes this
+    memory: dict[str, list[int]]
+    skipped: dict[str, int]
+    normalized: dict[str, int]
+    process_names: dict[int, str]
+    thread_names: dict[tuple[int, int], str]
+    suffix: bytes | None  # the bytes after the event list (the last part only)
+
+
+class ColumnBuilder:
+    """Rows of one trace, as column chunks in file order, and what the table needs
+    besides (names, memory events, skipped and normalized counts)."""
+
+    def __init__(self) -> None:
+        self.acc = Accumulator()
+        self.chunks: list[dict[str, np.ndarray]] = []
+        self.cat_codes: dict[Any, int] = {}
+        self.cat_notes: dict[Any, str] = {}
+
+    def table(self, path: Path, header: Mapping[str, Any]) -> EventTable:
+        """The table of everything added, with the metadata from the trace's top-level keys."""
+        return build_table(meta_from_header(path, header), self.acc, self.columns(),
+                           list_memory(self.acc))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The chunks joined into whole columns (the chunks are consumed)."""
+        if not self.chunks:
+            return {k: np.empty(0, dtype=t) for k, t in EVENT_COLUMNS.items()}
+        out = {}
+        for key in EVENT_COLUMNS:
+            out[key] = np.concatenate([c[key] for c in self.chunks])
+            for c in self.chunks:
+                del c[key]
+        self.chunks.clear()
+        return out
+
+    def add_untyped(self, events: Iterable[Any]) -> None:
+        """Plain decoded events, one by one with the per-event rules."""
+        add = self.acc.add
+        for event in events:
+            add(event)
+        acc = self.acc
+        if acc.ts_ns:  # move the rows into a column chunk, keeping file order
+            self.chunks.append(list_columns(acc))
+            for key in EVENT_COLUMNS:
+                getattr(acc, key).clear()
+
+    def add_typed(self, events: list[Any]) -> None:
+        """Typed events, whole columns at a time; Irregular (adding nothing) when a value
+        needs the per-event rules."""
+        x = [e for e in events if type(e) is Complete]
+        others = []
+        unsupported: dict[str, int] = {}
+        if len(x) != len(events):
+            kinds = set(map(type, events))
+            if not ONE_BY_ONE.isdisjoint(kinds):
+                others = [e for e in events if type(e) in ONE_BY_ONE]
+            for kind in kinds & PHASE_OF_UNSUPPORTED.keys():
+                phase = PHASE_OF_UNSUPPORTED[kind]
+                unsupported[f"unsupported phase {phase!r}"] = sum(type(e) is kind for e in events)
+        n = len(x)
+        if not n:
+            self._others(others)
+            self.acc.skipped.update(unsupported)
+            return
+        names = [e.name for e in x]
+        unique_names = set(names)
+        if None in unique_names:
+            raise Irregular
+        ts_ns = us_column([e.ts for e in x], n)
+        dur_ns = us_column([e.dur for e in x], n)
+        if dur_ns.min() < 0:
+            raise Irregular
+        pid = id_column([e.pid for e in x], n)
+        tid = id_column([e.tid for e in x], n)
+        cat, notes = self._cat_column([e.cat for e in x])
+        args = [e.args for e in x]
+        corr = int_column([a.correlation for a in args], n)
+        ext = int_column([a.external_id for a in args], n)
+        absent = np.flatnonzero(ext == ABSENT)
+        if len(absent):
+            ext[absent] = int_column([args[i].external_id_legacy for i in absent.tolist()],
+                                     len(absent))
+        device = np.full(n, -1, dtype=np.int64)
+        stream = np.full(n, -1, dtype=np.int64)
+        gpu = np.flatnonzero(np.isin(cat, GPU_CODES))
+        if len(gpu):
+            gargs = [args[i] for i in gpu.tolist()]
+            m = len(gargs)
+            dev = int_column([a.device for a in gargs], m)
+            streams = [a.stream for a in gargs]
+            if set(map(type, streams)) != {int}:
+                streams = [v if type(v) is int else ABSENT for v in streams]
+            strm = int_column(streams, m)
+            dev = np.where((dev < INT32_MIN) | (dev > INT32_MAX), pid[gpu], dev)
+            dev[(dev < INT32_MIN) | (dev > INT32_MAX)] = -1
+            device[gpu] = dev
+            stream[gpu] = np.where(strm == ABSENT, tid[gpu], strm)
+        # commit only now: an Irregular above leaves no trace of this batch
+        self._others(others)
+        self.acc.skipped.update(unsupported)
+        for note, count in notes.items():
+            self.acc.normalized[note] += count
+        self.chunks.append({
+            "cat": cat,
+            "name": self._name_column(names, unique_names, n),
+            "ts_ns": ts_ns,
+            "dur_ns": dur_ns,
+            "pid": pid,
+            "tid": tid,
+            "device": device.astype(np.int32),
+            "stream": stream,
+            "correlation": corr,
+            "external_id": ext,
+        })
+
+    def part(self, suffix: bytes | None) -> Part:
+        """Everything added, to be sent to the process that merges the parts."""
+        acc = self.acc
+        return Part(chunks=self.chunks, names=list(acc.names), memory=acc.mem,
+                    skipped=dict(acc.skipped), normalized=dict(acc.normalized),
+                    process_names=acc.process_names, thread_names=acc.thread_names,
+                    suffix=suffix)
+
+    def merge(self, parts: list[Part]) -> None:
+        """Append the parts' rows after these, in order (their names renumbered)."""
+        acc = self.acc
+        intern = acc.names
+        for part in parts:
+            # evaluated before setdefault inserts: a new name gets the next id
+            remap = np.fromiter((intern.setdefault(n, len(intern)) for n in part.names),
+                                dtype=np.int32, count=len(part.names))
+            for chunk in part.chunks:
+                chunk["name"] = remap[chunk["name"]]
+                self.chunks.append(chunk)
+            for key, values in part.memory.items():
+                acc.mem[key].extend(values)
+            acc.skipped.update(part.skipped)
+            acc.normalized.update(part.normalized)
+            acc.process_names.update(part.process_names)
+            acc.thread_names.update(part.thread_names)
+
+    def _name_column(self, names: list[str], unique: set[str], n: int) -> np.ndarray:
+        """Intern ids of ``names``, new names numbered in order of first appearance."""
+        intern = self.acc.names
+        if not intern.keys() >= unique:
+            for name in dict.fromkeys(names):  # new names numbered in file order
+                if name not in intern:
+                    intern[name] = len(intern)
+        return np.fromiter(map(intern.__getitem__, names), dtype=np.int32, count=n)
+
+    def _cat_column(self, cats: list[Any]) -> tuple[np.ndarray, dict[str, int]]:
+        """Cat codes, and the notes to count for odd categories."""
+        codes, notes_of = self.cat_codes, self.cat_notes
+        unique = set(cats)
+        for raw in unique - codes.keys():
+            code, note = category_code(raw)
+            codes[raw] = code
+            if note is not None:
+                notes_of[raw] = note
+        notes: dict[str, int] = {}
+        for raw in notes_of.keys() & unique:
+            notes[notes_of[raw]] = notes.get(notes_of[raw], 0) + cats.count(raw)
+        return np.fromiter(map(codes.__getitem__, cats), dtype=np.int8, count=len(cats)), notes
+
+    def _others(self, events: list[Any]) -> None:
+        """Metadata and instant events, one by one, with the per-event path's rules."""
+        acc = self.acc
+        for e in events:
+            a = e.args
+            if type(e) is Metadata:
+                acc.add_metadata(e.name, e.pid, e.tid, None if a is None else a.label)
+            elif e.name == "[memory]":
+                if a is None:
+                    acc.skipped["memory event without args"] += 1
+                else:
+                    acc.add_memory(e.ts, e.tid, a.nbytes, a.total_allocated, a.total_reserved,
+                                   a.device_type, a.device_id)
+
+
+def document_table(path: Path, data: bytes) -> EventTable | None:
+    """The table of a whole trace decoded at once; None when it needs the piecewise way.
+
+    Anything odd (a value of an unexpected type, a phase the structs do not know, broken
+    JSON) goes the piecewise way, which handles it event by event or names the problem.
+    """
+    builder = ColumnBuilder()
+    try:
+        doc = decode_json(DOCUMENT, data)
+        events = doc.events
+        if events is None:
+            return None
+        for start in range(0, len(events), BATCH_EVENTS):
+            builder.add_typed(events[start:start + BATCH_EVENTS])
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, Irregular):
+        return None
+    return builder.table(path, doc.header())
+
+
+def us_column(values: Iterable[Any], n: int) -> np.ndarray:
+    """µs floats to int64 ns with :func:`normalize.us_to_ns`'s rule; Irregular if it can't."""
+    a = np.fromiter(values, dtype=np.float64, count=n)  # None -> NaN, caught below
+    if n and not (np.abs(a).max() < EXACT_FLOAT):
+        raise Irregular  # missing, or integers floats may have rounded
+    whole = np.floor(a)
+    return whole.astype(np.int64) * 1000 + np.rint((a - whole) * 1000).astype(np.int64)
+
+
+def id_column(values: list[Any], n: int) -> np.ndarray:
+    """pid/tid values (int, or strings mapped to stable negative ints)."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        return int_column(values, n)
+    if kinds <= {int, str}:
+        return int_column([v if type(v) is int else string_id(v) for v in values], n)
+    raise Irregular
+
+
+def int_column(values: Iterable[Any], n: int) -> np.ndarray:
+    """Python ints (as msgspec typed them) to int64; Irregular for None or beyond 64 bits."""
+    try:
+        return np.fromiter(values, dtype=np.int64, count=n)
+    except (OverflowError, TypeError):
+        raise Irregular from None
