@@ -69,11 +69,11 @@ def test_kernel_attributed_through_correlation_to_innermost_op():
 def test_other_op_inherits_class_from_ancestor_then_name_rules():
     t = make_table([
         op("aten::conv2d", 0, 100),
-        op("aten::copy_", 10, 50),  # "other": the convolution around it decides
+        op("aten::empty", 10, 50),  # "other": the convolution around it decides
         launch(20, corr=1),
-        op("aten::copy_", 200, 50),  # no classed ancestor: the kernel name decides
+        op("aten::empty", 200, 50),  # no classed ancestor: the kernel name decides
         launch(210, corr=2),
-        kernel("direct_copy_kernel", 30, 5, corr=1),
+        kernel("mystery_kernel", 30, 5, corr=1),
         kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 220, 5, corr=2),
         kernel("triton_poi_fused_add_0", 300, 5),  # no runtime event at all
     ])
@@ -81,6 +81,22 @@ def test_other_op_inherits_class_from_ancestor_then_name_rules():
     assert gpu.klass.tolist() == [_cls("convolution"), _cls("communication"),
                                   _cls("elementwise")]
     assert gpu.linked_by.tolist() == [1, 1, 0]
+
+
+def test_copies_are_copies_whatever_op_encloses_them():
+    t = make_table([
+        op("aten::conv2d", 0, 100),
+        op("aten::copy_", 10, 20),  # a cast inside the convolution: a copy
+        launch(20, corr=1),
+        launch(50, corr=2),  # the convolution's own layout transpose: a copy by its name
+        launch(60, corr=3),
+        kernel("void at::native::elementwise_kernel<128, 2, at::native::direct_copy_kernel_cuda("
+               "at::TensorIteratorBase&)::{lambda(float)#1}>(int)", 30, 5, corr=1),
+        kernel("batched_transpose_32x32_half", 55, 5, corr=2),
+        kernel("igemm_fwd_gtcx3_nhwc_bf16", 65, 5, corr=3),
+    ])
+    gpu = attribute_gpu(t, build_op_tree(t))
+    assert gpu.klass.tolist() == [_cls("copy"), _cls("copy"), _cls("convolution")]
 
 
 def test_external_id_links_when_runtime_event_is_missing():

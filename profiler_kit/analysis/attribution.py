@@ -4,7 +4,9 @@ The link goes through the correlation id to the runtime call (``cudaLaunchKernel
 ``hipLaunchKernel``, ``cuLaunchKernel``, ...) and from there to the innermost range
 open on that call's thread; when the runtime call is missing, the activity's
 ``External id`` names the op directly. A kernel takes the class of its linked op
-(or the nearest ancestor that has one); name rules decide only when no op says.
+(or the nearest ancestor that has one); name rules decide when no op says, and a
+kernel whose own name says it copies or communicates is a copy or communication
+whatever op launched it (a layout transpose inside a convolution is a copy).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class GpuActivity(msgspec.Struct, frozen=True):
     op_node: np.ndarray  # int64 the launching cpu_op node (-1 when not linked)
     klass: np.ndarray  # int8 index into classify.CLASSES
     linked_by: np.ndarray  # int8: 0 none, 1 correlation, 2 external id
+    name_klass: np.ndarray  # int8 class from the kernel's own name and functor alone
 
     def __len__(self) -> int:
         return len(self.row)
@@ -73,11 +76,26 @@ def attribute_gpu(table: EventTable, tree: OpTree) -> GpuActivity:
             linked_by[missing[hit]] = 2
 
     op_node = np.where(node >= 0, tree.op_node[np.maximum(node, 0)], -1) if len(tree) else node
-    klass = _classes(table, rows, node, tree)
-    return GpuActivity(row=rows, node=node, op_node=op_node, klass=klass, linked_by=linked_by)
+    name_klass = _name_classes(table, rows)
+    klass = _classes(table, rows, node, tree, name_klass)
+    return GpuActivity(row=rows, node=node, op_node=op_node, klass=klass, linked_by=linked_by,
+                       name_klass=name_klass)
 
 
-def _classes(table: EventTable, rows: np.ndarray, node: np.ndarray, tree: OpTree) -> np.ndarray:
+def _name_classes(table: EventTable, rows: np.ndarray) -> np.ndarray:
+    """Class of every activity from its name alone (the rules run once per distinct name)."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int8)
+    uniq, inverse = np.unique(table.name[rows], return_inverse=True)
+    lut = np.array(
+        [classify.CLASS_INDEX[classify.classify_kernel_name(table.names[int(u)])] for u in uniq],
+        dtype=np.int8,
+    )
+    return lut[inverse.reshape(-1)]
+
+
+def _classes(table: EventTable, rows: np.ndarray, node: np.ndarray, tree: OpTree,
+             name_klass: np.ndarray) -> np.ndarray:
     other = classify.CLASS_INDEX[classify.OTHER]
     klass = np.full(len(rows), other, dtype=np.int8)
     if not len(rows):
@@ -85,16 +103,10 @@ def _classes(table: EventTable, rows: np.ndarray, node: np.ndarray, tree: OpTree
     if len(tree):
         linked = node >= 0
         klass[linked] = tree.klass[node[linked]]
-    need = klass == other
-    if need.any():
-        names = table.name[rows[need]]
-        uniq, inverse = np.unique(names, return_inverse=True)
-        lut = np.array(
-            [classify.CLASS_INDEX[classify.classify_kernel_name(table.names[int(u)])]
-             for u in uniq],
-            dtype=np.int8,
-        )
-        klass[need] = lut[inverse.reshape(-1)]
+    decisive = np.isin(name_klass, [classify.CLASS_INDEX[classify.COPY],
+                                    classify.CLASS_INDEX[classify.COMMUNICATION]])
+    need = (klass == other) | decisive
+    klass[need] = name_klass[need]
     cat = table.cat[rows]
     klass[cat == Cat.MEMCPY] = classify.CLASS_INDEX[classify.MEMCPY]
     klass[cat == Cat.MEMSET] = classify.CLASS_INDEX[classify.MEMSET]

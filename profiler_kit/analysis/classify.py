@@ -17,6 +17,7 @@ ATTENTION = "attention"
 ELEMENTWISE = "elementwise"
 REDUCTION = "reduction"
 POOLING = "pooling"
+COPY = "copy"
 MEMCPY = "memcpy"
 MEMSET = "memset"
 COMMUNICATION = "communication"
@@ -32,6 +33,7 @@ CLASSES: tuple[str, ...] = (
     ELEMENTWISE,
     REDUCTION,
     POOLING,
+    COPY,
     MEMCPY,
     MEMSET,
     COMMUNICATION,
@@ -44,11 +46,18 @@ _COMM = re.compile(
     r"reduce_?scatter|all_?to_?all|sendrecv|send_recv|\bbarrier\b|nccldevkernel|msccl",
 )
 _ATTENTION = re.compile(
-    r"attention|flash|fmha|sdpa|scaled_dot_product|mha_|_attn"
+    r"attention|flash|fmha|sdpa|scaled_dot_product|mha_|_attn|^attn_"
 )
 _BATCHNORM = re.compile(r"batch_?norm|\bbn_|::bn_|bn_fw|bn_bw|miopenbatchnorm")
 _NORM = re.compile(
-    r"layer_?norm|group_?norm|instance_?norm|rms_?norm|local_response_norm|weight_norm",
+    r"layer_?norm|group_?norm|instance_?norm|rms_?norm|local_response_norm|weight_norm|"
+    r"gammabeta|rowwisemoments|computefusedparams|computebackwardfusedparams|"
+    r"computeinternalgradients",
+)
+# Copies, casts and layout changes (AMP's casts, NCHW <-> NHWC, concatenation).
+_COPY = re.compile(
+    r"copy|transpose|nchwtonhwc|nhwctonchw|nchw2|nhwc2|cnhw2|catarray|\bcat\b|contiguous|"
+    r"_to_copy|^to$|^clone$|convert_element_type",
 )
 _CONV = re.compile(
     r"conv(?!ert)|fprop|dgrad|wgrad|implicit_?gemm|implicit_convolve|igemm_(?:fwd|bwd|wrw)|"
@@ -56,26 +65,30 @@ _CONV = re.compile(
 )
 _GEMM = re.compile(
     r"gemm|gemv|matmul|\bmm\b|addmm|bmm|baddbmm|addmv|\bmv\b|\bdot\b|linear|einsum|cublas|"
-    r"cutlass|^cijk_|nvjet|triton_tem|_scaled_mm|tensorop",
+    r"cutlass|^cijk_|nvjet|triton_tem|_scaled_mm",
 )
 _POOL = re.compile(r"pool")
 _REDUCTION = re.compile(
     r"reduce|\bsum\b|\bmean\b|\bamax\b|\bamin\b|\bmax\b|\bmin\b|argmax|argmin|\bnorm\b|"
     r"vector_norm|softmax|cumsum|cumprod|\bprod\b|\bvar\b|\bstd\b|var_mean|std_mean|"
-    r"nll_loss|cross_entropy|mse_loss|l1_loss|triton_red|triton_per|topk|sort|\bany\b|\ball\b",
+    r"nll_loss|cross_entropy|mse_loss|l1_loss|triton_red|triton_per|topk|sort|\bany\b|\ball\b|"
+    r"sum_functor|meanops|scan",
 )
 _ELEMENTWISE = re.compile(
     r"elementwise|triton_poi|\badd_?\b|\bsub_?\b|\bmul_?\b|\bdiv_?\b|relu|gelu|silu|sigmoid|"
     r"tanh|threshold|hardtanh|leaky|elu|\bexp|\blog\b|\bpow|sqrt|rsqrt|clamp|where|\bneg|"
-    r"\babs|dropout|addcmul|addcdiv|lerp|_foreach_|multi_tensor_apply|fill_?|zero_|copy_|"
-    r"direct_copy|\bcat\b|catarray|\bclone\b|_to_copy|masked_fill|\bsign\b|reciprocal|"
-    r"\bcos\b|\bsin\b|\berf|transpose|nchwtonhwc|nhwctonchw|\bunary|\bbinary|functor|"
-    r"distribution|uniform|normal_|bernoulli|index_put|\bindex\b|gather|scatter|embedding",
+    r"\babs|dropout|addcmul|addcdiv|lerp|_foreach_|multi_tensor_apply|fill_?|zero_|"
+    r"masked_fill|\bsign\b|reciprocal|"
+    r"\bcos\b|\bsin\b|\berf|\bunary|\bbinary|functor|"
+    r"distribution|uniform|normal_|bernoulli|index_put|\bindex\b|index_?select|gather|scatter|"
+    r"embedding|"
+    r"subtensorop|optensor|_kernel_cuda$",
 )
 
 # Names are matched lower-cased and cut to this length: the kernel's own name and its first
 # template arguments come first, and the regexes stay fast on 2,000-character lambdas.
 _MATCH_CHARS = 400
+_PARSE_CHARS = 2000  # enough for the functor of PyTorch's longest lambdas
 
 # Prefixes that wrap an op name without changing what it does.
 _OP_PREFIXES = ("autograd::engine::evaluate_function: ",)
@@ -105,17 +118,23 @@ _SPECIFIC_RULES = (
 )
 
 
+# Ops that copy, cast or concatenate: their kernels are copies whatever op encloses them.
+_COPY_OPS = frozenset({
+    "copy_", "copy", "to", "_to_copy", "contiguous", "clone", "cat", "_cat", "concat",
+    "concatenate", "stack", "convert_element_type", "_copy_from", "_copy_from_and_resize",
+})
+
+
 def classify_op(name: str) -> str:
     """Class of a CPU op (``aten::conv2d``, ``ConvolutionBackward0``, ``nccl:all_reduce``)."""
     if _COMM.search(name[:_MATCH_CHARS].lower()):
         return COMMUNICATION
     base = _op_base(name[:_MATCH_CHARS])
+    if base in _COPY_OPS:
+        return COPY
     for pattern, cls in _SPECIFIC_RULES:
         if pattern.search(base):
             return cls
-    if base in {"copy_", "to", "_to_copy", "contiguous", "clone"}:
-        # A copy says nothing about the work around it: let its ancestors decide.
-        return OTHER
     if _REDUCTION.search(base):
         return REDUCTION
     if _ELEMENTWISE.search(base):
@@ -123,13 +142,135 @@ def classify_op(name: str) -> str:
     return OTHER
 
 
+# Kernel-name rules, most specific first; each is tried on the kernel's own name, then on
+# its functor (see :func:`kernel_parts`). Copies come before the rest: a copy kernel's
+# name often also says ``elementwise``.
+KERNEL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_COPY, COPY),
+    *_SPECIFIC_RULES,
+    (_REDUCTION, REDUCTION),
+    (_ELEMENTWISE, ELEMENTWISE),
+)
+
+# Template arguments that are types or numbers, never the work a kernel does.
+_TYPE_ARG = re.compile(
+    r"^(?:-?\d+[a-z]*|true|false|\(.*\)-?\d+|(?:unsigned |signed |const )*"
+    r"(?:void|bool|char|short|int|long|long long|float|double|half|__half|__nv_bfloat16|"
+    r"__nv_fp8\w*|int\d+_t|uint\d+_t|size_t)(?: const)?\*?)$"
+    r"|^(?:std|c10|cub|at::detail|at_cuda_detail|torch::headeronly)::"
+    r"|^(?:at::native::)?(?:anon::)?(?:opaquetype|array|tensorinfo|genericpackedtensoraccessor)",
+)
+_CALLED = re.compile(r"([A-Za-z_]\w*)(?:<[^<>()]*>)?\(")
+_WRAPPERS = frozenset({"lambda", "operator", "gpu_kernel_impl", "gpu_kernel_impl_nocast",
+                       "gpu_kernel", "func_wrapper_t", "decltype"})
+_ANON = "(anonymous namespace)"
+
+
+def _close(s: str, i: int, open_c: str, close_c: str) -> int:
+    """Index of the bracket closing the one at ``i`` (``len(s)`` when unbalanced)."""
+    depth = 0
+    for j in range(i, len(s)):
+        c = s[j]
+        if c == open_c:
+            depth += 1
+        elif c == close_c:
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(s)
+
+
+def _split_args(s: str) -> list[str]:
+    """Top-level comma-separated template arguments."""
+    out, depth, start = [], 0, 0
+    for j, c in enumerate(s):
+        if c in "<({":
+            depth += 1
+        elif c in ">)}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(s[start:j].strip())
+            start = j + 1
+    out.append(s[start:].strip())
+    return [a for a in out if a]
+
+
+def _base(qualified: str) -> str:
+    """Last component of a qualified name, template arguments dropped."""
+    cut = qualified.find("<")
+    if cut >= 0:
+        qualified = qualified[:cut]
+    return qualified.rsplit("::", 1)[-1].strip()
+
+
+def kernel_parts(name: str) -> tuple[str, str]:
+    """A demangled kernel name's own name and its functor, without namespaces or types.
+
+    ``void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda(
+    ...)::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, ...)`` gives
+    ``("vectorized_elementwise_kernel", "bfloat16_copy_kernel_cuda")``; a library
+    kernel wrapped in a template (``cutlass::Kernel2<cutlass_80_tensorop_...gemm...>``)
+    gives the wrapped kernel as the functor. Names that are not demangled C++
+    (``nvjet_...``, ``Cijk_...``, Triton's) are their own kernel name, with no functor.
+    """
+    s = name[:_PARSE_CHARS].replace(_ANON, "anon")
+    if s.startswith("_Z"):  # still mangled: no structure to read
+        return s[:_MATCH_CHARS], ""
+    start, i, n = 0, 0, len(s)
+    args = ""
+    while i < n:
+        c = s[i]
+        if c == " ":
+            start = i + 1
+        elif c == "(":
+            break
+        elif c == "<":
+            j = _close(s, i, "<", ">")
+            if s.startswith("::", j + 1):  # a templated scope: the name goes on
+                i = j + 1
+                continue
+            if s[j + 1:j + 2] == " ":  # a templated return type (std::enable_if<...>::type)
+                start = i = j + 2
+                continue
+            args = s[i + 1:j]
+            break
+        i += 1
+    kernel = _base(s[start:i]) or s[:_MATCH_CHARS]
+    return kernel, _functor(args)
+
+
+def _functor(args: str, depth: int = 0) -> str:
+    """The first template argument that names work: a function whose lambda is passed
+    (``direct_copy_kernel_cuda``), or a functor or wrapped kernel's own name; wrappers
+    (``gpu_kernel_impl_nocast<...>``) are looked through."""
+    for arg in _split_args(args):
+        if _TYPE_ARG.search(arg.lower()):
+            continue
+        called = [m for m in _CALLED.findall(arg) if m not in _WRAPPERS]
+        if called:
+            return called[0]
+        base = _base(arg)
+        if base in _WRAPPERS and depth < 3:
+            cut = arg.find("<")
+            inner = _functor(arg[cut + 1:_close(arg, cut, "<", ">")], depth + 1) if cut >= 0 else ""
+            if inner:
+                return inner
+            continue
+        if base:
+            return base
+    return ""
+
+
 def classify_kernel_name(name: str) -> str:
-    """Class of a GPU kernel from its name alone (the fallback when no op is linked)."""
-    name = name[:_MATCH_CHARS].lower()
-    if _COMM.search(name):
+    """Class of a GPU kernel from its own name and functor (never its namespaces, template
+    arguments or parameter types)."""
+    lowered = name[:_MATCH_CHARS].lower()
+    if _COMM.search(lowered):
         return COMMUNICATION
-    for pattern, cls in (*_SPECIFIC_RULES, (_REDUCTION, REDUCTION), (_ELEMENTWISE, ELEMENTWISE)):
-        if pattern.search(name):
+    kernel, functor = kernel_parts(name)
+    kernel, functor = kernel.lower(), functor.lower()
+    for pattern, cls in KERNEL_RULES:
+        if pattern.search(kernel) or (functor and pattern.search(functor)):
             return cls
     return OTHER
 
