@@ -30,6 +30,8 @@ class GpuActivity(msgspec.Struct, frozen=True):
     klass: np.ndarray  # int8 index into classify.CLASSES
     linked_by: np.ndarray  # int8: 0 none, 1 correlation, 2 external id
     name_klass: np.ndarray  # int8 class from the kernel's own name and functor alone
+    op_row: np.ndarray  # int64 table row of the launching cpu_op (-1 when not linked)
+    launch_row: np.ndarray  # int64 table row of the runtime call with its correlation id (-1)
 
     def __len__(self) -> int:
         return len(self.row)
@@ -40,6 +42,7 @@ def attribute_gpu(table: EventTable, tree: OpTree) -> GpuActivity:
     cats = np.array([int(c) for c in GPU_ACTIVITY_CATS], dtype=table.cat.dtype)
     rows = np.flatnonzero(np.isin(table.cat, cats))
     node = np.full(len(rows), -1, dtype=np.int64)
+    launch_row = np.full(len(rows), -1, dtype=np.int64)
     linked_by = np.zeros(len(rows), dtype=np.int8)
 
     # 1. correlation id -> runtime call -> innermost range open on its thread
@@ -54,6 +57,7 @@ def attribute_gpu(table: EventTable, tree: OpTree) -> GpuActivity:
         pos_c = np.minimum(pos, len(rt_sorted) - 1)
         hit = (corr >= 0) & (pos < len(rt_sorted)) & (rt_sorted[pos_c] == corr)
         rt_rows = runtime[order[pos_c[hit]]]
+        launch_row[hit] = rt_rows
         keys = thread_keys_for(tree, table.pid[rt_rows], table.tid[rt_rows])
         found = innermost_at(tree, keys, table.ts_ns[rt_rows])
         idx = np.flatnonzero(hit)
@@ -78,8 +82,11 @@ def attribute_gpu(table: EventTable, tree: OpTree) -> GpuActivity:
     op_node = np.where(node >= 0, tree.op_node[np.maximum(node, 0)], -1) if len(tree) else node
     name_klass = _name_classes(table, rows)
     klass = _classes(table, rows, node, tree, name_klass)
+    op_row = np.where(op_node >= 0, tree.row[np.maximum(op_node, 0)], -1) if len(tree) \
+        else np.full(len(rows), -1, dtype=np.int64)
     return GpuActivity(row=rows, node=node, op_node=op_node, klass=klass, linked_by=linked_by,
-                       name_klass=name_klass)
+                       name_klass=name_klass, op_row=op_row,
+                       launch_row=launch_row)
 
 
 def _name_classes(table: EventTable, rows: np.ndarray) -> np.ndarray:

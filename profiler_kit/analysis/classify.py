@@ -87,8 +87,8 @@ _ELEMENTWISE = re.compile(
 
 # Names are matched lower-cased and cut to this length: the kernel's own name and its first
 # template arguments come first, and the regexes stay fast on 2,000-character lambdas.
-_MATCH_CHARS = 400
-_PARSE_CHARS = 2000  # enough for the functor of PyTorch's longest lambdas
+MATCH_CHARS = 400
+PARSE_CHARS = 2000  # enough for the functor of PyTorch's longest lambdas
 
 # Prefixes that wrap an op name without changing what it does.
 _OP_PREFIXES = ("autograd::engine::evaluate_function: ",)
@@ -127,9 +127,9 @@ _COPY_OPS = frozenset({
 
 def classify_op(name: str) -> str:
     """Class of a CPU op (``aten::conv2d``, ``ConvolutionBackward0``, ``nccl:all_reduce``)."""
-    if _COMM.search(name[:_MATCH_CHARS].lower()):
+    if _COMM.search(name[:MATCH_CHARS].lower()):
         return COMMUNICATION
-    base = _op_base(name[:_MATCH_CHARS])
+    base = _op_base(name[:MATCH_CHARS])
     if base in _COPY_OPS:
         return COPY
     for pattern, cls in _SPECIFIC_RULES:
@@ -213,9 +213,9 @@ def kernel_parts(name: str) -> tuple[str, str]:
     gives the wrapped kernel as the functor. Names that are not demangled C++
     (``nvjet_...``, ``Cijk_...``, Triton's) are their own kernel name, with no functor.
     """
-    s = name[:_PARSE_CHARS].replace(_ANON, "anon")
+    s = name[:PARSE_CHARS].replace(_ANON, "anon")
     if s.startswith("_Z"):  # still mangled: no structure to read
-        return s[:_MATCH_CHARS], ""
+        return s[:MATCH_CHARS], ""
     start, i, n = 0, 0, len(s)
     args = ""
     while i < n:
@@ -235,7 +235,7 @@ def kernel_parts(name: str) -> tuple[str, str]:
             args = s[i + 1:j]
             break
         i += 1
-    kernel = _base(s[start:i]) or s[:_MATCH_CHARS]
+    kernel = _base(s[start:i]) or s[:MATCH_CHARS]
     return kernel, _functor(args)
 
 
@@ -264,7 +264,7 @@ def _functor(args: str, depth: int = 0) -> str:
 def classify_kernel_name(name: str) -> str:
     """Class of a GPU kernel from its own name and functor (never its namespaces, template
     arguments or parameter types)."""
-    lowered = name[:_MATCH_CHARS].lower()
+    lowered = name[:MATCH_CHARS].lower()
     if _COMM.search(lowered):
         return COMMUNICATION
     kernel, functor = kernel_parts(name)
@@ -277,4 +277,4 @@ def classify_kernel_name(name: str) -> str:
 
 def classify_annotation(name: str) -> str:
     """A ``record_function`` span only speaks for communication (``nccl:all_reduce``)."""
-    return COMMUNICATION if _COMM.search(name[:_MATCH_CHARS].lower()) else OTHER
+    return COMMUNICATION if _COMM.search(name[:MATCH_CHARS].lower()) else OTHER

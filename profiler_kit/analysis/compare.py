@@ -37,7 +37,9 @@ class Comparison(msgspec.Struct, frozen=True):
 
 
 def _step(a: TraceAnalysis) -> Value:
-    return a.steps.median_ns
+    """The headline step time: device side on GPU traces with steps, else CPU side (or the
+    whole window for a trace without steps, which the comparison marks)."""
+    return a.steps.headline_median_ns
 
 
 def _gpu(fn: Callable[[TraceAnalysis], Value]) -> Callable[[TraceAnalysis], Value]:

@@ -58,3 +58,42 @@ def intersection_length(
 ) -> int:
     """Length of the intersection of two unions."""
     return covered_at_least([a, b], 2)
+
+
+def clip(u: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The part of the union ``u`` (disjoint, sorted) inside ``[lo, hi)``."""
+    s, e = u
+    if not len(s) or hi <= lo:
+        return _EMPTY, _EMPTY
+    first = int(np.searchsorted(e, lo, side="right"))
+    last = int(np.searchsorted(s, hi, side="left"))
+    if last <= first:
+        return _EMPTY, _EMPTY
+    cs = np.maximum(s[first:last], lo)
+    ce = np.minimum(e[first:last], hi)
+    keep = ce > cs
+    return cs[keep], ce[keep]
+
+
+def merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Union of two unions."""
+    return union(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+
+def total(u: tuple[np.ndarray, np.ndarray]) -> int:
+    """Length of a union."""
+    return int((u[1] - u[0]).sum())
+
+
+def exclusive_lengths(layers: list[tuple[np.ndarray, np.ndarray]], lo: int, hi: int
+                      ) -> tuple[list[int], int]:
+    """Time in ``[lo, hi)`` of each union not covered by the unions before it (a priority
+    order, as the TensorBoard plugin's step breakdown), and the time none covers."""
+    claimed = (_EMPTY, _EMPTY)
+    out = []
+    for layer in layers:
+        part = clip(layer, lo, hi)
+        out.append(total(part) - intersection_length(part, claimed))
+        claimed = merge(claimed, part)
+    return out, max(hi - lo - total(claimed), 0)

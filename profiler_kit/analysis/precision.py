@@ -1,9 +1,15 @@
 """Precision: how much GEMM and convolution time runs in reduced precision or on tensor cores.
 
-Kernel names carry the data type and the instruction family: ``bf16``/``f16``/``half``/
-``tf32``/``fp8`` (reduced precision), ``tensorop``/``xmma``/``hmma``/``s1688`` (NVIDIA
-tensor cores), ``MFMA``/``xdlops``/``_MI16x16`` and Tensile's ``HHS``/``BBS`` (AMD
-matrix cores). A name that says none of these is taken as plain fp32 (SIMT) math.
+Only kernels that do the GEMM or convolution count (``eligible``): kernels classed GEMM
+or convolution whose own name is not a copy, transpose, reduction or helper (a layout
+transpose or a split-K reduction inside a convolution or matmul does no matrix math).
+
+The data type comes from the launching op's inputs (``Input type``, recorded with
+shapes) when the trace has it, else from the kernel name: ``bf16``/``f16``/``half``/
+``fp8``/... (reduced precision). Tensor/matrix cores: reduced precision (such GEMMs and
+convolutions run on them wherever they exist), TF32, or a kernel name naming an
+instruction family that uses them (``tensorop``/``xmma``/``hmma``/``s1688`` on NVIDIA,
+``MFMA``/``xdlops``/``_MI16x16`` on AMD). Anything else is plain fp32 (SIMT) math.
 """
 
 from __future__ import annotations
@@ -15,33 +21,55 @@ import numpy as np
 
 from profiler_kit.analysis import classify
 from profiler_kit.analysis.attribution import GpuActivity
-from profiler_kit.trace.table import EventTable
+from profiler_kit.trace.table import INPUT_TYPE_SEP, Cat, EventTable
 
 # Data types of 16 bits or fewer in kernel names: what autocast (AMP) gives.
 _LOW = re.compile(
     r"bf16|fp16|f16|half|bfloat16|c10::Half|fp8|f8f8|e4m3|e5m2|int8|i8816|hgemm|"
-    r"h884|h1688|h16816|_(?:HHS|BBS|HSS|BSS)_",
+    r"h884|h1688|h16816|_(?:HHS|BBS|HSS|BSS|B_BS|H_HS)_",
     re.IGNORECASE,
 )
 # TF32 and instruction families that run on tensor/matrix cores whatever the data type.
 _TENSOR_CORE = re.compile(
-    r"tf32|tensorop|xmma|hmma|wmma|\bmma|_mma|s1688|s16816|s884|mfma|xdlops|_xdl_|"
-    r"_MI\d+x\d+x\d+|nvjet|gmma|wgmma|sm90_",
+    r"tf32|tensorop|xmma|hmma|wmma|\bmma|_mma|s1688|s16816|s884|mfma|xdlops|_xdl_|xdl|"
+    r"_MI\d+x\d+x\d+|nvjet|gmma|wgmma|sm90_|gtcx",
     re.IGNORECASE,
 )
+# Kernels classed GEMM/convolution by their op that do no matrix math themselves.
+_HELPER = re.compile(r"helper|computeoffsets|splitk|epilogue|globalkernel|subtensorop",
+                     re.IGNORECASE)
+# Floating-point types in ``Input type`` lists, and those of 16 bits or fewer.
+_FLOAT_TYPE = re.compile(r"float|double|half|bfloat16|float8|complex", re.IGNORECASE)
+_LOW_TYPE = re.compile(r"half|bfloat16|float8|qint8|quint8", re.IGNORECASE)
+# Kernel-name classes that do the GEMM/convolution work (OTHER: a library kernel with an
+# unreadable name, e.g. a mangled one).
+_MATH_NAME_CLASSES = (classify.GEMM, classify.CONVOLUTION, classify.OTHER)
+
+INPUT_TYPE = "input_type"
+KERNEL_NAME = "kernel_name"
 
 
 class Precision(msgspec.Struct, frozen=True):
-    """GEMM + convolution kernel time, split by what the kernel names say."""
+    """GEMM + convolution kernel time, split by data type and instruction family."""
 
-    eligible_ns: int  # GEMM + convolution kernel time
+    eligible_ns: int  # GEMM + convolution kernels that do the math
     low_precision_ns: int  # 16-bit or narrower types (fp16, bf16, fp8, int8)
     tensor_core_ns: int  # low precision, tf32, or a tensor/matrix-core instruction family
-    fp32_simt_ns: int  # eligible time in kernels that name neither
+    fp32_simt_ns: int  # eligible time in neither
     gemm_ns: int
-    gemm_fp32_simt_ns: int  # GEMM kernels with no tf32/f16/bf16/tensor-core marker
+    gemm_fp32_simt_ns: int  # GEMM kernels neither low precision nor on tensor cores
     fp32_simt_top: tuple[tuple[str, int], ...]  # (kernel name, total ns), largest first
     gemm_fp32_simt_top: tuple[tuple[str, int], ...]  # the same, GEMM kernels only
+    # where the data type came from: eligible time typed from the launching op's
+    # ``Input type`` and from kernel names; ``source`` names the one used, or "mixed"
+    from_input_type_ns: int = 0
+    from_kernel_name_ns: int = 0
+    source: str = "none"  # "input_type", "kernel_name", "mixed", "none" (no eligible time)
+    # eligible time whose kernel name alone names a tensor-core family (the TensorBoard
+    # plugin's definition of tensor-core use), for comparison
+    tensor_core_by_name_ns: int = 0
+    # GEMM/convolution-class time left out: transposes, copies, reductions and helpers
+    excluded_ns: int = 0
 
     @property
     def low_precision_share(self) -> float | None:
@@ -53,30 +81,76 @@ class Precision(msgspec.Struct, frozen=True):
 
 
 def is_low_precision(kernel_name: str) -> bool:
-    return bool(_LOW.search(kernel_name))
+    return bool(_LOW.search(kernel_name[:classify.PARSE_CHARS]))
 
 
 def is_tensor_core(kernel_name: str) -> bool:
-    return bool(_LOW.search(kernel_name) or _TENSOR_CORE.search(kernel_name))
+    name = kernel_name[:classify.PARSE_CHARS]
+    return bool(_LOW.search(name) or _TENSOR_CORE.search(name))
+
+
+def names_tensor_core_family(kernel_name: str) -> bool:
+    return bool(_TENSOR_CORE.search(kernel_name[:classify.PARSE_CHARS]))
+
+
+def input_dtype_is_low(types: str) -> bool | None:
+    """From one op's interned ``Input type``: True when a floating input is 16-bit or
+    narrower, False when its floating inputs are all wider, None when it has none."""
+    floats = [t for t in types.split(INPUT_TYPE_SEP) if _FLOAT_TYPE.search(t)]
+    if not floats:
+        return None
+    return any(_LOW_TYPE.search(t) for t in floats)
+
+
+def eligible_mask(table: EventTable, gpu: GpuActivity) -> np.ndarray:
+    """GPU activities that do GEMM or convolution math (see the module docstring)."""
+    gemm = classify.CLASS_INDEX[classify.GEMM]
+    conv = classify.CLASS_INDEX[classify.CONVOLUTION]
+    math_names = np.array([classify.CLASS_INDEX[c] for c in _MATH_NAME_CLASSES], dtype=np.int8)
+    sel = ((gpu.klass == gemm) | (gpu.klass == conv)) & np.isin(gpu.name_klass, math_names)
+    sel &= table.cat[gpu.row] == Cat.KERNEL
+    if sel.any():
+        ids = table.name[gpu.row[sel]]
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        helper = np.array([bool(_HELPER.search(table.names[int(u)][:classify.MATCH_CHARS]))
+                           for u in uniq], dtype=bool)
+        idx = np.flatnonzero(sel)
+        sel[idx[helper[inverse.reshape(-1)]]] = False
+    return sel
 
 
 def analyze_precision(table: EventTable, gpu: GpuActivity, top: int = 5) -> Precision:
-    """Share of GEMM and convolution kernel time in low-precision and tensor-core kernels."""
+    """Share of GEMM and convolution kernel time in low precision and on tensor cores."""
     gemm = classify.CLASS_INDEX[classify.GEMM]
     conv = classify.CLASS_INDEX[classify.CONVOLUTION]
-    sel = (gpu.klass == gemm) | (gpu.klass == conv)
+    sel = eligible_mask(table, gpu)
+    classed = ((gpu.klass == gemm) | (gpu.klass == conv)) & (table.cat[gpu.row] == Cat.KERNEL)
+    excluded = int(table.dur_ns[gpu.row[classed & ~sel]].sum())
     rows = gpu.row[sel]
     dur = table.dur_ns[rows]
     is_gemm = gpu.klass[sel] == gemm
     uniq, inverse = np.unique(table.name[rows], return_inverse=True)
     inverse = inverse.reshape(-1)
-    low_lut = np.array([is_low_precision(table.names[int(u)]) for u in uniq], dtype=bool)
-    tc_lut = np.array([is_tensor_core(table.names[int(u)]) for u in uniq], dtype=bool)
-    low = low_lut[inverse] if len(uniq) else np.zeros(0, dtype=bool)
-    tensor = tc_lut[inverse] if len(uniq) else np.zeros(0, dtype=bool)
+    name_low = np.array([is_low_precision(table.names[int(u)]) for u in uniq], dtype=bool)
+    name_tc = np.array([names_tensor_core_family(table.names[int(u)]) for u in uniq],
+                       dtype=bool)
+    low = name_low[inverse] if len(uniq) else np.zeros(0, dtype=bool)
+    family = name_tc[inverse] if len(uniq) else np.zeros(0, dtype=bool)
+    typed = _low_from_input_types(table, gpu.op_row[sel])
+    from_types = typed >= 0
+    low = np.where(from_types, typed == 1, low)
+    tensor = low | family
     simt = ~tensor
-    simt_top = _top(table, uniq, inverse, dur, simt, top)
-    gemm_top = _top(table, uniq, inverse, dur, simt & is_gemm, top)
+    from_types_ns = int(dur[from_types].sum())
+    from_names_ns = int(dur[~from_types].sum())
+    if not len(dur) or int(dur.sum()) == 0:
+        source = "none"
+    elif from_names_ns == 0:
+        source = INPUT_TYPE
+    elif from_types_ns == 0:
+        source = KERNEL_NAME
+    else:
+        source = "mixed"
     return Precision(
         eligible_ns=int(dur.sum()),
         low_precision_ns=int(dur[low].sum()),
@@ -84,9 +158,34 @@ def analyze_precision(table: EventTable, gpu: GpuActivity, top: int = 5) -> Prec
         fp32_simt_ns=int(dur[simt].sum()),
         gemm_ns=int(dur[is_gemm].sum()),
         gemm_fp32_simt_ns=int(dur[is_gemm & simt].sum()),
-        fp32_simt_top=simt_top,
-        gemm_fp32_simt_top=gemm_top,
+        fp32_simt_top=_top(table, uniq, inverse, dur, simt, top),
+        gemm_fp32_simt_top=_top(table, uniq, inverse, dur, simt & is_gemm, top),
+        from_input_type_ns=from_types_ns,
+        from_kernel_name_ns=from_names_ns,
+        source=source,
+        tensor_core_by_name_ns=int(dur[family | (name_low[inverse] if len(uniq) else family)
+                                       ].sum()),
+        excluded_ns=excluded,
     )
+
+
+def _low_from_input_types(table: EventTable, op_rows: np.ndarray) -> np.ndarray:
+    """Per activity: 1 when its op's inputs are 16-bit or narrower, 0 when wider, -1 when
+    the op recorded no floating ``Input type`` (then the kernel name decides)."""
+    out = np.full(len(op_rows), -1, dtype=np.int8)
+    if table.input_type is None or not len(op_rows):
+        return out
+    linked = op_rows >= 0
+    types = np.full(len(op_rows), -1, dtype=np.int64)
+    types[linked] = table.input_type[op_rows[linked]]
+    has = types >= 0
+    if not has.any():
+        return out
+    uniq, inverse = np.unique(types[has], return_inverse=True)
+    lut = np.array([{None: -1, False: 0, True: 1}[input_dtype_is_low(table.names[int(u)])]
+                    for u in uniq], dtype=np.int8)
+    out[has] = lut[inverse.reshape(-1)]
+    return out
 
 
 def _top(table: EventTable, uniq: np.ndarray, inverse: np.ndarray, dur: np.ndarray,

@@ -86,7 +86,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
             for d in devices.tolist()
         )
     timeline = analyze_timeline(table, gpu)
-    steps = analyze_steps(table)
+    steps = analyze_steps(table, gpu)
     precision = analyze_precision(table, gpu, top=top)
     memory = analyze_memory(table, tree, top=max(top, 10))
     phases = analyze_phases(table, steps.end_ns - steps.start_ns)

@@ -13,6 +13,7 @@ from rich.text import Text
 from profiler_kit.analysis.compare import Comparison, Metric
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.recommend import Evidence, Recommendation
+from profiler_kit.analysis.steps import STEP_PARTS, StepBreakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 
@@ -82,11 +83,26 @@ def _steps(a: TraceAnalysis) -> Text:
     if s.source == "window":
         return Text("Steps: no ProfilerStep# spans; whole trace window "
                     f"{units.duration(s.median_ns)}")
-    spread = f", IQR/median {units.percent(s.spread)}" if s.count > 1 else ""
-    return Text(
-        f"Steps: {s.count} × ProfilerStep, median {units.duration(s.median_ns)} "
-        f"(min {units.duration(s.min_ns)}, max {units.duration(s.max_ns)}{spread})"
+    h = s.headline_stats
+    spread = f", IQR/median {units.percent(h.spread)}" if s.count > 1 else ""
+    side = "device-side" if s.headline == "device" else "CPU-side"
+    cpu = f"; CPU-side median {units.duration(s.median_ns)}" if s.headline == "device" else ""
+    text = Text(
+        f"Steps: {s.count} × ProfilerStep, {side} median {units.duration(h.median_ns)} "
+        f"(min {units.duration(h.min_ns)}, max {units.duration(h.max_ns)}{spread}){cpu}"
     )
+    if s.breakdown is not None:
+        text.append("\n" + step_breakdown_line(s.breakdown), style="dim")
+    return text
+
+
+def step_breakdown_line(b: StepBreakdown) -> str:
+    """The steps' time split as the TensorBoard plugin's Overview, largest parts first."""
+    parts = [(label, getattr(b, f"{key}_ns")) for key, label in STEP_PARTS]
+    whole = sum(ns for _, ns in parts)
+    shown = [f"{label} {units.percent(ns / whole)}" for label, ns in
+             sorted(parts, key=lambda p: -p[1]) if ns > 0 and whole > 0]
+    return "Step time: " + ", ".join(shown)
 
 
 def _timeline(a: TraceAnalysis) -> Table | None:

@@ -1,4 +1,4 @@
-"""JSON for ``profkit analyze --json``: schema ``profkit.analysis/1`` (see docs/analysis-json.md).
+"""JSON for ``profkit analyze --json``: schema ``profkit.analysis/2`` (see docs/analysis-json.md).
 
 The document is the analyses' own fields, raw units (ns, bytes, fractions), with
 ``klass`` spelled ``class``. Fields are only ever added within one schema version.
@@ -14,7 +14,7 @@ import msgspec
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 
-SCHEMA = "profkit.analysis/1"
+SCHEMA = "profkit.analysis/2"
 
 
 def _plain(value: Any) -> Any:

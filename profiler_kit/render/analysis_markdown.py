@@ -8,7 +8,12 @@ from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
-from profiler_kit.render.analysis_console import recommendation_lines, short_name, value
+from profiler_kit.render.analysis_console import (
+    recommendation_lines,
+    short_name,
+    step_breakdown_line,
+    value,
+)
 
 
 def _cell(text: str) -> str:
@@ -41,8 +46,13 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
     if s.source == "window":
         out += [f"No `ProfilerStep#` spans: whole trace window {units.duration(s.median_ns)}.", ""]
     else:
-        out += [f"Steps: {s.count}, median {units.duration(s.median_ns)} (min "
-                f"{units.duration(s.min_ns)}, max {units.duration(s.max_ns)}).", ""]
+        h = s.headline_stats
+        side = "device-side" if s.headline == "device" else "CPU-side"
+        cpu = f"; CPU-side median {units.duration(s.median_ns)}" if s.headline == "device" else ""
+        out += [f"Steps: {s.count}, {side} median {units.duration(h.median_ns)} (min "
+                f"{units.duration(h.min_ns)}, max {units.duration(h.max_ns)}){cpu}.", ""]
+        if s.breakdown is not None:
+            out += [step_breakdown_line(s.breakdown) + ".", ""]
     if a.timeline.devices:
         rows = [[f"gpu:{d.device}", units.duration(d.window_ns), units.duration(d.busy_ns),
                  units.percent(d.idle_share), units.duration(d.multi_stream_ns),

@@ -22,6 +22,7 @@ EVENT_COLUMNS: dict[str, type] = {
     "stream": np.int64,
     "correlation": np.int64,
     "external_id": np.int64,
+    "input_type": np.int32,
 }
 
 

@@ -28,6 +28,7 @@ from profiler_kit.trace.normalize import (
     INT32_MIN,
     Accumulator,
     category_code,
+    input_type_key,
     string_id,
 )
 from profiler_kit.trace.schema import (
@@ -137,6 +138,7 @@ class ColumnBuilder:
         if len(absent):
             ext[absent] = int_column([args[i].external_id_legacy for i in absent.tolist()],
                                      len(absent))
+        input_type = self._input_type_column([a.input_type for a in args], n)
         device = np.full(n, -1, dtype=np.int64)
         stream = np.full(n, -1, dtype=np.int64)
         gpu = np.flatnonzero(np.isin(cat, GPU_CODES))
@@ -168,7 +170,18 @@ class ColumnBuilder:
             "stream": stream,
             "correlation": corr,
             "external_id": ext,
+            "input_type": input_type,
         })
+
+    def _input_type_column(self, values: list[Any], n: int) -> np.ndarray:
+        """Interned ``Input type`` strings (-1 where absent), as the per-event rules make them."""
+        out = np.full(n, -1, dtype=np.int32)
+        present = [i for i, v in enumerate(values) if v is not None]
+        if present:
+            intern = self.acc.intern
+            out[present] = [intern(input_type_key(values[i])) if type(values[i]) is list
+                            else -1 for i in present]
+        return out
 
     def part(self, suffix: bytes | None) -> Part:
         """Everything added, to be sent to the process that merges the parts."""
@@ -188,6 +201,8 @@ class ColumnBuilder:
                                 dtype=np.int32, count=len(part.names))
             for chunk in part.chunks:
                 chunk["name"] = remap[chunk["name"]]
+                types = chunk["input_type"]
+                chunk["input_type"] = np.where(types >= 0, remap[np.maximum(types, 0)], -1)
                 self.chunks.append(chunk)
             for key, values in part.memory.items():
                 acc.mem[key].extend(values)

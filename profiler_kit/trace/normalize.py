@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from profiler_kit.trace.table import CATEGORY_NAMES, GPU_CATS, Cat, MemoryEvents
+from profiler_kit.trace.table import (
+    CATEGORY_NAMES,
+    GPU_CATS,
+    INPUT_TYPE_SEP,
+    Cat,
+    MemoryEvents,
+)
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -111,6 +117,7 @@ class Accumulator:
         self.stream: list[int] = []
         self.correlation: list[int] = []
         self.external_id: list[int] = []
+        self.input_type: list[int] = []
         self.mem: dict[str, list[int]] = {k: [] for k in MEMORY_COLUMNS}
         self.skipped: Counter[str] = Counter()
         self.normalized: Counter[str] = Counter()
@@ -204,6 +211,13 @@ class Accumulator:
             ext = args.get("external id")
         ext = optional_int(ext)
         self.external_id.append(-1 if ext is None else ext)
+        self.input_type.append(self.intern_input_type(args.get("Input type")))
+
+    def intern_input_type(self, value: Any) -> int:
+        """The interned ``Input type`` list (-1 when absent or not a list)."""
+        if type(value) is not list:
+            return -1
+        return self.intern(input_type_key(value))
 
     def category(self, raw: Any) -> int:
         """The Cat of a raw ``cat`` value; unknown ones are kept as OTHER and counted."""
@@ -252,6 +266,11 @@ class Accumulator:
             tid = id_value(tid_raw)
             if type(tid) is int:
                 self.thread_names[(pid, tid)] = label
+
+
+def input_type_key(types: list[Any]) -> str:
+    """One op's ``Input type`` list as the string the table interns."""
+    return INPUT_TYPE_SEP.join(t if type(t) is str else "" for t in types)
 
 
 MEMORY_COLUMNS: dict[str, type] = {

@@ -31,6 +31,7 @@ class Args(msgspec.Struct, gc=False):
     correlation: int = -1
     external_id: int = msgspec.field(default=ABSENT, name="External id")
     external_id_legacy: int = msgspec.field(default=-1, name="external id")
+    input_type: Any = msgspec.field(default=None, name="Input type")
 
 
 class OtherArgs(msgspec.Struct, gc=False):

@@ -50,6 +50,9 @@ CATEGORY_NAMES: dict[str, Cat] = {
     "overhead": Cat.OVERHEAD,
 }
 
+# Separator of the dtypes of one op in the interned ``Input type`` strings.
+INPUT_TYPE_SEP = ", "
+
 # Categories whose events run on a GPU (their ``device`` and ``stream`` columns are set).
 GPU_CATS = (Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET, Cat.GPU_USER_ANNOTATION)
 
@@ -113,6 +116,16 @@ class EventTable(msgspec.Struct):
     # row -> args["Input Dims"] of cpu_op rows, for traces recorded with shapes; optional
     # (empty when the loader does not keep it). The conv-bias-before-batchnorm rule reads it.
     input_dims: dict[int, list[Any]] = msgspec.field(default_factory=dict)
+    # args["Input type"] of each row (traces recorded with shapes): an index into ``names``
+    # of the dtypes joined by ", " (``"c10::BFloat16, c10::BFloat16, "``), -1 where absent;
+    # None when the table was built without the column. Precision reads it.
+    input_type: np.ndarray | None = None  # int32
+
+    def input_type_of(self, row: int) -> list[str] | None:
+        """The ``Input type`` list of ``row`` (None where the trace recorded none)."""
+        if self.input_type is None or self.input_type[row] < 0:
+            return None
+        return self.names[int(self.input_type[row])].split(INPUT_TYPE_SEP)
 
     def __len__(self) -> int:
         return len(self.ts_ns)
