@@ -27,7 +27,10 @@ from profiler_kit.trace.table import Cat, EventTable
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _CPU_SIDE = (Cat.USER_ANNOTATION, Cat.CPU_OP, Cat.OTHER)
-_CPU_EXEC = (Cat.CPU_OP, Cat.USER_ANNOTATION, Cat.PYTHON_FUNCTION)
+# CPU exec, as the plugin counts it: CPU ops (time in record_function annotations and
+# Python functions outside any op is left to "other", as there)
+_CPU_EXEC = (Cat.CPU_OP,)
+_CPU_NAMED = (Cat.CPU_OP, Cat.USER_ANNOTATION)  # where data-loader and collective spans are
 _DATALOADER = re.compile(r"^enumerate\(DataLoader\)#.*\.__next__$|^enumerate\(DataPipe\)#")
 # CPU-side communication ops, as the plugin names them.
 _CPU_COMM = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo")
@@ -48,7 +51,7 @@ class StepBreakdown(msgspec.Struct, frozen=True):
     communication_ns: int  # communication kernels and CPU-side collectives
     runtime_ns: int  # CUDA/HIP runtime calls
     dataloader_ns: int
-    cpu_exec_ns: int  # CPU ops, annotations and Python functions
+    cpu_exec_ns: int  # CPU ops
     other_ns: int  # none of the above
 
 
@@ -287,7 +290,7 @@ def _layers(table: EventTable, gpu: GpuActivity | None) -> list[tuple[np.ndarray
     memcpy = g_rows[g_cat == Cat.MEMCPY]
     memset = g_rows[g_cat == Cat.MEMSET]
     runtime = table.rows(Cat.RUNTIME)
-    cpu = np.flatnonzero(np.isin(table.cat, np.array([int(c) for c in _CPU_EXEC],
+    cpu = np.flatnonzero(np.isin(table.cat, np.array([int(c) for c in _CPU_NAMED],
                                                      dtype=table.cat.dtype)))
     names = table.name[cpu]
     uniq = np.unique(names) if len(names) else np.zeros(0, dtype=names.dtype)
@@ -296,7 +299,9 @@ def _layers(table: EventTable, gpu: GpuActivity | None) -> list[tuple[np.ndarray
     step_ids = [int(i) for i in uniq.tolist() if _STEP.match(table.names[int(i)])]
     loader = cpu[np.isin(names, loader_ids)]
     cpu_comm = cpu[np.isin(names, comm_ids)]
-    cpu_exec = cpu[~np.isin(names, loader_ids + comm_ids + step_ids)]
+    cpu_exec = cpu[~np.isin(names, loader_ids + comm_ids + step_ids)
+                   & np.isin(table.cat[cpu], np.array([int(c) for c in _CPU_EXEC],
+                                                      dtype=table.cat.dtype))]
     return [u(kernel), u(memcpy), u(memset), u(np.concatenate([comm_kernel, cpu_comm])),
             u(runtime), u(loader), u(cpu_exec)]
 
