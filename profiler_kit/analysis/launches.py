@@ -1,0 +1,169 @@
+"""Kernel launches and the causes of GPU idle time, per device and stream.
+
+Launches: every GPU activity linked to the runtime call that launched it (correlation
+id). The CPU launch duration is that call's duration; the launch delay is the time from
+the call's end to the activity's start (0 when the activity starts first), as Holistic
+Trace Analysis (HTA) defines them. The queue length of a stream is the number of
+activities launched on it and not yet started: +1 at each launch call, -1 at each start.
+
+Idle causes, per stream, as HTA's idle time breakdown: each gap between consecutive
+activities on a stream is
+
+* host wait when the call that launched the next activity started after the previous
+  activity ended (the CPU had not enqueued it yet);
+* kernel wait when it is shorter than ``KERNEL_WAIT_NS`` (back-to-back launch overhead);
+* other otherwise (waiting on an event, another stream, a synchronization...).
+
+A device's figures are the sums over its streams.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from profiler_kit.analysis.arrays import distinct, percentile
+from profiler_kit.analysis.attribution import GpuActivity
+from profiler_kit.trace.table import EventTable
+
+KERNEL_WAIT_NS = 30_000  # HTA's consecutive_kernel_delay default (30, in its microseconds)
+
+
+class Distribution(msgspec.Struct, frozen=True):
+    """Count, total and percentiles of a set of durations (ns)."""
+
+    count: int
+    total_ns: int
+    mean_ns: float
+    p50_ns: float
+    p90_ns: float
+    p99_ns: float
+    max_ns: int
+
+
+class StreamLaunches(msgspec.Struct, frozen=True):
+    """One stream: its idle time by cause and its launch queue."""
+
+    device: int
+    stream: int
+    activities: int
+    idle_ns: int  # sum of gaps between consecutive activities
+    host_wait_ns: int
+    kernel_wait_ns: int
+    other_wait_ns: int
+    max_queue_length: int  # most activities launched and not yet started at once
+    mean_queue_length: float  # time-weighted over the stream's first launch to last start
+
+
+class DeviceLaunches(msgspec.Struct, frozen=True):
+    """One device: idle causes summed over its streams, and its launch delays."""
+
+    device: int
+    idle_ns: int
+    host_wait_ns: int
+    kernel_wait_ns: int
+    other_wait_ns: int
+    launch_delay: Distribution | None
+
+
+class Launches(msgspec.Struct, frozen=True):
+    """Launch statistics and idle causes of the GPU activities in one window."""
+
+    launched: int  # activities linked to a runtime call
+    unlinked: int  # activities without one (not in the launch figures)
+    cpu_launch: Distribution | None  # duration of the runtime calls
+    launch_delay: Distribution | None  # launch call end -> activity start (>= 0)
+    devices: tuple[DeviceLaunches, ...]
+    streams: tuple[StreamLaunches, ...]
+
+    @property
+    def idle_ns(self) -> int:
+        return sum(d.idle_ns for d in self.devices)
+
+    @property
+    def host_wait_share(self) -> float | None:
+        idle = self.idle_ns
+        return sum(d.host_wait_ns for d in self.devices) / idle if idle > 0 else None
+
+
+def distribution(values: np.ndarray) -> Distribution | None:
+    if not len(values):
+        return None
+    v = values.astype(np.int64, copy=False)
+    return Distribution(
+        count=int(len(v)), total_ns=int(v.sum()), mean_ns=float(v.mean()),
+        p50_ns=percentile(v, 50), p90_ns=percentile(v, 90), p99_ns=percentile(v, 99),
+        max_ns=int(v.max()),
+    )
+
+
+def analyze_launches(table: EventTable, gpu: GpuActivity,
+                     mask: np.ndarray | None = None) -> Launches:
+    """Launch statistics and idle causes of the activities in ``mask`` (all by default)."""
+    sel = np.ones(len(gpu), dtype=bool) if mask is None else mask
+    rows = gpu.row[sel]
+    launch = gpu.launch_row[sel]
+    start = table.ts_ns[rows]
+    end = start + table.dur_ns[rows]
+    device = table.device[rows]
+    stream = table.stream[rows]
+    linked = launch >= 0
+    l_start = np.where(linked, table.ts_ns[np.maximum(launch, 0)], -1)
+    l_end = np.where(linked, l_start + table.dur_ns[np.maximum(launch, 0)], -1)
+    delay = np.maximum(start - l_end, 0)
+
+    streams: list[StreamLaunches] = []
+    devices: list[DeviceLaunches] = []
+    for dev in distinct(device).tolist():
+        on_dev = device == dev
+        totals = np.zeros(4, dtype=np.int64)
+        for st in distinct(stream[on_dev]).tolist():
+            on = np.flatnonzero(on_dev & (stream == st))
+            s = _stream(int(dev), int(st), start[on], end[on], l_start[on], linked[on])
+            streams.append(s)
+            totals += (s.idle_ns, s.host_wait_ns, s.kernel_wait_ns, s.other_wait_ns)
+        devices.append(DeviceLaunches(
+            int(dev), *(int(x) for x in totals),
+            launch_delay=distribution(delay[on_dev & linked]),
+        ))
+    return Launches(
+        launched=int(linked.sum()),
+        unlinked=int((~linked).sum()),
+        cpu_launch=distribution((l_end - l_start)[linked]),
+        launch_delay=distribution(delay[linked]),
+        devices=tuple(devices),
+        streams=tuple(streams),
+    )
+
+
+def _stream(device: int, stream: int, start: np.ndarray, end: np.ndarray,
+            l_start: np.ndarray, linked: np.ndarray) -> StreamLaunches:
+    order = np.argsort(start, kind="stable")
+    s, e, ls, lk = start[order], end[order], l_start[order], linked[order]
+    gap = s[1:] - e[:-1]
+    host = lk[1:] & (ls[1:] > e[:-1])
+    kernel = ~host & (gap < KERNEL_WAIT_NS)
+    other = ~host & ~kernel
+    q_max, q_mean = _queue(ls[lk], s[lk])
+    return StreamLaunches(
+        device=device, stream=stream, activities=int(len(s)),
+        idle_ns=int(gap.sum()), host_wait_ns=int(gap[host].sum()),
+        kernel_wait_ns=int(gap[kernel].sum()), other_wait_ns=int(gap[other].sum()),
+        max_queue_length=q_max, mean_queue_length=q_mean,
+    )
+
+
+def _queue(launch_ts: np.ndarray, start_ts: np.ndarray) -> tuple[int, float]:
+    """Most and time-weighted mean activities launched but not started (launches first
+    at equal times, as a launch precedes its own start)."""
+    if not len(launch_ts):
+        return 0, 0.0
+    times = np.concatenate([launch_ts, start_ts])
+    steps = np.concatenate([np.ones(len(launch_ts), np.int64),
+                            -np.ones(len(start_ts), np.int64)])
+    order = np.lexsort((-steps, times))
+    times, steps = times[order], steps[order]
+    depth = np.cumsum(steps)
+    span = int(times[-1] - times[0])
+    mean = float((depth[:-1] * np.diff(times)).sum() / span) if span > 0 else 0.0
+    return int(depth.max()), mean
