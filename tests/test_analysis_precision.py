@@ -16,7 +16,7 @@ from profiler_kit.analysis.attribution import attribute_gpu
 from profiler_kit.analysis.classify import CLASS_INDEX
 from profiler_kit.analysis.nesting import build_op_tree
 from profiler_kit.analysis.precision import eligible_mask, input_dtype_is_low
-from profiler_kit.analysis.report import analyze_table
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"

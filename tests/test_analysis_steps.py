@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from tb_reference import run_profile
 
-from profiler_kit.analysis.report import analyze_table
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"
