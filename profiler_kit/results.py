@@ -150,6 +150,11 @@ class StrategyResult(msgspec.Struct, frozen=True):
     hotspot_basis: str = ""  # "self CPU time" or "GPU time"
     equivalence: Equivalence | None = None
     per_rank_samples_ns: tuple[tuple[int, ...], ...] = ()  # multi-process strategies only
+    # each repeat's samples when the strategy ran in several independent rounds
+    # (``--repeats``); ``samples_ns`` and ``stats`` pool them
+    repeat_samples_ns: tuple[tuple[int, ...], ...] = ()
+    # aggregate throughput / (world size x the single-process baseline's throughput)
+    scaling_efficiency: float | None = None
 
     @property
     def label(self) -> str:
@@ -182,6 +187,8 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "hotspot_basis": self.hotspot_basis,
             "equivalence": self.equivalence.to_json() if self.equivalence else None,
             "per_rank_samples_ns": [list(s) for s in self.per_rank_samples_ns],
+            "repeat_samples_ns": [list(s) for s in self.repeat_samples_ns],
+            "scaling_efficiency": self.scaling_efficiency,
         }
 
 

@@ -9,15 +9,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from rich.console import Console
+from scipy import stats as scipy_stats
 
 from profiler_kit import api, artifacts
 from profiler_kit.ddp_benchmark import report as ddp_report
-from profiler_kit.ddp_benchmark.diff import (
+from profiler_kit.ddp_benchmark.diff import diff_reports
+from profiler_kit.ddp_benchmark.noise import (
+    between_runs_change,
     bootstrap_change,
-    diff_reports,
     mann_whitney_p,
 )
 from profiler_kit.errors import UsageError
@@ -83,6 +86,67 @@ def test_bootstrap_interval_separates_shift_from_noise() -> None:
     assert low < 0 < high
     low, high = bootstrap_change(base, slower, 75)
     assert 0.15 < low < high < 0.25
+
+
+def test_bootstrap_interval_is_scipys_bca_and_close_to_a_hand_percentile_bootstrap() -> None:
+    """The interval is scipy.stats.bootstrap's BCa interval of the percentile ratio; on
+    near-symmetric samples a plain percentile bootstrap written out here (numpy only)
+    lands within half a point of it (BCa corrects skew, which these samples lack)."""
+    rng = np.random.default_rng(3)
+    base = rng.gamma(20, 0.005, 40)  # right-skewed, as step times are
+    test = rng.gamma(20, 0.0055, 40)
+    low, high = bootstrap_change(base, test, 75, seed=7)
+    ref = scipy_stats.bootstrap(
+        (base, test),
+        lambda x, y, axis=-1: np.percentile(y, 75, axis=axis) / np.percentile(x, 75, axis=axis) - 1,
+        n_resamples=4000, method="BCa", vectorized=True, batch=500,  # as diff draws them
+        rng=np.random.default_rng(7),
+    ).confidence_interval
+    assert (low, high) == pytest.approx((ref.low, ref.high), rel=1e-9)
+    base, test = rng.normal(0.1, 0.002, 200), rng.normal(0.103, 0.002, 200)
+    low, high = bootstrap_change(base, test, 75, seed=7)
+    hand = np.random.default_rng(11)
+    px = np.percentile(base[hand.integers(0, 200, (4000, 200))], 75, axis=1)
+    py = np.percentile(test[hand.integers(0, 200, (4000, 200))], 75, axis=1)
+    hand_low, hand_high = np.percentile(py / px - 1, [2.5, 97.5])
+    assert (low, high) == pytest.approx((hand_low, hand_high), abs=0.005)
+
+
+def test_bootstrap_of_equal_samples_falls_back_to_the_percentile_interval() -> None:
+    base = [1.0] * 10 + [1.1]
+    low, high = bootstrap_change(base, base, 50)
+    assert (low, high) == (0.0, 0.0)
+
+
+def test_between_runs_interval_is_welchs_t_interval_of_the_log_change() -> None:
+    """Hand computation of Welch's interval (Welch-Satterthwaite degrees of freedom)."""
+    a = [0.100, 0.112, 0.095]
+    b = [0.108, 0.121, 0.104, 0.111]
+    la, lb = np.log(a), np.log(b)
+    va, vb = la.var(ddof=1) / len(a), lb.var(ddof=1) / len(b)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = scipy_stats.t.ppf(0.975, df) * np.sqrt(va + vb)
+    diff = lb.mean() - la.mean()
+    low, high = between_runs_change(a, b)
+    assert (low, high) == pytest.approx((np.expm1(diff - half), np.expm1(diff + half)), rel=1e-9)
+
+
+def test_p_values_of_the_diff_are_scipys_on_the_reports_samples() -> None:
+    """What ``profkit diff`` reports per configuration equals scipy.stats.mannwhitneyu on
+    the two reports' measurements (exact for small samples, asymptotic with ties)."""
+    rng = np.random.default_rng(5)
+    base = json.loads(json.dumps(PYTORCH_REPORT))
+    test = json.loads(json.dumps(PYTORCH_REPORT))
+    results = (base["benchmark_results"][0]["result"], test["benchmark_results"][0]["result"])
+    results[0][0]["measurements"] = list(rng.normal(0.1, 0.003, 6))  # exact
+    results[1][0]["measurements"] = list(rng.normal(0.104, 0.003, 7))
+    results[1][2]["measurements"] = [round(v, 2) for v in rng.normal(0.115, 0.01, 20)]  # ties
+    d = diff_reports(base, test)
+    for i, c in enumerate(d.benchmarks[0].configurations):
+        ref = scipy_stats.mannwhitneyu(results[0][i]["measurements"],
+                                       results[1][i]["measurements"], alternative="two-sided")
+        assert c.mann_whitney_p == pytest.approx(ref.pvalue, rel=1e-12)
+    assert len(set(results[1][2]["measurements"])) < 20, "the ties case has ties"
 
 
 def _run_record(seconds_by_config: dict[str, list[float]], bucket: float = 25.0,
@@ -197,7 +261,8 @@ def test_diff_reads_pytorch_reports_and_percentile_only_reports() -> None:
     rows = {c.configuration: c for c in d.benchmarks[0].configurations}
     assert list(rows) == ["no-ddp", "ddp-w1", "ddp-w2"]
     assert rows["ddp-w2"].beyond_noise is True
-    assert rows["ddp-w2"].percentiles[0].test_examples_per_s == pytest.approx(
+    p75 = next(p for p in rows["ddp-w2"].percentiles if p.percentile == 75)
+    assert p75.test_examples_per_s == pytest.approx(
         32 * 2 / np.percentile(faster["benchmark_results"][0]["result"][2]["measurements"], 75))
     # a reduced report with percentiles only: changes shown, noise "n/a"
     reduced = json.loads(json.dumps(faster))
@@ -297,3 +362,58 @@ def test_bucket_sweeps_pair_by_bucket_and_single_reports_pair_across_buckets() -
     assert (b.base_bucket_size, b.test_bucket_size) == (25.0, 1.0)
     d = diff_reports(swept, report([25.0]))
     assert len(d.benchmarks) == 1 and d.unmatched == ("resnet18 batch 4: only in the base report",)
+
+
+def _rounds(centers: list[float], n: int = 15, seed: int = 0) -> list[list[float]]:
+    """Samples of independent rounds: tight within a round (1 %), centred where each round
+    landed (process placement, caches and load move whole rounds)."""
+    return [_samples(c, n, seed * 10 + i) for i, c in enumerate(centers)]
+
+
+def _repeated_run(rounds_by_config: dict[str, list[list[float]]]) -> dict:
+    run = _run_record({name: [v for r in rounds for v in r]
+                       for name, rounds in rounds_by_config.items()})
+    strategies = tuple(
+        msgspec.structs.replace(s, repeat_samples_ns=tuple(
+            tuple(int(v * 1e9) for v in r) for r in rounds_by_config[s.name]))
+        for s in run.strategies)
+    return ddp_report.build(msgspec.structs.replace(run, strategies=strategies))
+
+
+def test_repeats_judge_noise_between_runs_where_one_run_each_is_fooled() -> None:
+    base = _rounds([0.100, 0.112, 0.094], seed=1)
+    same = _rounds([0.112, 0.095, 0.104], seed=2)  # the same code: rounds land elsewhere
+    slower = _rounds([0.135, 0.140, 0.131], seed=3)
+    # one round each (the first): within-run statistics call the +12 % drift real
+    single = diff_reports(ddp_report.build(_run_record({"ddp-w2": base[0]})),
+                          ddp_report.build(_run_record({"ddp-w2": same[0]})))
+    (c,) = single.benchmarks[0].configurations
+    assert (c.noise_model, c.base_repeats, c.beyond_noise) == ("within one run", 1, True)
+    assert c.percentiles[0].noise.min_effect_fraction == 0.10
+    # three rounds each: the spread between rounds is the noise, and the A/A is within it
+    d = diff_reports(_repeated_run({"ddp-w2": base}), _repeated_run({"ddp-w2": same}))
+    (c,) = d.benchmarks[0].configurations
+    assert (c.noise_model, c.base_repeats, c.test_repeats) == ("between runs", 3, 3)
+    assert c.mann_whitney_p is None, "pooled samples of several runs are not independent"
+    assert c.beyond_noise is False
+    assert all(p.noise.beyond_noise is False for p in c.percentiles)
+    p50 = c.percentiles[0]
+    low, high = between_runs_change([float(np.percentile(r, 50)) for r in base],
+                                    [float(np.percentile(r, 50)) for r in same])
+    assert (p50.noise.ci_low_fraction, p50.noise.ci_high_fraction) == pytest.approx((low, high))
+    # a real slowdown stands out of the same spread
+    d = diff_reports(_repeated_run({"ddp-w2": base}), _repeated_run({"ddp-w2": slower}))
+    (c,) = d.benchmarks[0].configurations
+    assert c.beyond_noise is True and c.percentiles[0].change_fraction > 0.25
+    # aggregate throughput of the configuration: examples of both ranks at the median step
+    pooled = [v for r in slower for v in r]
+    assert c.test_examples_per_s == pytest.approx(4 * 2 / np.percentile(pooled, 50))
+    assert c.examples_change_fraction == pytest.approx(
+        c.test_examples_per_s / c.base_examples_per_s - 1)
+    console = Console(width=160, record=True, color_system=None)
+    render(console, d)
+    text = console.export_text()
+    assert "3/3" in text and "between runs" in text and "Welch" in text
+    console = Console(width=160, record=True, color_system=None)
+    render(console, single)
+    assert "run-to-run noise is unknown" in console.export_text()

@@ -2,37 +2,35 @@
 
 Reads profkit's ``ddp_report.json`` and PyTorch's own benchmark reports alike (the
 latter only have ``ranks`` and ``measurements``; reduced reports may only have
-percentiles under ``times``). For each model and configuration it compares the p75
-and p95 seconds per iteration and the examples/s they imply. Noise is judged on the
-raw samples when both sides have them: a percentile bootstrap of each percentile's
-difference (seeded, so the verdict is reproducible) and a Mann-Whitney U test of the
-whole distributions; with percentiles only, the verdict is "n/a". numpy only, no torch.
+percentiles under ``times``). For each model and configuration it compares the p50 to
+p95 seconds per iteration and the aggregate examples/s they imply. Noise is judged on
+the raw samples when both sides have them, between repeated runs where the reports hold
+repeats (``repeat_measurements``), else within one run (see ``noise``); with percentiles
+only, the verdict is "n/a". No torch.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 import numpy as np
 
-DIFF_PERCENTILES = (75, 95)
-ALPHA = 0.05
-BOOTSTRAP_RESAMPLES = 4000
-MIN_SAMPLES = 5  # fewer raw samples than this on either side: no noise verdict
-_EXACT_MAX_N = 50  # Mann-Whitney: exact distribution up to this many samples per side
+from profiler_kit.ddp_benchmark.noise import (
+    ALPHA,
+    MIN_EFFECT_ONE_RUN,
+    MIN_EFFECT_REPEATED,
+    NOT_TESTED,
+    WITHIN_RUN,
+    NoiseVerdict,
+    mann_whitney_p,
+    percentile_verdict,
+)
 
-
-class NoiseVerdict(msgspec.Struct, frozen=True):
-    """Whether a change is larger than the run-to-run noise, and how that was judged."""
-
-    method: str  # "bootstrap" or "n/a"
-    beyond_noise: bool | None  # None: cannot tell (see reason)
-    ci_low_fraction: float | None = None  # 95 % interval of the relative change
-    ci_high_fraction: float | None = None
-    reason: str = ""
+DIFF_PERCENTILES = (50, 75, 90, 95)
+HEADLINE_PERCENTILE = 50  # the configuration's verdict and throughput are the median's
 
 
 class PercentileDiff(msgspec.Struct, frozen=True):
@@ -56,8 +54,14 @@ class ConfigurationDiff(msgspec.Struct, frozen=True):
     base_samples: int | None  # raw samples, None when the report has percentiles only
     test_samples: int | None
     percentiles: tuple[PercentileDiff, ...]
-    mann_whitney_p: float | None  # two-sided, on the raw samples
-    beyond_noise: bool | None  # mann_whitney_p < ALPHA; None when not testable
+    mann_whitney_p: float | None  # two-sided, on the raw samples of one run per side
+    beyond_noise: bool | None  # the median's verdict; None when not testable
+    base_repeats: int = 1  # independent runs of the configuration behind each side
+    test_repeats: int = 1
+    noise_model: str = NOT_TESTED  # BETWEEN_RUNS, WITHIN_RUN or NOT_TESTED
+    base_examples_per_s: float | None = None  # aggregate, at the median step
+    test_examples_per_s: float | None = None
+    examples_change_fraction: float | None = None  # > 0 is more throughput
 
 
 class BenchmarkDiff(msgspec.Struct, frozen=True):
@@ -86,84 +90,8 @@ class ReportDiff(msgspec.Struct, frozen=True):
     benchmarks: tuple[BenchmarkDiff, ...]
     unmatched: tuple[str, ...]  # benchmarks in only one of the reports
     alpha: float = ALPHA
-
-
-# ---------------------------------------------------------------- statistics
-
-
-def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided p-value of the Mann-Whitney U test: exact without ties for small samples,
-    else the normal approximation with tie and continuity corrections."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    n1, n2 = len(x), len(y)
-    if n1 == 0 or n2 == 0:
-        raise ValueError("both samples need at least one value")
-    both = np.concatenate([x, y])
-    ranks = _average_ranks(both)
-    u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
-    ordered = np.sort(both)
-    ties = bool(np.any(ordered[1:] == ordered[:-1]))
-    if not ties and n1 <= _EXACT_MAX_N and n2 <= _EXACT_MAX_N:
-        counts = _u_distribution(n1, n2)
-        total = counts.sum()
-        k = int(round(min(u1, n1 * n2 - u1)))
-        return float(min(1.0, 2 * counts[: k + 1].sum() / total))
-    mean = n1 * n2 / 2
-    _, tie_counts = np.unique(both, return_counts=True)
-    n = n1 + n2
-    tie_term = float(((tie_counts**3) - tie_counts).sum()) / (n * (n - 1))
-    var = n1 * n2 / 12 * ((n + 1) - tie_term)
-    if var <= 0:
-        return 1.0
-    z = (abs(u1 - mean) - 0.5) / math.sqrt(var)
-    return float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
-
-
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=float)
-    sorted_vals = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_vals[j + 1] == sorted_vals[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def _u_distribution(n1: int, n2: int) -> np.ndarray:
-    """Counts of each U value (0 .. n1*n2) over all arrangements, by the usual recursion
-    f(m, n, u) = f(m-1, n, u-n) + f(m, n-1, u), in floats (large counts stay finite)."""
-    # row[j] holds the distribution for (i, j) while i grows.
-    prev = [np.ones(1) for _ in range(n2 + 1)]  # i = 0: only U = 0
-    for i in range(1, n1 + 1):
-        cur = [np.ones(1)]  # j = 0: only U = 0
-        for j in range(1, n2 + 1):
-            dist = np.zeros(i * j + 1)
-            a = prev[j]  # (i-1, j), shifted by j
-            dist[j : j + len(a)] += a
-            b = cur[j - 1]  # (i, j-1)
-            dist[: len(b)] += b
-            cur.append(dist)
-        prev = cur
-    return prev[n2]
-
-
-def bootstrap_change(
-    a: Sequence[float], b: Sequence[float], percentile: float,
-    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, level: float = 1 - ALPHA,
-) -> tuple[float, float]:
-    """Interval of ``P(b) / P(a) - 1`` for percentile P, by resampling each side."""
-    rng = np.random.default_rng(seed)
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    px = np.percentile(x[rng.integers(0, len(x), (resamples, len(x)))], percentile, axis=1)
-    py = np.percentile(y[rng.integers(0, len(y), (resamples, len(y)))], percentile, axis=1)
-    change = py / px - 1
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(change, [tail, 100 - tail])
-    return float(low), float(high)
+    min_effect_one_run_fraction: float = MIN_EFFECT_ONE_RUN
+    min_effect_repeated_fraction: float = MIN_EFFECT_REPEATED
 
 
 # ---------------------------------------------------------------- reading reports
@@ -174,6 +102,7 @@ class _Config(msgspec.Struct, frozen=True):
     world_size: int
     samples_s: tuple[float, ...] | None
     percentiles_s: Mapping[int, float]
+    repeats_s: tuple[tuple[float, ...], ...] = ()  # samples grouped by repeat
 
 
 def _configurations(bench: Mapping[str, Any]) -> dict[str, _Config]:
@@ -192,8 +121,10 @@ def _configurations(bench: Mapping[str, Any]) -> dict[str, _Config]:
                 pct[p] = float(np.percentile(samples, p))
             elif f"p{p}" in given and given[f"p{p}"] is not None:
                 pct[p] = float(given[f"p{p}"])
+        grouped = res.get("repeat_measurements") or ([samples] if samples else [])
+        repeats = tuple(tuple(float(v) for v in r) for r in grouped if r)
         if pct:
-            found[name] = _Config(name, world, samples, pct)
+            found[name] = _Config(name, world, samples, pct, repeats)
     return found
 
 
@@ -295,43 +226,36 @@ def diff_reports(
 
 
 def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int) -> ConfigurationDiff:
-    testable = (
-        a.samples_s is not None and b.samples_s is not None
-        and min(len(a.samples_s), len(b.samples_s)) >= MIN_SAMPLES
-    )
-    if a.samples_s is None or b.samples_s is None:
-        why = "percentiles only: no raw samples to judge noise"
-    elif not testable:
-        why = f"fewer than {MIN_SAMPLES} samples"
-    else:
-        why = ""
+    raw = a.samples_s is not None and b.samples_s is not None
     rows = []
     for p in DIFF_PERCENTILES:
         if p not in a.percentiles_s or p not in b.percentiles_s:
             continue
         va, vb = a.percentiles_s[p], b.percentiles_s[p]
-        if testable:
-            assert a.samples_s is not None and b.samples_s is not None
-            low, high = bootstrap_change(a.samples_s, b.samples_s, p, seed=seed + p)
-            noise = NoiseVerdict("bootstrap", low > 0 or high < 0, low, high)
-        else:
-            noise = NoiseVerdict("n/a", None, reason=why)
-        ex_a = batch * a.world_size / va if va > 0 else None
-        ex_b = batch * b.world_size / vb if vb > 0 else None
+        change = vb / va - 1 if va > 0 else math.nan
+        noise = (percentile_verdict(a.repeats_s, b.repeats_s, p, change, seed=seed + p)
+                 if raw else NoiseVerdict(NOT_TESTED, None,
+                                          reason="percentiles only: no raw samples"))
+        ex_a, ex_b = _examples_per_s(batch, a.world_size, va), _examples_per_s(
+            batch, b.world_size, vb)
         rows.append(PercentileDiff(
             percentile=p,
             base_ns=va * 1e9,
             test_ns=vb * 1e9,
-            change_fraction=vb / va - 1 if va > 0 else math.nan,
+            change_fraction=change,
             base_examples_per_s=ex_a,
             test_examples_per_s=ex_b,
             examples_change_fraction=ex_b / ex_a - 1 if ex_a and ex_b else None,
             noise=noise,
         ))
-    p_value = (
-        mann_whitney_p(a.samples_s, b.samples_s)  # type: ignore[arg-type]
-        if testable else None
-    )
+    head = next((r for r in rows if r.percentile == HEADLINE_PERCENTILE), None)
+    model = head.noise.method if head else NOT_TESTED
+    p_value = None
+    beyond = head.noise.beyond_noise if head else None
+    if model == WITHIN_RUN:
+        assert a.samples_s is not None and b.samples_s is not None
+        p_value = mann_whitney_p(a.samples_s, b.samples_s)
+        beyond = bool(beyond and p_value < ALPHA)
     return ConfigurationDiff(
         configuration=a.name,
         world_size=a.world_size,
@@ -339,5 +263,16 @@ def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int) -> Config
         test_samples=len(b.samples_s) if b.samples_s is not None else None,
         percentiles=tuple(rows),
         mann_whitney_p=p_value,
-        beyond_noise=(p_value < ALPHA) if p_value is not None else None,
+        beyond_noise=beyond,
+        base_repeats=max(len(a.repeats_s), 1),
+        test_repeats=max(len(b.repeats_s), 1),
+        noise_model=model,
+        base_examples_per_s=head.base_examples_per_s if head else None,
+        test_examples_per_s=head.test_examples_per_s if head else None,
+        examples_change_fraction=head.examples_change_fraction if head else None,
     )
+
+
+def _examples_per_s(batch: int, world_size: int, seconds: float) -> float | None:
+    """Aggregate examples/s of every rank at one step time."""
+    return batch * world_size / seconds if seconds > 0 else None

@@ -96,6 +96,7 @@ def build(run: RunResult) -> dict[str, Any]:
             "ddp": s.name != "no-ddp",
             "times": times(measurements, batch, world),
             "per_rank_measurements": [[ns / 1e9 for ns in r] for r in per_rank],
+            "repeat_measurements": [[ns / 1e9 for ns in r] for r in s.repeat_samples_ns],
             "profiled_sec_per_iter_p50": s.profiled.p50_ns / 1e9 if s.profiled else None,
             "trace_dir": s.dir,
         })

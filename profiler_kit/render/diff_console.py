@@ -1,5 +1,6 @@
 """Rich console output for ``profkit diff``: metadata side by side, then per model the
-p75/p95 seconds per iteration and examples/s of each configuration. Formats, never computes."""
+p50 to p95 seconds per iteration and aggregate examples/s of each configuration, with the
+noise verdicts and the model behind them. Formats, never computes."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from profiler_kit.ddp_benchmark.diff import (
     NoiseVerdict,
     ReportDiff,
 )
+from profiler_kit.ddp_benchmark.noise import BETWEEN_RUNS, NOT_TESTED, WITHIN_RUN
 from profiler_kit.render import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "title_justify": "left",
@@ -66,7 +68,11 @@ def _examples(per_s: float | None) -> str:
 
 
 def _p_value(c: ConfigurationDiff) -> str:
-    return "n/a" if c.mann_whitney_p is None else f"{c.mann_whitney_p:.2g}"
+    return "-" if c.mann_whitney_p is None else f"{c.mann_whitney_p:.2g}"
+
+
+def _runs(c: ConfigurationDiff) -> str:
+    return f"{c.base_repeats}/{c.test_repeats}"
 
 
 def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table:
@@ -77,10 +83,12 @@ def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table
               caption=f"base: {base_label}   test: {test_label}", caption_justify="left",
               **_TABLE)
     t.add_column("config", no_wrap=True)
+    t.add_column("runs", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True)
     t.add_column("base\ns/iter", justify="right", no_wrap=True)
     t.add_column("test\ns/iter", justify="right", no_wrap=True)
     t.add_column("\nΔ", justify="right", no_wrap=True)
+    t.add_column("base\nex/s", justify="right", no_wrap=True)
     t.add_column("test\nex/s", justify="right", no_wrap=True)
     t.add_column("\nΔ", justify="right", no_wrap=True)
     t.add_column("beyond noise\n[95 % CI, %]", no_wrap=True)
@@ -90,10 +98,12 @@ def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table
             first = i == 0
             t.add_row(
                 c.configuration if first else "",
+                _runs(c) if first else "",
                 f"p{p.percentile}",
                 units.duration(p.base_ns),
                 units.duration(p.test_ns),
                 _change(p.change_fraction, lower_is_better=True),
+                _examples(p.base_examples_per_s),
                 _examples(p.test_examples_per_s),
                 _change(p.examples_change_fraction, lower_is_better=False),
                 _noise(p.noise),
@@ -115,10 +125,27 @@ def render(console: Console, d: ReportDiff) -> None:
             console.print(Text(f"  {name}: only in {d.test_label}", style="dim"))
     for line in d.unmatched:
         console.print(Text(line, style="dim"))
-    console.print(Text(
-        f"Δ: test against base (green is better); ex/s: examples/s of all ranks. Beyond "
-        f"noise: the {100 * (1 - d.alpha):g} % bootstrap interval of the percentile's change "
-        f"(shown) excludes 0. MW p: Mann-Whitney U test of the whole distributions "
-        f"(< {d.alpha:g}: they differ). n/a: a report has percentiles only.",
-        style="dim",
-    ))
+    console.print(Text(_legend(d), style="dim"))
+
+
+def _legend(d: ReportDiff) -> str:
+    """What the columns mean and which noise model judged the verdicts shown."""
+    models = {c.noise_model for b in d.benchmarks for c in b.configurations}
+    level = f"{100 * (1 - d.alpha):g} %"
+    lines = ["Δ: test against base (green is better); runs: independent runs (repeats) "
+             "behind base/test; ex/s: examples/s of all ranks at that percentile's step time."]
+    if BETWEEN_RUNS in models:
+        lines.append(
+            f"Beyond noise, between runs: the {level} Welch t interval of the change of the "
+            f"repeats' percentiles (shown, in %) excludes 0 and the change is at least "
+            f"{100 * d.min_effect_repeated_fraction:g} %.")
+    if WITHIN_RUN in models:
+        lines.append(
+            f"Beyond noise, within one run: the {level} bootstrap interval of the change "
+            f"(shown, in %) excludes 0 and the change is at least "
+            f"{100 * d.min_effect_one_run_fraction:g} %; with one run per side, run-to-run "
+            f"noise is unknown (profkit run --repeats N measures it). MW p: Mann-Whitney U "
+            f"test of the whole distributions (< {d.alpha:g}: they differ).")
+    if NOT_TESTED in models or not models:
+        lines.append("n/a: a report has percentiles only.")
+    return "\n".join(lines)

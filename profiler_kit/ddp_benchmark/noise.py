@@ -1,0 +1,121 @@
+"""Is a change between two benchmark runs larger than their noise? The statistics of
+``profkit diff``, all from ``scipy.stats`` (imported here, so only ``diff`` pays for it).
+
+Two noise models, chosen by what the reports hold:
+
+- **Between runs** (each side repeated in independent rounds, ``--repeats N`` with N >= 2):
+  one value per repeat (its percentile), and Welch's t interval of the difference of the
+  logs of those values, i.e. of the relative change. Run-to-run variation (process
+  placement, caches, other load) is what separates repeats, so it is what the interval
+  measures. Not a bootstrap over repeats: with the 2 to 5 repeats a run has, a bootstrap
+  has a handful of distinct resamples and shrinks the spread by (k - 1) / k, while the
+  t interval is exact for normal values at any k (``scipy.stats.ttest_ind``).
+- **Within one run** (one repeat per side): a BCa bootstrap interval of the percentile's
+  change (``scipy.stats.bootstrap``, both sides resampled; the percentile method where BCa
+  is degenerate) and a Mann-Whitney U test of the whole distributions
+  (``scipy.stats.mannwhitneyu``). Samples of one run share its conditions, so these
+  measure sampling noise only and run-to-run noise is unknown: a change smaller than
+  ``MIN_EFFECT_ONE_RUN`` is never called real.
+
+With repeats, a change under ``MIN_EFFECT_REPEATED`` is still too small to call.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+from scipy import stats as sps
+
+ALPHA = 0.05
+BOOTSTRAP_RESAMPLES = 4000
+MIN_SAMPLES = 5  # fewer raw samples than this on either side: no verdict
+MIN_REPEATS = 2  # repeats per side for the between-runs model
+MIN_EFFECT_ONE_RUN = 0.10  # one run per side: changes below 10 % are never called real
+MIN_EFFECT_REPEATED = 0.02  # repeated runs: below 2 % is too small to act on
+
+BETWEEN_RUNS = "between runs"
+WITHIN_RUN = "within one run"
+NOT_TESTED = "n/a"
+
+
+class NoiseVerdict(msgspec.Struct, frozen=True):
+    """Whether a change is larger than the noise, and how that was judged."""
+
+    method: str  # BETWEEN_RUNS, WITHIN_RUN or NOT_TESTED
+    beyond_noise: bool | None  # None: cannot tell (see reason)
+    ci_low_fraction: float | None = None  # 95 % interval of the relative change
+    ci_high_fraction: float | None = None
+    min_effect_fraction: float | None = None  # smaller changes are never called real
+    reason: str = ""
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test (scipy's ``method="auto"``: exact for
+    small samples without ties, else the normal approximation with tie correction)."""
+    return float(sps.mannwhitneyu(a, b, alternative="two-sided", method="auto").pvalue)
+
+
+def bootstrap_change(
+    a: Sequence[float], b: Sequence[float], percentile: float,
+    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, level: float = 1 - ALPHA,
+) -> tuple[float, float]:
+    """Interval of ``P(b) / P(a) - 1`` for percentile P, resampling each side (seeded, so
+    a verdict is reproducible): BCa, or the percentile interval where BCa is degenerate
+    (for example many equal samples, whose jackknife does not vary)."""
+    def change(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.percentile(y, percentile, axis=axis) / np.percentile(x, percentile, axis=axis) - 1
+
+    data = (np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a degenerate BCa warns and gives NaN
+            ci = sps.bootstrap(data, change, n_resamples=resamples, confidence_level=level,
+                               method=method, vectorized=True, batch=500,
+                               rng=np.random.default_rng(seed)).confidence_interval
+        if np.isfinite(ci.low) and np.isfinite(ci.high):
+            break
+    return float(ci.low), float(ci.high)
+
+
+def between_runs_change(
+    a_repeats: Sequence[float], b_repeats: Sequence[float], level: float = 1 - ALPHA,
+) -> tuple[float, float]:
+    """Interval of the relative change from one value per repeat on each side: Welch's t
+    interval of ``mean(log b) - mean(log a)``, returned as ``exp(.) - 1``."""
+    res = sps.ttest_ind(np.log(b_repeats), np.log(a_repeats), equal_var=False)
+    ci = res.confidence_interval(level)
+    return float(np.expm1(ci.low)), float(np.expm1(ci.high))
+
+
+def verdict(change: float, low: float, high: float, method: str,
+            min_effect: float, reason: str = "") -> NoiseVerdict:
+    """Beyond noise when the interval excludes 0 and the change reaches ``min_effect``."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return NoiseVerdict(method, None, reason="the spread could not be estimated "
+                            "(every repeat gave the same value)")
+    beyond = (low > 0 or high < 0) and abs(change) >= min_effect
+    return NoiseVerdict(method, bool(beyond), low, high, min_effect, reason)
+
+
+def percentile_verdict(
+    a_repeats: Sequence[Sequence[float]], b_repeats: Sequence[Sequence[float]],
+    percentile: float, change: float, seed: int = 0,
+) -> NoiseVerdict:
+    """The verdict on one percentile's change, from each side's samples grouped by repeat
+    (one group when the run was not repeated)."""
+    if min(len(a_repeats), len(b_repeats)) >= MIN_REPEATS:
+        pa = [float(np.percentile(r, percentile)) for r in a_repeats]
+        pb = [float(np.percentile(r, percentile)) for r in b_repeats]
+        low, high = between_runs_change(pa, pb)
+        return verdict(change, low, high, BETWEEN_RUNS, MIN_EFFECT_REPEATED,
+                       f"{len(a_repeats)} and {len(b_repeats)} repeats")
+    a = [v for r in a_repeats for v in r]
+    b = [v for r in b_repeats for v in r]
+    if min(len(a), len(b)) < MIN_SAMPLES:
+        return NoiseVerdict(NOT_TESTED, None, reason=f"fewer than {MIN_SAMPLES} samples")
+    low, high = bootstrap_change(a, b, percentile, seed=seed)
+    return verdict(change, low, high, WITHIN_RUN, MIN_EFFECT_ONE_RUN,
+                   "a side has one run: run-to-run noise unknown")
