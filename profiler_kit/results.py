@@ -90,11 +90,21 @@ def throughput(items_per_step: float, median_ns: float) -> float | None:
     return items_per_step * 1e9 / median_ns
 
 
-def speedup(baseline_median_ns: float | None, median_ns: float) -> float | None:
-    """How many times faster than the baseline (> 1 is faster)."""
-    if baseline_median_ns is None or median_ns <= 0:
+def speedup(baseline_items_per_s: float | None, items_per_s: float | None) -> float | None:
+    """How many times the baseline's throughput (> 1 is faster). By throughput, not step
+    time: a strategy over more ranks does more work per step (DDP's global batch grows
+    with its ranks), and for equal work per step the two ratios are the same."""
+    if not baseline_items_per_s or items_per_s is None:
         return None
-    return baseline_median_ns / median_ns
+    return items_per_s / baseline_items_per_s
+
+
+def scaling_efficiency(items_per_s: float | None, world_size: int,
+                       single_items_per_s: float | None) -> float | None:
+    """Throughput over ``world_size`` times one process's throughput (1.0 is perfect)."""
+    if not single_items_per_s or items_per_s is None or world_size < 1:
+        return None
+    return items_per_s / (world_size * single_items_per_s)
 
 
 def slowest_rank(per_rank_samples_ns: Sequence[Sequence[int]]) -> tuple[int, ...]:
@@ -106,6 +116,7 @@ def slowest_rank(per_rank_samples_ns: Sequence[Sequence[int]]) -> tuple[int, ...
 
 
 # ---------------------------------------------------------------- strategy and run
+
 
 
 class Equivalence(msgspec.Struct, frozen=True):
@@ -141,7 +152,7 @@ class StrategyResult(msgspec.Struct, frozen=True):
     phases: dict[str, Stats] = msgspec.field(default_factory=dict)
     items_per_step: int = 0
     throughput_items_per_s: float | None = None
-    speedup: float | None = None  # baseline median / this median
+    speedup: float | None = None  # this throughput / the baseline's throughput
     peak_memory: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
     info: dict[str, Any] = msgspec.field(default_factory=dict)
     trace_files: tuple[str, ...] = ()  # relative to the run folder
@@ -153,12 +164,19 @@ class StrategyResult(msgspec.Struct, frozen=True):
     # each repeat's samples when the strategy ran in several independent rounds
     # (``--repeats``); ``samples_ns`` and ``stats`` pool them
     repeat_samples_ns: tuple[tuple[int, ...], ...] = ()
+    world_size: int = 1  # ranks (processes) the strategy ran on
     # aggregate throughput / (world size x the single-process baseline's throughput)
     scaling_efficiency: float | None = None
 
     @property
     def label(self) -> str:
         return f"{self.point}/{self.name}" if self.point else self.name
+
+    @property
+    def rank_medians_ns(self) -> tuple[float, ...]:
+        """Each rank's median step time (empty for a single process), shown beside the
+        slowest-rank step times to see which rank holds the others back."""
+        return tuple(float(np.percentile(r, 50)) for r in self.per_rank_samples_ns if r)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -188,6 +206,7 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "equivalence": self.equivalence.to_json() if self.equivalence else None,
             "per_rank_samples_ns": [list(s) for s in self.per_rank_samples_ns],
             "repeat_samples_ns": [list(s) for s in self.repeat_samples_ns],
+            "world_size": self.world_size,
             "scaling_efficiency": self.scaling_efficiency,
         }
 
@@ -308,3 +327,35 @@ def decode_run(doc: Any, source: str | Path) -> RunResult:
         return RunResult.from_json(doc)
     except msgspec.ValidationError as exc:
         raise UsageError(f"{source}: not a profkit run record ({exc})") from None
+
+
+def against_baseline(strategies: Sequence[StrategyResult], baseline: str
+                     ) -> tuple[StrategyResult, ...]:
+    """Each timed strategy's speedup in throughput against the baseline of its point and,
+    where that baseline is one process, its scaling efficiency over its ranks (for one
+    process the same number as the speedup)."""
+    base = {s.point: s for s in strategies
+            if s.name == baseline and s.status == OK and s.throughput_items_per_s}
+    found = []
+    for s in strategies:
+        b = base.get(s.point)
+        if s.status == OK and s.stats:
+            rate = b.throughput_items_per_s if b else None
+            single = rate if b is not None and b.world_size == 1 else None
+            s = msgspec.structs.replace(
+                s, speedup=speedup(rate, s.throughput_items_per_s),
+                scaling_efficiency=scaling_efficiency(s.throughput_items_per_s, s.world_size,
+                                                      single))
+        found.append(s)
+    return tuple(found)
+
+
+def best(strategies: Sequence[StrategyResult]) -> StrategyResult | None:
+    """The timed strategy with the highest throughput (the shortest median step where
+    throughput is unknown, i.e. no items per step)."""
+    timed = [s for s in strategies if s.status == OK and s.stats]
+    if not timed:
+        return None
+    if all(s.throughput_items_per_s for s in timed):
+        return max(timed, key=lambda s: s.throughput_items_per_s or 0.0)
+    return min(timed, key=lambda s: s.stats.median_ns)  # type: ignore[union-attr]

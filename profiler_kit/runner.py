@@ -185,7 +185,10 @@ class _Run:
         self.result = result
 
     def add(self, strategy: StrategyResult) -> None:
-        self.result = replace(self.result, strategies=(*self.result.strategies, strategy))
+        """Record a strategy; speedups and scaling are against the baseline's throughput."""
+        strategies = results.against_baseline((*self.result.strategies, strategy),
+                                              self.result.baseline)
+        self.result = replace(self.result, strategies=strategies)
         self.save()
 
     def save(self) -> None:
@@ -262,14 +265,13 @@ def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
     label = artifacts.point_dir_name(point)
     reference: list[Any] | None = None
     reference_note = ""
-    baseline_median: float | None = None
     baseline_needed = any(s.name != scenario.baseline and not s.processes for s in chosen)
     if baseline_needed and scenario.baseline not in {s.name for s in chosen}:
         reference, reference_note = _reference(scenario, point_params, device, seed)
 
     for strategy in chosen:
         common = dict(name=strategy.name, point=label, point_params=dict(point_params),
-                      amp=strategy.amp,
+                      amp=strategy.amp, world_size=strategy.world_size if strategy.processes else 1,
                       amp_dtype=devices.amp_dtype(device) if strategy.amp else None)
         if observer:
             observer.strategy_started(f"{label}/{strategy.name}" if label else strategy.name)
@@ -304,16 +306,10 @@ def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
                 dir=rel_dir, **common,
             )
             outputs = None
-        if is_baseline and result.status == OK:
-            if outputs is not None:
-                reference = outputs
-            if result.stats:
-                baseline_median = result.stats.median_ns
+        if is_baseline and result.status == OK and outputs is not None:
+            reference = outputs
         elif is_baseline and result.status == FAILED:
             reference_note = f"the baseline {scenario.baseline!r} failed"
-        if result.status == OK and result.stats:
-            result = replace(result, speedup=results.speedup(baseline_median,
-                                                            result.stats.median_ns))
         state.add(result)
         if observer:
             observer.strategy_finished(result)

@@ -206,6 +206,11 @@ def test_report_keeps_pytorch_schema_and_adds_times() -> None:
     w2_rate = 8 / float(np.percentile(secs, 50))
     assert bench["result"][0]["scaling_efficiency"] == pytest.approx(1.0)
     assert w2["scaling_efficiency"] == pytest.approx(w2_rate / (2 * no_ddp_rate))
+    # verdicts by throughput: ddp-w2's steps are 1.5x longer, but it trains 2 x 4 examples
+    assert w2["speedup"] == pytest.approx(w2_rate / no_ddp_rate) and w2["speedup"] > 1
+    assert [r["best"] for r in bench["result"]] == [False, False, True]
+    assert w2["per_rank_sec_per_iter_p50"] == pytest.approx(
+        [float(np.percentile(r, 50)) for r in w2["per_rank_measurements"]])
     # the run's console table shows the same numbers, formatted
     from profiler_kit.render.ddp_console import render as render_report
 
@@ -214,7 +219,8 @@ def test_report_keeps_pytorch_schema_and_adds_times() -> None:
     text = console.export_text()
     assert "DDP benchmark: resnet18, batch 4 per rank, bucket 25.0 MB" in text
     assert f"{w2['scaling_efficiency'] * 100:.1f} %" in text
-    assert "ddp-w2" in text and "p95" in text and "ex/s/rank" in text
+    assert "ddp-w2 (best)" in text and "p95" in text and "ex/s/rank" in text
+    assert f"{w2['speedup']:.2f}×" in text and "rank p50" in text
 
 
 def test_diff_flags_a_real_change_and_not_noise() -> None:

@@ -111,3 +111,29 @@ def test_progress_bars_report_each_strategy_as_it_finishes() -> None:
     out = buf.getvalue()
     assert "sequential" in out and "ok 2 ms" in out
     assert "streams" in out and "skipped needs CUDA; this machine has none" in out
+
+
+def test_ddp_run_is_judged_by_throughput_with_rank_medians_beside() -> None:
+    from profiler_kit.results import against_baseline, throughput
+
+    def ddp(name: str, items: int, median_ns: int, world: int) -> StrategyResult:
+        samples = [median_ns] * 5
+        return StrategyResult(
+            name=name, status="ok", samples_ns=tuple(samples), stats=stats(samples),
+            items_per_step=items, throughput_items_per_s=throughput(items, median_ns),
+            world_size=world,
+            per_rank_samples_ns=((median_ns,) * 5, (median_ns - 9_000_000,) * 5)
+            if world > 1 else ())
+
+    strategies = against_baseline((ddp("no-ddp", 8, 121_580_000, 1),
+                                   ddp("ddp-w2", 16, 221_300_000, 2)), "no-ddp")
+    result = msgspec.structs.replace(_result(strategies), baseline="no-ddp", scenario="ddp")
+    console, buf = _console()
+    run_console.render(console, result)
+    out = buf.getvalue()
+    assert "ddp-w2 (best)" in out and "no-ddp (best)" not in out
+    assert "1.10×" in out and "0.55×" not in out  # 72.3 against 65.8 images/s
+    assert "54.9 %" in out  # 72.3 / (2 x 65.8)
+    assert "221 ms / 212 ms" in out  # each rank's median beside the slowest-rank step
+    md = render_markdown(result)
+    assert "**ddp-w2** (best)" in md and "| 1.10× | 54.9 % | 221 ms / 212 ms |" in md

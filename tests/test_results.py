@@ -53,8 +53,9 @@ def test_stats_of_nothing_is_an_error() -> None:
 
 def test_throughput_speedup_and_slowest_rank() -> None:
     assert results.throughput(200, 0.5e9) == pytest.approx(400.0)
-    assert results.speedup(2e6, 1e6) == pytest.approx(2.0)
-    assert results.speedup(None, 1e6) is None
+    assert results.speedup(50.0, 100.0) == pytest.approx(2.0)  # items/s against items/s
+    assert results.speedup(None, 100.0) is None
+    assert results.scaling_efficiency(150.0, 2, 100.0) == pytest.approx(0.75)
     assert results.slowest_rank([(1, 5, 3), (2, 4, 3)]) == (2, 5, 3)
 
 
@@ -114,3 +115,32 @@ def test_results_and_the_ddp_benchmark_side_do_not_import_torch() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def _timed(name: str, items: int, median_s: float, world: int) -> results.StrategyResult:
+    samples = [int(median_s * 1e9)] * 5
+    per_rank = tuple(tuple(v - 1000 * r for v in samples) for r in range(world))
+    st = results.stats(samples)
+    return results.StrategyResult(
+        name=name, status=results.OK, samples_ns=tuple(samples), stats=st,
+        items_per_step=items, throughput_items_per_s=results.throughput(items, st.median_ns),
+        world_size=world, per_rank_samples_ns=per_rank if world > 1 else ())
+
+
+def test_ddp_verdicts_go_by_throughput_not_step_time() -> None:
+    """The case of a real CPU run: ddp-w2 steps take longer (two ranks' batches on two
+    cores) but it trains 72.3 images/s against no-ddp's 65.8, so it is faster and best."""
+    no_ddp = _timed("no-ddp", 8, 8 / 65.8, 1)
+    w1 = _timed("ddp-w1", 8, 8 / 60.0, 1)
+    w2 = _timed("ddp-w2", 16, 16 / 72.3, 2)
+    found = {s.name: s for s in results.against_baseline((no_ddp, w1, w2), "no-ddp")}
+    assert found["no-ddp"].speedup == pytest.approx(1.0)
+    assert found["ddp-w2"].speedup == pytest.approx(72.3 / 65.8)  # step time said 0.55x
+    assert found["ddp-w2"].scaling_efficiency == pytest.approx(72.3 / (2 * 65.8))
+    assert found["ddp-w1"].scaling_efficiency == pytest.approx(60.0 / 65.8)
+    assert results.best(tuple(found.values())).name == "ddp-w2"
+    slowest = found["ddp-w2"].samples_ns[0]
+    assert found["ddp-w2"].rank_medians_ns == pytest.approx((slowest, slowest - 1000))
+    # no baseline at that point: nothing to compare against
+    (alone,) = results.against_baseline((w2,), "no-ddp")
+    assert alone.speedup is None and alone.scaling_efficiency is None

@@ -10,9 +10,12 @@ with the first result of each benchmark the run without DDP. This report keeps e
 of those keys, so PyTorch's own ``diff.py`` reads it, and adds: ``metadata`` (versions,
 backend, bucket size, device, threads, world and topology), per benchmark its
 ``bucket_size`` and ``image_size``, and per configuration its name, ``world_size``,
-``times`` (p50/p75/p90/p95 seconds per iteration, examples/s per replica and aggregate)
-and ``per_rank_measurements``. One difference in meaning: ``measurements`` here are the
-slowest rank's time of each step (PyTorch pools every rank's samples). No torch import.
+``times`` (p50/p75/p90/p95 seconds per iteration, examples/s per replica and aggregate),
+the verdicts by throughput (``speedup``, ``scaling_efficiency``, ``best``),
+``per_rank_measurements`` with each rank's median, and ``repeat_measurements`` (each
+independent run's samples, when the configuration was repeated). One difference in
+meaning: ``measurements`` here are the slowest rank's time of each step (PyTorch pools
+every rank's samples). No torch import.
 """
 
 from __future__ import annotations
@@ -28,7 +31,14 @@ import numpy as np
 from profiler_kit import __version__
 from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.errors import UsageError
-from profiler_kit.results import OK, SKIPPED, RunResult, decode_run
+from profiler_kit.results import (
+    OK,
+    SKIPPED,
+    RunResult,
+    decode_run,
+    scaling_efficiency,
+    speedup,
+)
 
 SCHEMA = "profkit.ddp_report/1"
 REPORT_NAME = "ddp_report.json"
@@ -96,6 +106,7 @@ def build(run: RunResult) -> dict[str, Any]:
             "ddp": s.name != "no-ddp",
             "times": times(measurements, batch, world),
             "per_rank_measurements": [[ns / 1e9 for ns in r] for r in per_rank],
+            "per_rank_sec_per_iter_p50": [float(np.percentile(r, 50)) / 1e9 for r in per_rank],
             "repeat_measurements": [[ns / 1e9 for ns in r] for r in s.repeat_samples_ns],
             "profiled_sec_per_iter_p50": s.profiled.p50_ns / 1e9 if s.profiled else None,
             "trace_dir": s.dir,
@@ -144,15 +155,20 @@ def build(run: RunResult) -> dict[str, Any]:
 
 
 def _add_scaling(results: list[dict[str, Any]]) -> None:
-    """``scaling_efficiency``: median aggregate examples/s over world size times the
-    no-DDP median examples/s (1.0 is perfect scaling; DDP overhead shows below it)."""
+    """Verdicts by throughput, as the run's own table gives them: ``speedup`` is the median
+    aggregate examples/s over the no-DDP one, ``scaling_efficiency`` that over world size
+    times the no-DDP examples/s (1.0 is perfect scaling; DDP overhead shows below it), and
+    ``best`` marks the configuration with the most examples/s. Step times alone would
+    favour one process: DDP's global batch grows with its ranks."""
     base = next((r for r in results if not r["ddp"]), None)
     base_rate = base["times"]["examples_per_sec"]["p50"] if base else None
     for r in results:
         rate = r["times"]["examples_per_sec"]["p50"]
-        r["scaling_efficiency"] = (
-            rate / (r["world_size"] * base_rate) if base_rate and rate else None
-        )
+        r["speedup"] = speedup(base_rate, rate)
+        r["scaling_efficiency"] = scaling_efficiency(rate, r["world_size"], base_rate)
+    rates = [r["times"]["examples_per_sec"]["p50"] or 0.0 for r in results]
+    for i, r in enumerate(results):
+        r["best"] = bool(rates) and i == rates.index(max(rates))
 
 
 def _world_size(configuration: str) -> int:

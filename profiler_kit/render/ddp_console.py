@@ -27,27 +27,36 @@ def tables(report: Mapping[str, Any]) -> list[Padding]:
     for bench in report.get("benchmark_results", []):
         title = (f"DDP benchmark: {bench.get('model')}, batch {bench.get('batch_size')} per "
                  f"rank, bucket {bench.get('bucket_size')} MB")
-        caption = ("p50..p95: seconds per iteration, slowest rank per step; examples/s per "
-                   "rank and in total at p50; scaling: total examples/s against ranks × no-ddp")
+        caption = ("p50..p95: seconds per iteration, slowest rank per step; rank p50: each "
+                   "rank's median; examples/s per rank and in total at p50; speedup: total "
+                   "examples/s against no-ddp; scaling: against ranks × no-ddp; best: most "
+                   "examples/s")
         t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False,
                   show_edge=False, title_justify="left", caption_justify="left",
                   title_style="bold")
         t.add_column("config", no_wrap=True)
         for p in _PERCENTILES:
             t.add_column(p, justify="right", no_wrap=True)
+        t.add_column("rank p50", justify="right", no_wrap=True)
         t.add_column("ex/s/rank", justify="right", no_wrap=True)
         t.add_column("ex/s all", justify="right", no_wrap=True)
+        t.add_column("speedup", justify="right", no_wrap=True)
         t.add_column("scaling", justify="right", no_wrap=True)
         for r in bench.get("result", []):
             times = r.get("times") or {}
             sec = times.get("sec_per_iter") or {}
+            best = bool(r.get("best"))
             t.add_row(
-                str(r.get("configuration", "")),
+                str(r.get("configuration", "")) + (" (best)" if best else ""),
                 *(units.duration(sec[p] * 1e9) if sec.get(p) is not None else "-"
                   for p in _PERCENTILES),
+                " / ".join(units.duration(v * 1e9)
+                           for v in r.get("per_rank_sec_per_iter_p50") or []) or "-",
                 _rate((times.get("examples_per_sec_per_replica") or {}).get("p50")),
                 _rate((times.get("examples_per_sec") or {}).get("p50")),
+                units.speedup(r.get("speedup")),
                 units.percent(r.get("scaling_efficiency")),
+                style="bold green" if best else "",
             )
         for f in bench.get("failed", []):
             t.add_row(str(f.get("configuration")), str(f.get("status") or "failed"),

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render import units
 from profiler_kit.render.workload_rows import has_phases, workload_rows
@@ -65,27 +66,30 @@ class ProgressBars:
                                          f" {note}"), highlight=False)
 
 
-def _best(strategies: list[StrategyResult]) -> str | None:
-    timed = [s for s in strategies if s.status == OK and s.stats]
-    if not timed:
-        return None
-    return min(timed, key=lambda s: s.stats.median_ns).name  # type: ignore[union-attr]
-
-
 def _memory(s: StrategyResult) -> str:
     peaks = [v.get("allocated_bytes") for v in s.peak_memory.values()]
     peaks = [p for p in peaks if p is not None]
     return units.nbytes(max(peaks)) if peaks else "-"
 
 
+def _rank_medians(s: StrategyResult) -> str:
+    return " / ".join(units.duration(v) for v in s.rank_medians_ns) or "-"
+
+
 def results_table(result: RunResult, point: str) -> Table:
     """One row per strategy; the full statistics are in summary.md and run.json."""
     rows = result.at(point)
-    best = _best(rows)
+    top = results.best(rows)
+    best = top.name if top else None
+    multi = any(s.world_size > 1 for s in rows)
+    scaling = multi and any(s.scaling_efficiency is not None for s in rows)
     table = Table(header_style="bold")
     table.add_column("strategy", no_wrap=True)
-    for col in ("median", "IQR", "p95", f"{result.item_unit}/s", "speedup", "profiled",
-                "peak mem"):
+    columns = ["median", "IQR", "p95", f"{result.item_unit}/s", "speedup"]
+    columns += ["scaling"] if scaling else []
+    columns += ["rank medians"] if multi else []
+    columns += ["profiled", "peak mem"]
+    for col in columns:
         table.add_column(col, justify="right", no_wrap=True)
     for s in rows:
         if s.status == OK and s.stats:
@@ -97,12 +101,14 @@ def results_table(result: RunResult, point: str) -> Table:
                 units.duration(st.median_ns), Text(iqr, style="yellow" if st.noisy else ""),
                 units.duration(st.p95_ns), f"{per_s:.4g}" if per_s is not None else "-",
                 units.speedup(s.speedup),
+                *([units.percent(s.scaling_efficiency)] if scaling else []),
+                *([_rank_medians(s)] if multi else []),
                 units.duration(s.profiled.median_ns) if s.profiled else "-",
                 _memory(s), style="bold green" if s.name == best else "",
             )
         else:
             status = Text(s.status, style=_STATUS_STYLE.get(s.status, ""))
-            table.add_row(s.name, status, *["-"] * 6)
+            table.add_row(s.name, status, *["-"] * (len(columns) - 1))
     return table
 
 

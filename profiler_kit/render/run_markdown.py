@@ -5,7 +5,7 @@ from __future__ import annotations
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render import units
 from profiler_kit.render.workload_rows import has_phases, workload_rows
-from profiler_kit.results import OK, RunResult, StrategyResult
+from profiler_kit.results import OK, RunResult, StrategyResult, best
 
 
 def _cell(text: object) -> str:
@@ -14,17 +14,18 @@ def _cell(text: object) -> str:
 
 def _results(result: RunResult, point: str) -> list[str]:
     rows = result.at(point)
-    timed = [s for s in rows if s.status == OK and s.stats]
-    best = min(timed, key=lambda s: s.stats.median_ns).name if timed else None  # type: ignore[union-attr]
+    top = best(rows)
+    multi = any(s.world_size > 1 for s in rows)
     lines = [
         "| strategy | n | median | IQR | mean | p50 | p75 | p90 | p95 | min | max "
-        f"| {result.item_unit}/s | speedup | profiled median | peak memory | status |",
-        "|---|" + "---:|" * 14 + "---|",
+        f"| {result.item_unit}/s | speedup | scaling | rank medians | profiled median "
+        "| peak memory | status |",
+        "|---|" + "---:|" * 16 + "---|",
     ]
     for s in rows:
         if s.status == OK and s.stats:
             st = s.stats
-            name = f"**{s.name}** (best)" if s.name == best else s.name
+            name = f"**{s.name}** (best)" if top and s.name == top.name else s.name
             iqr = units.percent(st.iqr_fraction) + (" ⚠ noisy" if st.noisy else "")
             cells = [name, st.n, units.duration(st.median_ns), iqr, units.duration(st.mean_ns),
                      units.duration(st.p50_ns), units.duration(st.p75_ns),
@@ -32,11 +33,13 @@ def _results(result: RunResult, point: str) -> list[str]:
                      units.duration(st.min_ns), units.duration(st.max_ns),
                      units.rate(s.throughput_items_per_s, result.item_unit).split(" ")[0],
                      units.speedup(s.speedup),
+                     units.percent(s.scaling_efficiency) if multi else "-",
+                     " / ".join(units.duration(v) for v in s.rank_medians_ns) or "-",
                      units.duration(s.profiled.median_ns) if s.profiled else "-",
                      _memory(s), "ok"]
         else:
             why = s.reason or s.error or ""
-            cells = [s.name] + ["-"] * 14 + [f"{s.status}: {why}" if why else s.status]
+            cells = [s.name] + ["-"] * 16 + [f"{s.status}: {why}" if why else s.status]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return lines
 
