@@ -20,10 +20,12 @@ from profiler_kit.analysis.hotspots import (
     kernel_table,
 )
 from profiler_kit.analysis.memory import Memory, analyze_memory
+from profiler_kit.analysis.memory_timeline import MemoryTimeline, memory_timeline
 from profiler_kit.analysis.nesting import build_op_tree
 from profiler_kit.analysis.phases import Phases, analyze_phases
 from profiler_kit.analysis.precision import Precision, analyze_precision
 from profiler_kit.analysis.recommend import Recommendation, recommend
+from profiler_kit.analysis.step_timeline import StepTimeline, step_timeline
 from profiler_kit.analysis.steps import Steps, analyze_steps
 from profiler_kit.analysis.timeline import Timeline, analyze_timeline
 from profiler_kit.trace.table import EventTable
@@ -67,6 +69,8 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     phases: Phases
     recommendations: tuple[Recommendation, ...]
     notes: tuple[str, ...]
+    memory_timeline: MemoryTimeline  # allocated/reserved over time per device
+    step_timeline: StepTimeline  # one representative step as intervals on lanes
 
     @property
     def has_gpu(self) -> bool:
@@ -120,6 +124,8 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         phases=phases,
         recommendations=findings.recommendations,
         notes=tuple(notes),
+        memory_timeline=memory_timeline(table),
+        step_timeline=step_timeline(table, tree, gpu, steps),
     )
 
 
