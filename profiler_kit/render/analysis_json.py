@@ -67,6 +67,8 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
             "tensor_core_share": a.precision.tensor_core_share,
         },
         "memory": _plain(a.memory),
+        "memory_timeline": _plain(a.memory_timeline),
+        "step_timeline": {**_plain(a.step_timeline), "downsampled": a.step_timeline.downsampled},
         "phases": _plain(a.phases.phases),
         "recommendations": _plain(a.recommendations),
         "notes": list(a.notes),
