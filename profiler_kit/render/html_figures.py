@@ -1,0 +1,72 @@
+"""What every chart of the HTML report shares: the chart record, colours and unit scales.
+
+A chart is a Plotly figure (``data`` traces and ``layout``) plus a title and a one-line
+caption; the page's script draws it as it is. Figures carry the analyses' numbers
+scaled to display units (ns to ms, bytes to MiB) and nothing computed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from profiler_kit.analysis import classify
+
+NS_PER_MS = 1e6
+BYTES_PER_MIB = float(1 << 20)
+
+# One colour per hotspot class, the same in every chart; readable on light and dark.
+CLASS_COLORS: dict[str, str] = {
+    classify.CONVOLUTION: "#4e79a7",
+    classify.BATCHNORM: "#f28e2b",
+    classify.NORMALIZATION: "#ffbe7d",
+    classify.GEMM: "#e15759",
+    classify.ATTENTION: "#b07aa1",
+    classify.ELEMENTWISE: "#59a14f",
+    classify.REDUCTION: "#76b7b2",
+    classify.POOLING: "#9c755f",
+    classify.MEMCPY: "#edc948",
+    classify.MEMSET: "#d4a6c8",
+    classify.COMMUNICATION: "#ff5fa2",
+    classify.OTHER: "#a0a0a0",
+}
+# Series that are not classes (strategies, devices), in order.
+SERIES_COLORS = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2",
+                 "#edc948", "#ff9da7", "#9c755f", "#bab0ac")
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart: ``kind`` "plotly" is drawn as is; "timeline" is a compact mini trace view
+    the page expands into one line trace per class (see report.js)."""
+
+    id: str
+    section: str
+    title: str
+    caption: str
+    data: list[dict[str, Any]] = field(default_factory=list)
+    layout: dict[str, Any] = field(default_factory=dict)
+    kind: str = "plotly"
+    timeline: dict[str, Any] | None = None
+    note: str = ""  # a second line under the caption, e.g. "downsampled"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "section": self.section, "title": self.title,
+                "caption": self.caption, "note": self.note, "kind": self.kind,
+                "data": self.data, "layout": self.layout, "timeline": self.timeline}
+
+
+def ms(ns: float | int | None) -> float | None:
+    return None if ns is None else ns / NS_PER_MS
+
+
+def mib(n: float | int | None) -> float | None:
+    return None if n is None else n / BYTES_PER_MIB
+
+
+def series_color(i: int) -> str:
+    return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def axis(title: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"text": title}, "automargin": True, **extra}

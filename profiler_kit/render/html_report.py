@@ -1,0 +1,251 @@
+"""The HTML report: one self-contained file with plotly.js embedded, readable offline.
+
+:func:`render` lays out the charts of :mod:`html_run_charts`, :mod:`html_trace_charts`
+and :mod:`html_scenario_charts` with the recommendations, the comparison and the run's
+parameters. It formats; every number comes from run.json or the analyses.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from profiler_kit.analysis.compare import Comparison
+from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.errors import ProfkitError
+from profiler_kit.render import html_run_charts, html_scenario_charts, html_trace_charts, units
+from profiler_kit.render.analysis_console import recommendation_lines, value
+from profiler_kit.render.html_figures import Chart
+
+INSTALL_HINT = "pip install 'profkit[report]'"
+SECTION_ORDER = (
+    html_run_charts.STRATEGIES,
+    html_trace_charts.STEPS,
+    html_trace_charts.TIME_BY_CLASS,
+    html_trace_charts.ONE_STEP,
+    html_trace_charts.MEMORY,
+)
+
+
+class MissingDependency(ProfkitError):
+    """A package an optional feature needs is not installed."""
+
+
+def plotly_js() -> tuple[str, str]:
+    """plotly.js (minified) and its version, from the ``plotly`` package's own copy."""
+    try:
+        text = (resources.files("plotly") / "package_data" / "plotly.min.js").read_text(
+            encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        raise MissingDependency(
+            f"the HTML report needs plotly (its JavaScript is embedded): {INSTALL_HINT}"
+        ) from None
+    head = text[:200]
+    marker = "plotly.js v"
+    version = head[head.index(marker) + len(marker):].split()[0] if marker in head else "?"
+    return text, version
+
+
+def charts_for(analyses: Sequence[TraceAnalysis], run: Mapping[str, Any] | None = None,
+               ddp_reports: Sequence[Mapping[str, Any]] = ()) -> list[Chart]:
+    """Every chart the inputs have data for, in page order."""
+    charts: list[Chart] = []
+    if run is not None:
+        charts += html_run_charts.run_charts(run)
+    else:
+        charts += [c for c in [html_trace_charts.profiled_steps_chart(analyses)] if c]
+    charts += [c for c in (html_trace_charts.class_breakdown_chart(analyses, "gpu"),
+                           html_trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
+    charts += html_trace_charts.timeline_charts(analyses)
+    charts += html_trace_charts.memory_charts(analyses)
+    if run is not None:
+        charts += html_scenario_charts.scenario_charts(run)
+    for report in ddp_reports:
+        charts += html_scenario_charts.ddp_report_charts(report)
+    ids: dict[str, int] = {}
+    out = []
+    for c in charts:  # ids unique across the page
+        n = ids.get(c.id, 0)
+        ids[c.id] = n + 1
+        out.append(c if n == 0 else _with_id(c, f"{c.id}-{n}"))
+    return out
+
+
+def _with_id(c: Chart, new_id: str) -> Chart:
+    from dataclasses import replace
+
+    return replace(c, id=new_id)
+
+
+def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
+           run: Mapping[str, Any] | None = None,
+           ddp_reports: Sequence[Mapping[str, Any]] = (), subtitle: str = "") -> str:
+    """The whole page. Raises MissingDependency without plotly."""
+    plotly, plotly_version = plotly_js()
+    charts = charts_for(analyses, run, ddp_reports)
+    sections: dict[str, list[Chart]] = {}
+    for c in charts:
+        sections.setdefault(c.section, []).append(c)
+    order = [s for s in SECTION_ORDER if s in sections] + [
+        s for s in sections if s not in SECTION_ORDER]
+    body: list[str] = []
+    nav: list[tuple[str, str]] = []
+    for i, name in enumerate(order):
+        anchor = f"s{i}"
+        nav.append((anchor, name))
+        body.append(f'<h2 id="{anchor}">{_e(name)}</h2>')
+        body += [_chart_html(c) for c in sections[name]]
+    extra = [
+        ("comparison", "Comparison", _comparison_html(comparison)),
+        ("recommendations", "Recommendations", _recommendations_html(analyses)),
+        ("not-measured", "Skipped and failed", _not_measured_html(run)),
+        ("parameters", "Parameters and environment", _run_html(run)),
+        ("traces", "Traces", _traces_html(analyses)),
+    ]
+    for anchor, name, content in extra:
+        if content:
+            nav.append((anchor, name))
+            body.append(f'<h2 id="{anchor}">{_e(name)}</h2>\n{content}')
+    template = Template(_asset("report.html"))
+    return template.substitute(
+        title=_e(title),
+        subtitle=_e(subtitle),
+        nav=" ".join(f'<a href="#{a}">{_e(n)}</a>' for a, n in nav),
+        body="\n".join(body),
+        charts=_script_json([c.to_json() for c in charts]),
+        css=_asset("report.css"),
+        script=_asset("report.js"),
+        plotly=plotly.replace("</script", "<\\/script"),
+        plotly_version=_e(plotly_version),
+        version=_e(_version()),
+        written=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    )
+
+
+def _asset(name: str) -> str:
+    return (resources.files("profiler_kit.render") / "html" / name).read_text(encoding="utf-8")
+
+
+def _version() -> str:
+    from profiler_kit import __version__
+
+    return __version__
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _script_json(data: Any) -> str:
+    """JSON that is safe inside a <script> element (no ``</``, no NaN)."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def _chart_html(c: Chart) -> str:
+    note = f'<p class="note">{_e(c.note)}</p>' if c.note else ""
+    return (f'<section class="chart"><h3>{_e(c.title)}</h3>'
+            f'<p class="caption">{_e(c.caption)}</p>{note}'
+            f'<div class="plot" id="{_e(c.id)}" role="img" aria-label="{_e(c.title)}"></div>'
+            "</section>")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
+           numeric_from: int = 1) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(
+            f'<td class="num">{cell}</td>' if i >= numeric_from else f"<td>{cell}</td>"
+            for i, cell in enumerate(row)) + "</tr>"
+        for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _comparison_html(c: Comparison | None) -> str:
+    if c is None:
+        return ""
+    header = ["metric"] + [lab + (" (baseline)" if i == c.baseline else "")
+                           for i, lab in enumerate(c.labels)]
+    rows = []
+    for m in c.metrics:
+        cells = [_e(m.label)]
+        for i, v in enumerate(m.values):
+            text = value(v, m.unit)
+            if i != c.baseline and m.deltas[i] is not None:
+                text += f" ({units.signed_percent(m.deltas[i])})"
+            cells.append(f"<strong>{_e(text)}</strong>" if m.best == i else _e(text))
+        rows.append(cells)
+    return ('<p class="muted">Each trace against the baseline; the best value of a row '
+            "is in bold.</p>" + _table(header, rows))
+
+
+def _recommendations_html(analyses: Sequence[TraceAnalysis]) -> str:
+    parts = []
+    for a in analyses:
+        items = []
+        for r in a.recommendations:
+            head, body = recommendation_lines(r)
+            items.append(f'<li><div class="head">{_e(head)}</div>'
+                         f'<div class="evidence">{_e(body)}</div></li>')
+        items += [f'<li class="muted">note: {_e(n)}</li>' for n in a.notes]
+        if not items:
+            items = ['<li class="muted">None fired.</li>']
+        parts.append(f"<h3>{_e(a.label)}</h3><ul class=\"recs\">{''.join(items)}</ul>")
+    return "\n".join(parts)
+
+
+def _not_measured_html(run: Mapping[str, Any] | None) -> str:
+    if run is None:
+        return ""
+    rows = [[_e(html_run_charts.strategy_label(s)), _e(s.get("status")),
+             _e(s.get("reason") or s.get("error") or "")]
+            for s in html_run_charts.not_measured(run)]
+    return _table(["strategy", "status", "why"], rows, numeric_from=3) if rows else ""
+
+
+def _run_html(run: Mapping[str, Any] | None) -> str:
+    if run is None:
+        return ""
+    scenario = run.get("scenario") or {}
+    facts = [
+        ("scenario", f"{scenario.get('name', '')}: {scenario.get('description', '')}"),
+        ("baseline", scenario.get("baseline", "")),
+        ("device", run.get("device", "")),
+        ("run", f"{run.get('run_id', '')} ({run.get('started_at', '')} to "
+                f"{run.get('finished_at') or 'unfinished'})"
+                + (", interrupted" if run.get("interrupted") else "")),
+        ("seed", run.get("seed", "")),
+    ]
+    for name, group in (("parameter", run.get("params") or {}),
+                        ("option", run.get("options") or {}),
+                        ("environment", run.get("environment") or {})):
+        facts += [(f"{name}: {k}", _plain(v)) for k, v in group.items()]
+    rows = [[_e(k), f"<code>{_e(v)}</code>"] for k, v in facts]
+    return _table(["", "value"], rows, numeric_from=2)
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, separators=(", ", ": "))
+    return str(v)
+
+
+def _traces_html(analyses: Sequence[TraceAnalysis]) -> str:
+    rows = [[_e(a.label), f"<code>{_e(a.path)}</code>", f"{a.events:,}",
+             _e(units.duration(a.steps.median_ns)), _e(str(a.steps.count or "-"))]
+            for a in analyses]
+    return _table(["trace", "file", "events", "median step", "steps"], rows, numeric_from=2)
+
+
+def default_title(run: Mapping[str, Any] | None, paths: Sequence[str | Path]) -> str:
+    if run is not None:
+        return f"profkit report: {(run.get('scenario') or {}).get('name', 'run')} " \
+               f"{run.get('run_id', '')}".strip()
+    return "profkit report: " + ", ".join(Path(p).name or str(p) for p in paths[:3]) + (
+        f" and {len(paths) - 3} more" if len(paths) > 3 else "")

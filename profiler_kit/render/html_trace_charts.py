@@ -1,0 +1,218 @@
+"""Charts drawn from trace analyses: profiled step times, time by hotspot class, one step's
+timeline and memory over time. Any traces work, a run's or anyone's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from profiler_kit.analysis import classify
+from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.render import units
+from profiler_kit.render.html_figures import (
+    CLASS_COLORS,
+    Chart,
+    axis,
+    mib,
+    ms,
+    series_color,
+)
+
+TIME_BY_CLASS = "Where the time goes"
+ONE_STEP = "One step"
+MEMORY = "Memory"
+STEPS = "Step time"
+
+
+def profiled_steps_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
+    """Every profiled step of every trace, and its median: for traces without a run.json."""
+    with_steps = [a for a in analyses if a.steps.steps]
+    if not with_steps:
+        return None
+    data: list[dict[str, Any]] = []
+    for i, a in enumerate(with_steps):
+        data.append({
+            "type": "scatter", "mode": "markers", "name": a.label, "legendgroup": a.label,
+            "x": [a.label] * len(a.steps.steps), "y": [ms(s.dur_ns) for s in a.steps.steps],
+            "text": [f"ProfilerStep#{s.number}" for s in a.steps.steps],
+            "marker": {"color": series_color(i), "size": 8, "opacity": 0.7},
+            "hovertemplate": "%{text}: %{y:.4g} ms<extra>%{x}</extra>",
+        })
+        data.append({
+            "type": "scatter", "mode": "markers", "name": f"{a.label} median",
+            "legendgroup": a.label, "showlegend": False,
+            "x": [a.label], "y": [ms(a.steps.median_ns)],
+            "marker": {"symbol": "line-ew-open", "size": 40, "color": series_color(i),
+                       "line": {"width": 3}},
+            "hovertemplate": "median %{y:.4g} ms<extra>%{x}</extra>",
+        })
+    return Chart(
+        id="profiled-steps", section=STEPS, title="Profiled step times",
+        caption="Each point is one ProfilerStep# span of the trace (CPU side); the bar is "
+                "the median.",
+        data=data, layout={"yaxis": axis("step time (ms)", rangemode="tozero"),
+                           "xaxis": axis("")},
+    )
+
+
+def class_breakdown_chart(analyses: Sequence[TraceAnalysis], which: str) -> Chart | None:
+    """Stacked bars of time per hotspot class; ``which`` is "gpu" or "cpu" (self time)."""
+    if which == "gpu":
+        rows = [(a.label, a.gpu) for a in analyses if a.has_gpu]
+        title, what = "GPU time by class", "GPU activity time (kernels, memcpy, memset)"
+    else:
+        rows = [(a.label, a.cpu) for a in analyses if a.cpu.count]
+        title, what = "CPU self time by class", "CPU op self time"
+    if not rows:
+        return None
+    data = []
+    for klass in classify.CLASSES:
+        if not any(_class_total(bd, klass) for _, bd in rows):
+            continue
+        totals = [_class_total(bd, klass) for _, bd in rows]
+        data.append({
+            "type": "bar", "name": klass, "x": [label for label, _ in rows],
+            "y": [ms(t.total_ns) if t else 0 for t in totals],
+            "customdata": [[units.percent(t.share) if t else "-", t.count if t else 0]
+                           for t in totals],
+            "marker": {"color": CLASS_COLORS[klass]},
+            "hovertemplate": f"{klass}: %{{y:.4g}} ms (%{{customdata[0]}} of the total, "
+                             "%{customdata[1]} events)<extra>%{x}</extra>",
+        })
+    return Chart(
+        id=f"{which}-classes", section=TIME_BY_CLASS, title=title,
+        caption=f"{what} per hotspot class, summed over the whole trace, stacked per "
+                f"{'strategy' if len(rows) > 1 else 'trace'}; click a class to hide it.",
+        data=data,
+        layout={"barmode": "stack", "yaxis": axis("time (ms)"), "xaxis": axis("")},
+    )
+
+
+def _class_total(bd: Breakdown, klass: str):
+    return next((c for c in bd.classes if c.klass == klass), None)
+
+
+def timeline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
+    """One mini trace view per strategy folder (its ranks' lanes together), else per trace."""
+    charts = []
+    for group in _by_folder(analyses):
+        ranked = len(group) > 1 and all(a.rank is not None for a in group)
+        for members in ([group] if ranked else [[a] for a in group]):
+            label = _folder_label(group) if ranked else members[0].label
+            charts.append(_timeline_chart(f"timeline-{len(charts)}", label, members, ranked))
+    return charts
+
+
+def _by_folder(analyses: Sequence[TraceAnalysis]) -> list[list[TraceAnalysis]]:
+    groups: dict[Path, list[TraceAnalysis]] = {}
+    for a in analyses:
+        groups.setdefault(Path(a.path).parent, []).append(a)
+    return list(groups.values())
+
+
+def _folder_label(group: Sequence[TraceAnalysis]) -> str:
+    label = group[0].label
+    return label.rsplit("/", 1)[0] if "/" in label else Path(group[0].path).parent.name
+
+
+def _timeline_chart(chart_id: str, label: str, members: Sequence[TraceAnalysis],
+                    ranked: bool) -> Chart:
+    lanes: list[dict[str, Any]] = []
+    name_index: dict[str, int] = {}
+    cols: dict[str, list[int]] = {"row": [], "offset_ns": [], "dur_ns": [], "name": [],
+                                  "klass": []}
+    rows_used = 0
+    steps_text = []
+    shown = total = 0
+    for a in sorted(members, key=lambda m: (m.rank if m.rank is not None else -1)):
+        st = a.step_timeline
+        prefix = f"rank {a.rank} · " if ranked else ""
+        lane_row = []
+        for lane in st.lanes:
+            lane_row.append(rows_used)
+            lanes.append({"label": prefix + lane.label, "row": rows_used, "rows": lane.rows,
+                          "kind": lane.kind})
+            rows_used += lane.rows
+        local = [name_index.setdefault(n, len(name_index)) for n in st.names]
+        cols["row"] += [lane_row[ln] + d for ln, d in zip(st.lane, st.depth, strict=True)]
+        cols["offset_ns"] += list(st.offset_ns)
+        cols["dur_ns"] += list(st.dur_ns)
+        cols["name"] += [local[i] for i in st.name]
+        cols["klass"] += list(st.klass)
+        shown += len(st.lane)
+        total += st.intervals_total
+        which = f"ProfilerStep#{st.step}" if st.step is not None else "the whole trace"
+        steps_text.append(f"{prefix}{which} ({units.duration(st.step_dur_ns)})")
+    names = list(name_index)
+    first = members[0].step_timeline
+    note = ""
+    if shown < total:
+        note = (f"Downsampled: the {shown:,} longest of {total:,} intervals are drawn "
+                f"(at most {first.max_intervals:,} per trace).")
+    return Chart(
+        id=chart_id, section=ONE_STEP, title=f"One step of {label}",
+        caption=f"{', '.join(steps_text)}, the step nearest the median: CPU ops by thread "
+                "(nested ops one row down) above the GPU streams' kernels, coloured by class; "
+                "drag to zoom, double-click to reset.",
+        note=note, kind="timeline",
+        timeline={"classes": list(first.classes),
+                  "colors": [CLASS_COLORS[c] for c in first.classes],
+                  "lanes": lanes, "rows": rows_used, "names": names, **cols},
+        layout={"xaxis": axis("ms from the step's start"), "yaxis": {"automargin": True}},
+    )
+
+
+def memory_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
+    """One chart per device: allocated (solid) and reserved (dashed) per trace, peaks marked."""
+    devices: dict[str, list[tuple[int, TraceAnalysis, Any]]] = {}
+    for i, a in enumerate(analyses):
+        for series in a.memory_timeline.devices:
+            devices.setdefault(series.device, []).append((i, a, series))
+    charts = []
+    for device, entries in devices.items():
+        data: list[dict[str, Any]] = []
+        thinned = []
+        for i, a, s in entries:
+            color = series_color(i)
+            data.append({
+                "type": "scatter", "mode": "lines", "name": f"{a.label} allocated",
+                "legendgroup": a.label, "x": [ms(t) for t in s.ts_ns],
+                "y": [mib(b) for b in s.allocated_bytes], "line": {"color": color, "width": 2,
+                                                                   "shape": "hv"},
+                "hovertemplate": "%{y:.4g} MiB allocated at %{x:.4g} ms<extra>"
+                                 f"{a.label}</extra>",
+            })
+            if s.reserved_bytes:
+                data.append({
+                    "type": "scatter", "mode": "lines", "name": f"{a.label} reserved",
+                    "legendgroup": a.label, "x": [ms(t) for t in s.ts_ns],
+                    "y": [mib(b) for b in s.reserved_bytes],
+                    "line": {"color": color, "width": 1.5, "dash": "dash", "shape": "hv"},
+                    "hovertemplate": "%{y:.4g} MiB reserved at %{x:.4g} ms<extra>"
+                                     f"{a.label}</extra>",
+                })
+            data.append({
+                "type": "scatter", "mode": "markers+text", "name": f"{a.label} peak",
+                "legendgroup": a.label, "showlegend": False,
+                "x": [ms(s.peak_ts_ns)], "y": [mib(s.peak_allocated_bytes)],
+                "text": [f"peak {units.nbytes(s.peak_allocated_bytes)}"],
+                "textposition": "top center",
+                "marker": {"color": color, "size": 10, "symbol": "triangle-down"},
+                "hovertemplate": "%{text} at %{x:.4g} ms<extra>" f"{a.label}</extra>",
+            })
+            if s.downsampled:
+                thinned.append(f"{a.label}: {len(s.ts_ns):,} of {s.events:,} events drawn")
+        charts.append(Chart(
+            id=f"memory-{len(charts)}", section=MEMORY, title=f"Memory over time on {device}",
+            caption=f"Bytes allocated (solid) and reserved by the caching allocator (dashed) "
+                    f"on {device} after each allocation and free of the profiled steps, from "
+                    "the trace's [memory] events; the triangle marks the peak.",
+            note=("Thinned, keeping each run's lowest and highest point and the peak: "
+                  + "; ".join(thinned) + ".") if thinned else "",
+            data=data,
+            layout={"xaxis": axis("ms from the trace's start"),
+                    "yaxis": axis("MiB", rangemode="tozero")},
+        ))
+    return charts
