@@ -95,6 +95,81 @@ def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDi
     return diff_reports(load_report(base), load_report(test), base_label, test_label)
 
 
+def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+           out: str | os.PathLike[str] | None = None, *, title: str | None = None,
+           baseline: str | None = None, jobs: int | None = None) -> Path:
+    """Write the HTML report of ``paths`` (run folders, traces, folders of traces, DDP
+    benchmark reports) to ``out`` and return its path.
+
+    ``out`` defaults to ``report.html`` in the run folder when ``paths`` is one run
+    folder, else in the current folder; it never replaces an input. Needs plotly
+    (``MissingDependency`` says how to install it); does not import torch.
+    """
+    from profiler_kit import artifacts
+    from profiler_kit.ddp_report import load_report
+    from profiler_kit.errors import UsageError
+    from profiler_kit.render import html_report
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    html_report.plotly_js()  # before any work: say early when plotly is missing
+    runs, reports, trace_paths = [], [], []
+    for p in map(Path, paths):
+        if p.is_dir() and (p / artifacts.RUN_JSON).is_file():
+            runs.append(artifacts.read_run(p))
+            if (p / "ddp_report.json").is_file():
+                reports.append(load_report(p / "ddp_report.json"))
+            trace_paths.append(p)
+        elif p.is_file() and _is_benchmark_report(p):
+            reports.append(load_report(p))
+        else:
+            trace_paths.append(p)
+    analyses = analyze(trace_paths, jobs=jobs) if trace_paths else []
+    if len(runs) == 1:  # strategies in the order they ran, as in the run's own charts
+        analyses = _in_run_order(analyses, runs[0], Path(paths[0]))
+    comparison = compare(analyses, baseline) if len(analyses) > 1 else None
+    if out is None:
+        single_run = len(paths) == 1 and len(runs) == 1
+        out = Path(paths[0]) / "report.html" if single_run else Path("report.html")
+    target = Path(out)
+    inputs = {Path(a.path).resolve() for a in analyses} | {
+        Path(p).resolve() for p in paths if Path(p).is_file()}
+    if target.resolve() in inputs or target.is_dir():
+        raise UsageError(f"{target}: refusing to overwrite an input (choose another -o)")
+    text = html_report.render(
+        title or html_report.default_title(runs[0] if len(runs) == 1 else None,
+                                           [str(p) for p in paths]),
+        analyses, comparison, runs=runs, ddp_reports=reports,
+        subtitle=html_report.default_subtitle(runs, analyses))
+    artifacts.write_report(target, text)
+    return target
+
+
+def _in_run_order(analyses: list[TraceAnalysis], run: Mapping[str, Any],
+                  run_dir: Path) -> list[TraceAnalysis]:
+    order = {(run_dir / s["dir"]).resolve(): i
+             for i, s in enumerate(run.get("strategies", [])) if s.get("dir")}
+
+    def key(a: TraceAnalysis) -> int:
+        folder = Path(a.path).resolve().parent
+        for parent in (folder, *folder.parents):
+            if parent in order:
+                return order[parent]
+        return len(order)
+
+    return sorted(analyses, key=key)
+
+
+def _is_benchmark_report(path: Path) -> bool:
+    """A JSON file that is not a trace: a DDP benchmark report or a run.json to report on."""
+    name = path.name
+    if not name.endswith(".json") or name.endswith(".pt.trace.json"):
+        return False
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    return b'"traceEvents"' not in head
+
+
 def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
         device: str = "auto", strategies: Sequence[str] | None = None,
         opt_in: Sequence[str] = (), amp: bool = False, options: MeasureOptions | None = None,

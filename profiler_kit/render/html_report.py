@@ -11,6 +11,7 @@ import html
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -52,19 +53,19 @@ def plotly_js() -> tuple[str, str]:
     return text, version
 
 
-def charts_for(analyses: Sequence[TraceAnalysis], run: Mapping[str, Any] | None = None,
+def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[Mapping[str, Any]] = (),
                ddp_reports: Sequence[Mapping[str, Any]] = ()) -> list[Chart]:
     """Every chart the inputs have data for, in page order."""
     charts: list[Chart] = []
-    if run is not None:
-        charts += html_run_charts.run_charts(run)
-    else:
+    for run in runs:
+        charts += _in_section_of(run, runs, html_run_charts.run_charts(run))
+    if not runs:
         charts += [c for c in [html_trace_charts.profiled_steps_chart(analyses)] if c]
     charts += [c for c in (html_trace_charts.class_breakdown_chart(analyses, "gpu"),
                            html_trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
     charts += html_trace_charts.timeline_charts(analyses)
     charts += html_trace_charts.memory_charts(analyses)
-    if run is not None:
+    for run in runs:
         charts += html_scenario_charts.scenario_charts(run)
     for report in ddp_reports:
         charts += html_scenario_charts.ddp_report_charts(report)
@@ -73,22 +74,24 @@ def charts_for(analyses: Sequence[TraceAnalysis], run: Mapping[str, Any] | None 
     for c in charts:  # ids unique across the page
         n = ids.get(c.id, 0)
         ids[c.id] = n + 1
-        out.append(c if n == 0 else _with_id(c, f"{c.id}-{n}"))
+        out.append(c if n == 0 else replace(c, id=f"{c.id}-{n}"))
     return out
 
 
-def _with_id(c: Chart, new_id: str) -> Chart:
-    from dataclasses import replace
-
-    return replace(c, id=new_id)
+def _in_section_of(run: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
+                   charts: list[Chart]) -> list[Chart]:
+    """With several runs, each run's strategy charts get their own section."""
+    if len(runs) < 2:
+        return charts
+    return [replace(c, section=f"{c.section}: {run.get('run_id', '')}") for c in charts]
 
 
 def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
-           run: Mapping[str, Any] | None = None,
+           runs: Sequence[Mapping[str, Any]] = (),
            ddp_reports: Sequence[Mapping[str, Any]] = (), subtitle: str = "") -> str:
     """The whole page. Raises MissingDependency without plotly."""
     plotly, plotly_version = plotly_js()
-    charts = charts_for(analyses, run, ddp_reports)
+    charts = charts_for(analyses, runs, ddp_reports)
     sections: dict[str, list[Chart]] = {}
     for c in charts:
         sections.setdefault(c.section, []).append(c)
@@ -104,8 +107,9 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
     extra = [
         ("comparison", "Comparison", _comparison_html(comparison)),
         ("recommendations", "Recommendations", _recommendations_html(analyses)),
-        ("not-measured", "Skipped and failed", _not_measured_html(run)),
-        ("parameters", "Parameters and environment", _run_html(run)),
+        ("not-measured", "Skipped and failed", "".join(_not_measured_html(r) for r in runs)),
+        ("parameters", "Parameters and environment", "".join(_run_html(r, len(runs) > 1)
+                                                            for r in runs)),
         ("traces", "Traces", _traces_html(analyses)),
     ]
     for anchor, name, content in extra:
@@ -200,18 +204,14 @@ def _recommendations_html(analyses: Sequence[TraceAnalysis]) -> str:
     return "\n".join(parts)
 
 
-def _not_measured_html(run: Mapping[str, Any] | None) -> str:
-    if run is None:
-        return ""
+def _not_measured_html(run: Mapping[str, Any]) -> str:
     rows = [[_e(html_run_charts.strategy_label(s)), _e(s.get("status")),
              _e(s.get("reason") or s.get("error") or "")]
             for s in html_run_charts.not_measured(run)]
     return _table(["strategy", "status", "why"], rows, numeric_from=3) if rows else ""
 
 
-def _run_html(run: Mapping[str, Any] | None) -> str:
-    if run is None:
-        return ""
+def _run_html(run: Mapping[str, Any], headed: bool = False) -> str:
     scenario = run.get("scenario") or {}
     facts = [
         ("scenario", f"{scenario.get('name', '')}: {scenario.get('description', '')}"),
@@ -227,7 +227,8 @@ def _run_html(run: Mapping[str, Any] | None) -> str:
                         ("environment", run.get("environment") or {})):
         facts += [(f"{name}: {k}", _plain(v)) for k, v in group.items()]
     rows = [[_e(k), f"<code>{_e(v)}</code>"] for k, v in facts]
-    return _table(["", "value"], rows, numeric_from=2)
+    head = f"<h3>{_e(run.get('run_id', ''))}</h3>" if headed else ""
+    return head + _table(["", "value"], rows, numeric_from=2)
 
 
 def _plain(v: Any) -> str:
@@ -241,6 +242,16 @@ def _traces_html(analyses: Sequence[TraceAnalysis]) -> str:
              _e(units.duration(a.steps.median_ns)), _e(str(a.steps.count or "-"))]
             for a in analyses]
     return _table(["trace", "file", "events", "median step", "steps"], rows, numeric_from=2)
+
+
+def default_subtitle(runs: Sequence[Mapping[str, Any]],
+                     analyses: Sequence[TraceAnalysis]) -> str:
+    if len(runs) == 1:
+        run = runs[0]
+        return f"{(run.get('scenario') or {}).get('description', '')} — on {run.get('device')}"
+    parts = [f"{len(runs)} runs"] if runs else []
+    parts.append(f"{len(analyses)} trace{'s' if len(analyses) != 1 else ''}")
+    return ", ".join(parts)
 
 
 def default_title(run: Mapping[str, Any] | None, paths: Sequence[str | Path]) -> str:

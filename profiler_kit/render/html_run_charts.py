@@ -39,7 +39,6 @@ def step_time_chart(run: Run) -> Chart | None:
         "q3": [ms(st["p75_ns"]) for st in stats],
         "lowerfence": [ms(st["min_ns"]) for st in stats],
         "upperfence": [ms(st["max_ns"]) for st in stats],
-        "mean": [ms(st["mean_ns"]) for st in stats],
         "marker": {"color": series_color(0)}, "boxpoints": False,
     }, {
         "type": "scatter", "mode": "markers", "name": "p95", "x": labels,

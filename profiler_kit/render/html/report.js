@@ -86,7 +86,7 @@
       var fig = timelineFigure(c.timeline, layout);
       data = fig.data; layout = fig.layout;
     }
-    layout = merge(merge({}, layout), themeLayout(layout));
+    layout = merge(merge({ height: 420 }, layout), themeLayout(layout));
     return Plotly.newPlot(el, data, layout, {
       responsive: true, displaylogo: false, scrollZoom: false,
       toImageButtonOptions: { filename: c.id }

@@ -1,0 +1,258 @@
+"""The data behind every chart of the HTML report: each number is the analysis's or
+run.json's, checked here against the source or a hand computation."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profiler_kit import ddp_report
+from profiler_kit.analysis.compare import compare
+from profiler_kit.analysis.report import analyze_table
+from profiler_kit.render import html_report, html_run_charts, html_scenario_charts
+from profiler_kit.render import html_trace_charts as trace_charts
+from profiler_kit.trace.loader import load
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def run() -> dict:
+    return json.loads((DATA / "run_concurrent_cpu.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def analyses():
+    names = ("h100_vit_image_classification.json.gz", "cpu_torch_profiler.pt.trace.json.gz",
+             "a100_ddp_nccl_rank0.json.gz")
+    return [analyze_table(load(DATA / n), label=n.split(".")[0]) for n in names]
+
+
+def test_step_time_box_is_the_samples_percentiles(run):
+    chart = html_run_charts.step_time_chart(run)
+    box, p95, samples = chart.data
+    ok = [s for s in run["strategies"] if s["status"] == "ok"]
+    assert box["x"] == ["sequential", "sequential+amp", "threads", "threads+amp"]
+    for i, s in enumerate(ok):
+        ns = np.array(s["samples_ns"], dtype=float)
+        assert box["q1"][i] == pytest.approx(np.percentile(ns, 25) / 1e6)
+        assert box["median"][i] == pytest.approx(np.median(ns) / 1e6)
+        assert box["q3"][i] == pytest.approx(np.percentile(ns, 75) / 1e6)
+        assert (box["lowerfence"][i], box["upperfence"][i]) == (ns.min() / 1e6, ns.max() / 1e6)
+        assert p95["y"][i] == pytest.approx(np.percentile(ns, 95) / 1e6)
+    assert len(samples["y"]) == sum(len(s["samples_ns"]) for s in ok)
+    assert "5 per strategy" in chart.caption
+
+
+def test_throughput_bars_and_speedup_labels(run):
+    chart = html_run_charts.throughput_chart(run)
+    (bars,) = chart.data
+    ok = {s["name"]: s for s in run["strategies"] if s["status"] == "ok"}
+    base = ok["sequential"]["stats"]["median_ns"]
+    for label, y, text in zip(bars["x"], bars["y"], bars["text"], strict=True):
+        s = ok[label]
+        # images per second at the median step, and the baseline's median over this one
+        assert y == pytest.approx(s["items_per_step"] / (s["stats"]["median_ns"] / 1e9))
+        assert text == f"{base / s['stats']['median_ns']:.2f}×"
+    assert "sequential" in chart.caption and "Images" in chart.caption
+
+
+def test_overhead_bars_are_the_two_medians(run):
+    timed, profiled = html_run_charts.overhead_chart(run).data
+    ok = [s for s in run["strategies"] if s["status"] == "ok"]
+    assert timed["y"] == [np.median(s["samples_ns"]) / 1e6 for s in ok]
+    assert profiled["y"] == [s["profiled"]["median_ns"] / 1e6 for s in ok]
+
+
+def test_no_measured_strategy_no_strategy_charts():
+    assert html_run_charts.run_charts({"strategies": [
+        {"name": "a", "status": "skipped", "reason": "needs CUDA"}]}) == []
+
+
+def test_class_bars_stack_to_the_breakdown_total(analyses):
+    gpu = trace_charts.class_breakdown_chart(analyses, "gpu")
+    with_gpu = [a for a in analyses if a.has_gpu]
+    assert gpu.data[0]["x"] == [a.label for a in with_gpu]
+    for i, a in enumerate(with_gpu):
+        stacked = sum(trace["y"][i] for trace in gpu.data)
+        # every kernel/memcpy/memset total, from the kernel table, in ms
+        assert stacked == pytest.approx(sum(k.total_ns for k in a.kernels) / 1e6)
+    gemm = next(t for t in gpu.data if t["name"] == "gemm")
+    assert gemm["y"][1] == pytest.approx(with_gpu[1].gpu.ns("gemm") / 1e6)
+    cpu = trace_charts.class_breakdown_chart(analyses, "cpu")
+    assert len(cpu.data[0]["x"]) == 3
+    assert trace_charts.class_breakdown_chart(analyses[1:2], "gpu") is None  # CPU only
+
+
+def test_profiled_step_points_are_the_steps(analyses):
+    chart = trace_charts.profiled_steps_chart(analyses)
+    points = chart.data[0::2]
+    medians = chart.data[1::2]
+    for a, pts, med in zip(analyses, points, medians, strict=True):
+        assert pts["y"] == [s.dur_ns / 1e6 for s in a.steps.steps]
+        assert med["y"] == [a.steps.median_ns / 1e6]
+
+
+def test_timeline_payload_is_the_step_timeline(analyses):
+    charts = trace_charts.timeline_charts(analyses)
+    assert len(charts) == 3
+    for chart, a in zip(charts, analyses, strict=True):
+        t, st = chart.timeline, a.step_timeline
+        assert len(t["row"]) == len(st.lane) == len(t["dur_ns"]) == len(t["klass"])
+        assert t["dur_ns"] == list(st.dur_ns) and t["offset_ns"] == list(st.offset_ns)
+        assert [t["names"][i] for i in t["name"]] == [st.names[i] for i in st.name]
+        assert t["rows"] == sum(lane.rows for lane in st.lanes)
+        assert [lane["label"] for lane in t["lanes"]] == [lane.label for lane in st.lanes]
+        assert f"ProfilerStep#{st.step}" in chart.caption
+        assert chart.note == ""
+
+
+def test_ranks_of_one_strategy_share_a_timeline(tmp_path):
+    folder = tmp_path / "ddp-w2"
+    folder.mkdir()
+    two = []
+    for rank in (0, 1):
+        table = load(DATA / "a100_ddp_nccl_rank0.json.gz")  # the same trace as both ranks
+        table.meta.path = str(folder / f"rank{rank}.json.gz")
+        table.meta.rank = rank
+        two.append(analyze_table(table, label=f"ddp-w2/rank{rank}"))
+    (chart,) = trace_charts.timeline_charts(two)
+    assert chart.title == "One step of ddp-w2"
+    labels = [lane["label"] for lane in chart.timeline["lanes"]]
+    assert labels[0].startswith("rank 0 · ") and labels[-1].startswith("rank 1 · ")
+    assert len(chart.timeline["row"]) == sum(len(a.step_timeline.lane) for a in two)
+
+
+def test_downsampled_timeline_says_so(analyses):
+    import msgspec
+
+    a = analyses[0]
+    st = a.step_timeline
+    keep = 10
+    small = msgspec.structs.replace(
+        st, lane=st.lane[:keep], depth=st.depth[:keep], offset_ns=st.offset_ns[:keep],
+        dur_ns=st.dur_ns[:keep], name=st.name[:keep], klass=st.klass[:keep])
+    (chart,) = trace_charts.timeline_charts([msgspec.structs.replace(a, step_timeline=small)])
+    assert chart.note.startswith(f"Downsampled: the 10 longest of {st.intervals_total:,}")
+
+
+def test_memory_lines_are_the_memory_timeline(analyses):
+    charts = trace_charts.memory_charts(analyses)
+    assert [c.title for c in charts] == ["Memory over time on cpu", "Memory over time on cuda:0"]
+    cuda = charts[1]
+    allocated, reserved, peak = cuda.data
+    series = analyses[0].memory_timeline.devices[1]
+    assert series.device == "cuda:0"
+    assert allocated["y"] == [b / 2**20 for b in series.allocated_bytes]
+    assert reserved["y"] == [b / 2**20 for b in series.reserved_bytes]
+    assert peak["y"] == [analyses[0].memory.devices[1].peak_allocated_bytes / 2**20]
+    assert peak["text"] == ["peak 221 MiB"]  # 231,332,864 bytes
+
+
+def _ddp_run() -> dict:
+    def strategy(name: str, secs: list[float]) -> dict:
+        return {"name": name, "status": "ok", "point": "", "samples_ns": [int(s * 1e9)
+                                                                           for s in secs],
+                "point_params": {"model": "resnet18", "batch_size": 8, "image_size": 32,
+                                 "bucket_cap_mb": 25.0}, "info": {}, "dir": name}
+    return {"run_id": "r1", "device": "cpu", "params": {"bucket_cap_mb": 25.0},
+            "options": {}, "environment": {}, "scenario": {"name": "ddp"},
+            "strategies": [strategy("no-ddp", [0.1, 0.1, 0.1]),
+                           strategy("ddp-w1", [0.11, 0.12, 0.13]),
+                           strategy("ddp-w2", [0.2, 0.25, 0.4])]}
+
+
+def test_ddp_charts_from_the_report():
+    report = ddp_report.build(_ddp_run())
+    seconds, efficiency = html_scenario_charts.ddp_report_charts(report)
+    p50, p95, no_ddp = seconds.data
+    assert p50["x"] == [1, 2] and p50["y"] == [0.12, 0.25]
+    assert p95["y"] == pytest.approx([np.percentile([0.11, 0.12, 0.13], 95),
+                                      np.percentile([0.2, 0.25, 0.4], 95)])
+    assert no_ddp["y"] == [0.1]
+    # examples/s at p50: 8/0.12 on one rank, 16/0.25 on two; no-DDP 8/0.1
+    assert efficiency.data[0]["y"] == pytest.approx([(8 / 0.12) / (8 / 0.1),
+                                                     (16 / 0.25) / (2 * 8 / 0.1)])
+    assert "bucket 25.0 MB" in p50["name"]
+
+
+def _stats(median_ms: float) -> dict:
+    ns = median_ms * 1e6
+    return {"n": 3, "median_ns": ns, "iqr_ns": 0.0, "mean_ns": ns, "p50_ns": ns,
+            "p75_ns": ns, "p90_ns": ns, "p95_ns": ns, "min_ns": ns, "max_ns": ns}
+
+
+def test_multimodel_log_log_and_phase_split():
+    strategies = []
+    for n in (1, 8, 32):
+        for name, per_model in (("linear", 1.0), ("gconv1d", 0.25)):
+            strategies.append({
+                "name": name, "status": "ok", "point": f"n_model={n}",
+                "point_params": {"n_model": n}, "samples_ns": [], "stats": _stats(per_model * n),
+                "phases": {"forward": _stats(per_model * n * 0.4),
+                           "backward": _stats(per_model * n * 0.6)}})
+    lines, phases = html_scenario_charts.scenario_charts(
+        {"scenario": {"name": "multimodel"}, "strategies": strategies})
+    linear, gconv = lines.data
+    assert linear["x"] == [1, 8, 32] and linear["y"] == [1.0, 8.0, 32.0]
+    assert gconv["y"] == [0.25, 2.0, 8.0]
+    assert lines.layout["xaxis"]["type"] == lines.layout["yaxis"]["type"] == "log"
+    forward, backward = phases.data
+    assert forward["x"][0] == ["N=1", "N=1", "N=8", "N=8", "N=32", "N=32"]
+    assert forward["x"][1][:2] == ["linear", "gconv1d"]
+    assert forward["y"][4] == pytest.approx(32 * 0.4)
+    assert backward["y"][5] == pytest.approx(0.25 * 32 * 0.6)
+
+
+def test_pipeline_throughput_and_bubble():
+    strategies = []
+    for m in (2, 4):
+        for name, rate, bubble in (("ddp", 100.0, [0.1, 0.1]), ("gpipe", 50.0 * m, [0.3, 0.5])):
+            strategies.append({
+                "name": name, "status": "ok", "point": f"micro_batches={m}",
+                "point_params": {"micro_batches": m}, "samples_ns": [], "stats": _stats(10),
+                "throughput_items_per_s": rate, "info": {"idle_share_by_rank": bubble}})
+    strategies.append({"name": "1f1b", "status": "skipped", "point": "micro_batches=2",
+                       "reason": "fewer micro-batches than stages"})
+    run = {"scenario": {"name": "pipeline", "item_unit": "samples"}, "strategies": strategies}
+    throughput, bubble = html_scenario_charts.scenario_charts(run)
+    ddp, gpipe = throughput.data
+    assert (gpipe["x"], gpipe["y"]) == ([2, 4], [100.0, 200.0])
+    assert ddp["y"] == [100.0, 100.0]
+    rank0, rank1 = bubble.data
+    assert rank1["x"][1] == "micro_batches=2/gpipe" and rank1["y"][1] == 0.5
+
+
+def test_page_is_self_contained(analyses, run):
+    text = html_report.render("report <title>", analyses, compare(analyses), runs=[run],
+                              subtitle="a & b")
+    assert "plotly.js v" in text[:20_000] or "plotly.js" in text
+    assert "<title>report &lt;title&gt;</title>" in text
+    assert not re.search(r"<script[^>]+src=", text)
+    assert not re.search(r"<link[^>]+href=", text)
+    payload = text.split('<script type="application/json" id="profkit-charts">')[1]
+    charts = json.loads(payload.split("</script>")[0])
+    ids = [c["id"] for c in charts]
+    assert len(ids) == len(set(ids))
+    assert {"step-time", "throughput", "overhead", "gpu-classes", "cpu-classes"} <= set(ids)
+    assert sum(c["kind"] == "timeline" for c in charts) == 3
+    for c in charts:
+        assert f'id="{c["id"]}"' in text and c["caption"]
+    assert "Parameters and environment" in text and "needs CUDA" in text
+
+
+def test_script_json_cannot_close_the_script():
+    assert "</script>" not in html_report._script_json({"name": "</script><b>"})
+
+
+def test_missing_plotly_says_how_to_install(monkeypatch):
+    def missing(name):
+        raise ModuleNotFoundError(name)
+
+    monkeypatch.setattr(html_report.resources, "files", missing)
+    with pytest.raises(html_report.MissingDependency, match=r"pip install 'profkit\[report\]'"):
+        html_report.plotly_js()
