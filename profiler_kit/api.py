@@ -106,9 +106,10 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     (``MissingDependency`` says how to install it); does not import torch.
     """
     from profiler_kit import artifacts
-    from profiler_kit.ddp_report import load_report
+    from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
     from profiler_kit.errors import UsageError
     from profiler_kit.render import html_report
+    from profiler_kit.results import read_run
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -116,9 +117,9 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     runs, reports, trace_paths = [], [], []
     for p in map(Path, paths):
         if p.is_dir() and (p / artifacts.RUN_JSON).is_file():
-            runs.append(artifacts.read_run(p))
-            if (p / "ddp_report.json").is_file():
-                reports.append(load_report(p / "ddp_report.json"))
+            runs.append(read_run(p))
+            if (p / REPORT_NAME).is_file():
+                reports.append(load_report(p / REPORT_NAME))
             trace_paths.append(p)
         elif p.is_file() and _is_benchmark_report(p):
             reports.append(load_report(p))
@@ -145,10 +146,9 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     return target
 
 
-def _in_run_order(analyses: list[TraceAnalysis], run: Mapping[str, Any],
+def _in_run_order(analyses: list[TraceAnalysis], run: RunResult,
                   run_dir: Path) -> list[TraceAnalysis]:
-    order = {(run_dir / s["dir"]).resolve(): i
-             for i, s in enumerate(run.get("strategies", [])) if s.get("dir")}
+    order = {(run_dir / s.dir).resolve(): i for i, s in enumerate(run.strategies) if s.dir}
 
     def key(a: TraceAnalysis) -> int:
         folder = Path(a.path).resolve().parent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from analysis_tables import Alloc, make_table, op
 
-from profiler_kit.analysis.report import analyze_table
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"

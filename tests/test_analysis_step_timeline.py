@@ -9,7 +9,7 @@ from pathlib import Path
 
 from analysis_tables import kernel, launch, make_table, op
 
-from profiler_kit.analysis.report import analyze_table
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat
 

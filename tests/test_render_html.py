@@ -10,19 +10,33 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler_kit import ddp_report
 from profiler_kit.analysis.compare import compare
-from profiler_kit.analysis.report import analyze_table
+from profiler_kit.analysis.trace_analysis import analyze_table
+from profiler_kit.ddp_benchmark import report as ddp_report
 from profiler_kit.render import html_report, html_run_charts, html_scenario_charts
 from profiler_kit.render import html_trace_charts as trace_charts
+from profiler_kit.results import RunResult, Stats, StrategyResult, read_run
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
-def run() -> dict:
+def run() -> RunResult:
+    return read_run(DATA / "run_concurrent_cpu.json")
+
+
+def raw_run() -> dict:
+    """run.json as plain JSON: the independent side of the strategy charts' checks."""
     return json.loads((DATA / "run_concurrent_cpu.json").read_text())
+
+
+def make_run(scenario: str, strategies: list[StrategyResult], **extra) -> RunResult:
+    return RunResult(
+        run_dir=Path("traces") / scenario / "r1", scenario=scenario, description="",
+        baseline=strategies[0].name, item_unit=extra.pop("item_unit", "items"), device="cpu",
+        params=extra.pop("params", {}), sweep=(), points=(), options={}, environment={},
+        strategies=tuple(strategies), started_at="2026-01-01T00:00:00+00:00", **extra)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +49,7 @@ def analyses():
 def test_step_time_box_is_the_samples_percentiles(run):
     chart = html_run_charts.step_time_chart(run)
     box, p95, samples = chart.data
-    ok = [s for s in run["strategies"] if s["status"] == "ok"]
+    ok = [s for s in raw_run()["strategies"] if s["status"] == "ok"]
     assert box["x"] == ["sequential", "sequential+amp", "threads", "threads+amp"]
     for i, s in enumerate(ok):
         ns = np.array(s["samples_ns"], dtype=float)
@@ -51,7 +65,7 @@ def test_step_time_box_is_the_samples_percentiles(run):
 def test_throughput_bars_and_speedup_labels(run):
     chart = html_run_charts.throughput_chart(run)
     (bars,) = chart.data
-    ok = {s["name"]: s for s in run["strategies"] if s["status"] == "ok"}
+    ok = {s["name"]: s for s in raw_run()["strategies"] if s["status"] == "ok"}
     base = ok["sequential"]["stats"]["median_ns"]
     for label, y, text in zip(bars["x"], bars["y"], bars["text"], strict=True):
         s = ok[label]
@@ -63,14 +77,14 @@ def test_throughput_bars_and_speedup_labels(run):
 
 def test_overhead_bars_are_the_two_medians(run):
     timed, profiled = html_run_charts.overhead_chart(run).data
-    ok = [s for s in run["strategies"] if s["status"] == "ok"]
+    ok = [s for s in raw_run()["strategies"] if s["status"] == "ok"]
     assert timed["y"] == [np.median(s["samples_ns"]) / 1e6 for s in ok]
     assert profiled["y"] == [s["profiled"]["median_ns"] / 1e6 for s in ok]
 
 
 def test_no_measured_strategy_no_strategy_charts():
-    assert html_run_charts.run_charts({"strategies": [
-        {"name": "a", "status": "skipped", "reason": "needs CUDA"}]}) == []
+    run = make_run("x", [StrategyResult(name="a", status="skipped", reason="needs CUDA")])
+    assert html_run_charts.run_charts(run) == []
 
 
 def test_class_bars_stack_to_the_breakdown_total(analyses):
@@ -153,17 +167,16 @@ def test_memory_lines_are_the_memory_timeline(analyses):
     assert peak["text"] == ["peak 221 MiB"]  # 231,332,864 bytes
 
 
-def _ddp_run() -> dict:
-    def strategy(name: str, secs: list[float]) -> dict:
-        return {"name": name, "status": "ok", "point": "", "samples_ns": [int(s * 1e9)
-                                                                           for s in secs],
-                "point_params": {"model": "resnet18", "batch_size": 8, "image_size": 32,
-                                 "bucket_cap_mb": 25.0}, "info": {}, "dir": name}
-    return {"run_id": "r1", "device": "cpu", "params": {"bucket_cap_mb": 25.0},
-            "options": {}, "environment": {}, "scenario": {"name": "ddp"},
-            "strategies": [strategy("no-ddp", [0.1, 0.1, 0.1]),
-                           strategy("ddp-w1", [0.11, 0.12, 0.13]),
-                           strategy("ddp-w2", [0.2, 0.25, 0.4])]}
+def _ddp_run() -> RunResult:
+    def strategy(name: str, secs: list[float]) -> StrategyResult:
+        return StrategyResult(
+            name=name, status="ok", samples_ns=tuple(int(s * 1e9) for s in secs), dir=name,
+            point_params={"model": "resnet18", "batch_size": 8, "image_size": 32,
+                          "bucket_cap_mb": 25.0})
+    return make_run("ddp", [strategy("no-ddp", [0.1, 0.1, 0.1]),
+                            strategy("ddp-w1", [0.11, 0.12, 0.13]),
+                            strategy("ddp-w2", [0.2, 0.25, 0.4])],
+                    params={"bucket_cap_mb": 25.0})
 
 
 def test_ddp_charts_from_the_report():
@@ -180,23 +193,22 @@ def test_ddp_charts_from_the_report():
     assert "bucket 25.0 MB" in p50["name"]
 
 
-def _stats(median_ms: float) -> dict:
+def _stats(median_ms: float) -> Stats:
     ns = median_ms * 1e6
-    return {"n": 3, "median_ns": ns, "iqr_ns": 0.0, "mean_ns": ns, "p50_ns": ns,
-            "p75_ns": ns, "p90_ns": ns, "p95_ns": ns, "min_ns": ns, "max_ns": ns}
+    return Stats(n=3, median_ns=ns, iqr_ns=0.0, mean_ns=ns, p50_ns=ns, p75_ns=ns, p90_ns=ns,
+                 p95_ns=ns, min_ns=int(ns), max_ns=int(ns))
 
 
 def test_multimodel_log_log_and_phase_split():
     strategies = []
     for n in (1, 8, 32):
         for name, per_model in (("linear", 1.0), ("gconv1d", 0.25)):
-            strategies.append({
-                "name": name, "status": "ok", "point": f"n_model={n}",
-                "point_params": {"n_model": n}, "samples_ns": [], "stats": _stats(per_model * n),
-                "phases": {"forward": _stats(per_model * n * 0.4),
-                           "backward": _stats(per_model * n * 0.6)}})
-    lines, phases = html_scenario_charts.scenario_charts(
-        {"scenario": {"name": "multimodel"}, "strategies": strategies})
+            strategies.append(StrategyResult(
+                name=name, status="ok", point=f"n_model={n}", point_params={"n_model": n},
+                stats=_stats(per_model * n),
+                phases={"forward": _stats(per_model * n * 0.4),
+                        "backward": _stats(per_model * n * 0.6)}))
+    lines, phases = html_scenario_charts.scenario_charts(make_run("multimodel", strategies))
     linear, gconv = lines.data
     assert linear["x"] == [1, 8, 32] and linear["y"] == [1.0, 8.0, 32.0]
     assert gconv["y"] == [0.25, 2.0, 8.0]
@@ -212,13 +224,13 @@ def test_pipeline_throughput_and_bubble():
     strategies = []
     for m in (2, 4):
         for name, rate, bubble in (("ddp", 100.0, [0.1, 0.1]), ("gpipe", 50.0 * m, [0.3, 0.5])):
-            strategies.append({
-                "name": name, "status": "ok", "point": f"micro_batches={m}",
-                "point_params": {"micro_batches": m}, "samples_ns": [], "stats": _stats(10),
-                "throughput_items_per_s": rate, "info": {"idle_share_by_rank": bubble}})
-    strategies.append({"name": "1f1b", "status": "skipped", "point": "micro_batches=2",
-                       "reason": "fewer micro-batches than stages"})
-    run = {"scenario": {"name": "pipeline", "item_unit": "samples"}, "strategies": strategies}
+            strategies.append(StrategyResult(
+                name=name, status="ok", point=f"micro_batches={m}",
+                point_params={"micro_batches": m}, stats=_stats(10),
+                throughput_items_per_s=rate, info={"idle_share_by_rank": bubble}))
+    strategies.append(StrategyResult(name="1f1b", status="skipped", point="micro_batches=2",
+                                     reason="fewer micro-batches than stages"))
+    run = make_run("pipeline", strategies, item_unit="samples")
     throughput, bubble = html_scenario_charts.scenario_charts(run)
     ddp, gpipe = throughput.data
     assert (gpipe["x"], gpipe["y"]) == ([2, 4], [100.0, 200.0])

@@ -18,11 +18,12 @@ from string import Template
 from typing import Any
 
 from profiler_kit.analysis.compare import Comparison
-from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import ProfkitError
 from profiler_kit.render import html_run_charts, html_scenario_charts, html_trace_charts, units
 from profiler_kit.render.analysis_console import recommendation_lines, value
 from profiler_kit.render.html_figures import Chart
+from profiler_kit.results import RunResult
 
 INSTALL_HINT = "pip install 'profkit[report]'"
 SECTION_ORDER = (
@@ -53,7 +54,7 @@ def plotly_js() -> tuple[str, str]:
     return text, version
 
 
-def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[Mapping[str, Any]] = (),
+def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = (),
                ddp_reports: Sequence[Mapping[str, Any]] = ()) -> list[Chart]:
     """Every chart the inputs have data for, in page order."""
     charts: list[Chart] = []
@@ -78,16 +79,16 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[Mapping[str, An
     return out
 
 
-def _in_section_of(run: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
+def _in_section_of(run: RunResult, runs: Sequence[RunResult],
                    charts: list[Chart]) -> list[Chart]:
     """With several runs, each run's strategy charts get their own section."""
     if len(runs) < 2:
         return charts
-    return [replace(c, section=f"{c.section}: {run.get('run_id', '')}") for c in charts]
+    return [replace(c, section=f"{c.section}: {run.run_dir.name}") for c in charts]
 
 
 def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
-           runs: Sequence[Mapping[str, Any]] = (),
+           runs: Sequence[RunResult] = (),
            ddp_reports: Sequence[Mapping[str, Any]] = (), subtitle: str = "") -> str:
     """The whole page. Raises MissingDependency without plotly."""
     plotly, plotly_version = plotly_js()
@@ -204,30 +205,26 @@ def _recommendations_html(analyses: Sequence[TraceAnalysis]) -> str:
     return "\n".join(parts)
 
 
-def _not_measured_html(run: Mapping[str, Any]) -> str:
-    rows = [[_e(html_run_charts.strategy_label(s)), _e(s.get("status")),
-             _e(s.get("reason") or s.get("error") or "")]
+def _not_measured_html(run: RunResult) -> str:
+    rows = [[_e(s.label), _e(s.status), _e(s.reason or s.error or "")]
             for s in html_run_charts.not_measured(run)]
     return _table(["strategy", "status", "why"], rows, numeric_from=3) if rows else ""
 
 
-def _run_html(run: Mapping[str, Any], headed: bool = False) -> str:
-    scenario = run.get("scenario") or {}
-    facts = [
-        ("scenario", f"{scenario.get('name', '')}: {scenario.get('description', '')}"),
-        ("baseline", scenario.get("baseline", "")),
-        ("device", run.get("device", "")),
-        ("run", f"{run.get('run_id', '')} ({run.get('started_at', '')} to "
-                f"{run.get('finished_at') or 'unfinished'})"
-                + (", interrupted" if run.get("interrupted") else "")),
-        ("seed", run.get("seed", "")),
+def _run_html(run: RunResult, headed: bool = False) -> str:
+    facts: list[tuple[str, Any]] = [
+        ("scenario", f"{run.scenario}: {run.description}"),
+        ("baseline", run.baseline),
+        ("device", run.device),
+        ("run", f"{run.run_dir.name} ({run.started_at} to {run.finished_at or 'unfinished'})"
+                + (", interrupted" if run.interrupted else "")),
+        ("seed", run.seed),
     ]
-    for name, group in (("parameter", run.get("params") or {}),
-                        ("option", run.get("options") or {}),
-                        ("environment", run.get("environment") or {})):
+    for name, group in (("parameter", run.params), ("option", run.options),
+                        ("environment", run.environment)):
         facts += [(f"{name}: {k}", _plain(v)) for k, v in group.items()]
     rows = [[_e(k), f"<code>{_e(v)}</code>"] for k, v in facts]
-    head = f"<h3>{_e(run.get('run_id', ''))}</h3>" if headed else ""
+    head = f"<h3>{_e(run.run_dir.name)}</h3>" if headed else ""
     return head + _table(["", "value"], rows, numeric_from=2)
 
 
@@ -244,19 +241,16 @@ def _traces_html(analyses: Sequence[TraceAnalysis]) -> str:
     return _table(["trace", "file", "events", "median step", "steps"], rows, numeric_from=2)
 
 
-def default_subtitle(runs: Sequence[Mapping[str, Any]],
-                     analyses: Sequence[TraceAnalysis]) -> str:
+def default_subtitle(runs: Sequence[RunResult], analyses: Sequence[TraceAnalysis]) -> str:
     if len(runs) == 1:
-        run = runs[0]
-        return f"{(run.get('scenario') or {}).get('description', '')} — on {run.get('device')}"
+        return f"{runs[0].description} — on {runs[0].device}"
     parts = [f"{len(runs)} runs"] if runs else []
     parts.append(f"{len(analyses)} trace{'s' if len(analyses) != 1 else ''}")
     return ", ".join(parts)
 
 
-def default_title(run: Mapping[str, Any] | None, paths: Sequence[str | Path]) -> str:
+def default_title(run: RunResult | None, paths: Sequence[str | Path]) -> str:
     if run is not None:
-        return f"profkit report: {(run.get('scenario') or {}).get('name', 'run')} " \
-               f"{run.get('run_id', '')}".strip()
+        return f"profkit report: {run.scenario} {run.run_dir.name}"
     return "profkit report: " + ", ".join(Path(p).name or str(p) for p in paths[:3]) + (
         f" and {len(paths) - 3} more" if len(paths) > 3 else "")

@@ -1,59 +1,52 @@
-"""Charts drawn from a run's run.json: strategies side by side (step-time distribution,
-throughput and speed-up, profiler overhead). Every number is a field of run.json."""
+"""Charts drawn from a run's results (run.json): strategies side by side (step-time
+distribution, throughput and speed-up, profiler overhead). Every number is a result field."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import Chart, axis, ms, series_color
+from profiler_kit.results import OK, RunResult, StrategyResult
 
 STRATEGIES = "Strategies side by side"
 
-Run = Mapping[str, Any]
 
-
-def strategy_label(s: Mapping[str, Any]) -> str:
-    """``n_model=8/gconv1d`` for a sweep point, else the strategy's name."""
-    return f"{s['point']}/{s['name']}" if s.get("point") else str(s["name"])
-
-
-def measured(run: Run) -> list[Mapping[str, Any]]:
+def measured(run: RunResult) -> list[StrategyResult]:
     """The strategies that ran and have statistics, in run order."""
-    return [s for s in run.get("strategies", []) if s.get("status") == "ok" and s.get("stats")]
+    return [s for s in run.strategies if s.status == OK and s.stats is not None]
 
 
-def step_time_chart(run: Run) -> Chart | None:
+def step_time_chart(run: RunResult) -> Chart | None:
     """Box per strategy from its statistics (p25, p50, p75, min, max), p95 marked, samples."""
     done = measured(run)
     if not done:
         return None
-    labels = [strategy_label(s) for s in done]
-    stats = [s["stats"] for s in done]
+    labels = [s.label for s in done]
+    stats = [s.stats for s in done]
     data: list[dict[str, Any]] = [{
         "type": "box", "name": "timed samples", "x": labels,
         # run.json keeps p75 and the IQR (p75 - p25); the box's lower edge is p25
-        "q1": [ms(st["p75_ns"] - st["iqr_ns"]) for st in stats],
-        "median": [ms(st["p50_ns"]) for st in stats],
-        "q3": [ms(st["p75_ns"]) for st in stats],
-        "lowerfence": [ms(st["min_ns"]) for st in stats],
-        "upperfence": [ms(st["max_ns"]) for st in stats],
+        "q1": [ms(st.p75_ns - st.iqr_ns) for st in stats],
+        "median": [ms(st.p50_ns) for st in stats],
+        "q3": [ms(st.p75_ns) for st in stats],
+        "lowerfence": [ms(st.min_ns) for st in stats],
+        "upperfence": [ms(st.max_ns) for st in stats],
         "marker": {"color": series_color(0)}, "boxpoints": False,
     }, {
         "type": "scatter", "mode": "markers", "name": "p95", "x": labels,
-        "y": [ms(st["p95_ns"]) for st in stats],
+        "y": [ms(st.p95_ns) for st in stats],
         "marker": {"symbol": "line-ew-open", "size": 30, "color": series_color(1),
                    "line": {"width": 3}},
         "hovertemplate": "p95 %{y:.4g} ms<extra>%{x}</extra>",
     }, {
         "type": "scatter", "mode": "markers", "name": "samples",
-        "x": [label for s, label in zip(done, labels, strict=True) for _ in s["samples_ns"]],
-        "y": [ms(v) for s in done for v in s["samples_ns"]],
+        "x": [label for s, label in zip(done, labels, strict=True) for _ in s.samples_ns],
+        "y": [ms(v) for s in done for v in s.samples_ns],
         "marker": {"color": "rgba(128,128,128,0.55)", "size": 5},
         "hovertemplate": "%{y:.4g} ms<extra>%{x}</extra>",
     }]
-    n = max(st["n"] for st in stats)
+    n = max(st.n for st in stats)
     return Chart(
         id="step-time", section=STRATEGIES, title="Step time per strategy",
         caption=f"Wall time of each timed iteration ({n} per strategy, after warm-up, every "
@@ -65,22 +58,22 @@ def step_time_chart(run: Run) -> Chart | None:
     )
 
 
-def throughput_chart(run: Run) -> Chart | None:
+def throughput_chart(run: RunResult) -> Chart | None:
     """Throughput per strategy, each bar labelled with its speed-up against the baseline."""
-    done = [s for s in measured(run) if s.get("throughput_items_per_s") is not None]
+    done = [s for s in measured(run) if s.throughput_items_per_s is not None]
     if not done:
         return None
-    unit = (run.get("scenario") or {}).get("item_unit") or "items"
-    baseline = (run.get("scenario") or {}).get("baseline") or "the baseline"
+    unit = run.item_unit or "items"
+    baseline = run.baseline or "the baseline"
     return Chart(
         id="throughput", section=STRATEGIES, title="Throughput and speed-up",
         caption=f"{unit.capitalize()} per second at the median step (all ranks together); "
                 f"each bar is labelled with its speed-up against {baseline} (baseline "
                 "median / strategy median).",
         data=[{
-            "type": "bar", "name": f"{unit}/s", "x": [strategy_label(s) for s in done],
-            "y": [s["throughput_items_per_s"] for s in done],
-            "text": [units.speedup(s.get("speedup")) for s in done],
+            "type": "bar", "name": f"{unit}/s", "x": [s.label for s in done],
+            "y": [s.throughput_items_per_s for s in done],
+            "text": [units.speedup(s.speedup) for s in done],
             "textposition": "outside", "cliponaxis": False,
             "marker": {"color": [series_color(i) for i in range(len(done))]},
             "hovertemplate": f"%{{y:.4g}} {unit}/s, %{{text}}<extra>%{{x}}</extra>",
@@ -89,23 +82,23 @@ def throughput_chart(run: Run) -> Chart | None:
     )
 
 
-def overhead_chart(run: Run) -> Chart | None:
+def overhead_chart(run: RunResult) -> Chart | None:
     """Median step of the timing pass beside the profiled pass's."""
-    done = [s for s in measured(run) if s.get("profiled")]
+    done = [s for s in measured(run) if s.profiled is not None]
     if not done:
         return None
-    labels = [strategy_label(s) for s in done]
+    labels = [s.label for s in done]
     return Chart(
         id="overhead", section=STRATEGIES, title="Profiler overhead",
         caption="Median step time of the timing pass (no profiler) beside the profiled "
                 "pass's active steps: the gap is what recording the trace cost.",
         data=[
             {"type": "bar", "name": "timed median", "x": labels,
-             "y": [ms(s["stats"]["median_ns"]) for s in done],
+             "y": [ms(s.stats.median_ns) for s in done if s.stats],
              "marker": {"color": series_color(0)},
              "hovertemplate": "timed %{y:.4g} ms<extra>%{x}</extra>"},
             {"type": "bar", "name": "profiled median", "x": labels,
-             "y": [ms(s["profiled"]["median_ns"]) for s in done],
+             "y": [ms(s.profiled.median_ns) for s in done if s.profiled],
              "marker": {"color": series_color(3)},
              "hovertemplate": "profiled %{y:.4g} ms<extra>%{x}</extra>"},
         ],
@@ -114,10 +107,10 @@ def overhead_chart(run: Run) -> Chart | None:
     )
 
 
-def run_charts(run: Run) -> list[Chart]:
+def run_charts(run: RunResult) -> list[Chart]:
     return [c for c in (step_time_chart(run), throughput_chart(run), overhead_chart(run)) if c]
 
 
-def not_measured(run: Run) -> Sequence[Mapping[str, Any]]:
-    """Skipped and failed strategies, for the report's list."""
-    return [s for s in run.get("strategies", []) if s.get("status") != "ok"]
+def not_measured(run: RunResult) -> list[StrategyResult]:
+    """Skipped, failed and interrupted strategies, for the report's list."""
+    return [s for s in run.strategies if s.status != OK]

@@ -1,5 +1,5 @@
 """Charts of one scenario's own question: ``ddp`` scaling from a DDP benchmark report
-(``ddp_report.json``), and from run.json ``multimodel`` step time against N with its
+(``ddp_report.json``), and from the run's results ``multimodel`` step time against N with its
 phases and ``pipeline`` throughput per schedule with each rank's bubble."""
 
 from __future__ import annotations
@@ -8,9 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from profiler_kit.render.html_figures import Chart, axis, ms, series_color
-from profiler_kit.render.html_run_charts import measured, strategy_label
-
-Run = Mapping[str, Any]
+from profiler_kit.render.html_run_charts import measured
+from profiler_kit.results import RunResult
 
 
 def ddp_report_charts(report: Mapping[str, Any]) -> list[Chart]:
@@ -81,20 +80,19 @@ def _bench_name(b: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def multimodel_charts(run: Run) -> list[Chart]:
+def multimodel_charts(run: RunResult) -> list[Chart]:
     """Median step against N per strategy (log-log), and the phases' medians at each N."""
-    done = [s for s in measured(run) if "n_model" in (s.get("point_params") or {})]
+    done = [s for s in measured(run) if "n_model" in s.point_params]
     if not done:
         return []
-    names = list(dict.fromkeys(s["name"] for s in done))
+    names = list(dict.fromkeys(s.name for s in done))
     lines = []
     for i, name in enumerate(names):
-        mine = sorted((s for s in done if s["name"] == name),
-                      key=lambda s: s["point_params"]["n_model"])
+        mine = sorted((s for s in done if s.name == name), key=lambda s: s.point_params["n_model"])
         lines.append({
             "type": "scatter", "mode": "lines+markers", "name": name,
-            "x": [s["point_params"]["n_model"] for s in mine],
-            "y": [ms(s["stats"]["median_ns"]) for s in mine],
+            "x": [s.point_params["n_model"] for s in mine],
+            "y": [ms(s.stats.median_ns) for s in mine if s.stats],
             "line": {"color": series_color(i)},
             "hovertemplate": "N=%{x}: %{y:.4g} ms<extra>" f"{name}</extra>",
         })
@@ -107,13 +105,13 @@ def multimodel_charts(run: Run) -> list[Chart]:
         layout={"xaxis": axis("N (models)", type="log"),
                 "yaxis": axis("median step (ms)", type="log")},
     )]
-    phases = list(dict.fromkeys(p for s in done for p in (s.get("phases") or {})))
+    phases = list(dict.fromkeys(p for s in done for p in s.phases))
     if phases:
-        order = sorted(done, key=lambda s: (s["point_params"]["n_model"], names.index(s["name"])))
-        x = [[f"N={s['point_params']['n_model']}" for s in order], [s["name"] for s in order]]
+        order = sorted(done, key=lambda s: (s.point_params["n_model"], names.index(s.name)))
+        x = [[f"N={s.point_params['n_model']}" for s in order], [s.name for s in order]]
         data = [{
             "type": "bar", "name": phase, "x": x,
-            "y": [ms(((s.get("phases") or {}).get(phase) or {}).get("median_ns")) for s in order],
+            "y": [ms(s.phases[phase].median_ns) if phase in s.phases else None for s in order],
             "marker": {"color": series_color(j)},
             "hovertemplate": f"{phase} %{{y:.4g}} ms<extra>%{{x}}</extra>",
         } for j, phase in enumerate(phases)]
@@ -127,24 +125,23 @@ def multimodel_charts(run: Run) -> list[Chart]:
     return charts
 
 
-def pipeline_charts(run: Run) -> list[Chart]:
+def pipeline_charts(run: RunResult) -> list[Chart]:
     """Throughput per schedule against micro-batches, and each rank's bubble."""
     done = measured(run)
     if not done:
         return []
-    unit = (run.get("scenario") or {}).get("item_unit") or "samples"
-    names = list(dict.fromkeys(s["name"] for s in done))
+    unit = run.item_unit or "samples"
+    names = list(dict.fromkeys(s.name for s in done))
 
-    def micro(s: Mapping[str, Any]) -> Any:
-        return (s.get("point_params") or {}).get("micro_batches",
-                                                 (run.get("params") or {}).get("micro_batches"))
+    def micro(s: Any) -> Any:
+        return s.point_params.get("micro_batches", run.params.get("micro_batches"))
 
     data = []
     for i, name in enumerate(names):
-        mine = sorted((s for s in done if s["name"] == name), key=lambda s: micro(s) or 0)
+        mine = sorted((s for s in done if s.name == name), key=lambda s: micro(s) or 0)
         data.append({
             "type": "scatter", "mode": "lines+markers", "name": name,
-            "x": [micro(s) for s in mine], "y": [s.get("throughput_items_per_s") for s in mine],
+            "x": [micro(s) for s in mine], "y": [s.throughput_items_per_s for s in mine],
             "line": {"color": series_color(i)}, "marker": {"size": 10},
             "hovertemplate": f"%{{y:.4g}} {unit}/s with %{{x}} micro-batches"
                              f"<extra>{name}</extra>",
@@ -157,17 +154,16 @@ def pipeline_charts(run: Run) -> list[Chart]:
         data=data, layout={"xaxis": axis("micro-batches", type="category"),
                            "yaxis": axis(f"{unit}/s", rangemode="tozero")},
     )]
-    with_bubble = [s for s in done if (s.get("info") or {}).get("idle_share_by_rank")]
+    with_bubble = [s for s in done if s.info.get("idle_share_by_rank")]
     if with_bubble:
-        ranks = max(len(s["info"]["idle_share_by_rank"]) for s in with_bubble)
+        ranks = max(len(s.info["idle_share_by_rank"]) for s in with_bubble)
         charts.append(Chart(
             id="pipeline-bubble", section="Pipeline schedules", title="Bubble per rank",
             caption="Share of the profiled step each rank spends waiting: no GPU activity on "
                     "a GPU; on the CPU, communication outstanding with no computation.",
             data=[{
-                "type": "bar", "name": f"rank {r}",
-                "x": [strategy_label(s) for s in with_bubble],
-                "y": [(s["info"]["idle_share_by_rank"] + [None] * ranks)[r]
+                "type": "bar", "name": f"rank {r}", "x": [s.label for s in with_bubble],
+                "y": [(list(s.info["idle_share_by_rank"]) + [None] * ranks)[r]
                       for s in with_bubble],
                 "marker": {"color": series_color(r)},
                 "hovertemplate": f"rank {r}: %{{y:.1%}}<extra>%{{x}}</extra>",
@@ -179,12 +175,12 @@ def pipeline_charts(run: Run) -> list[Chart]:
     return charts
 
 
-_BY_SCENARIO: dict[str, Callable[[Run], list[Chart]]] = {
+_BY_SCENARIO: dict[str, Callable[[RunResult], list[Chart]]] = {
     "multimodel": multimodel_charts,
     "pipeline": pipeline_charts,
 }
 
 
-def scenario_charts(run: Run) -> list[Chart]:
-    chart = _BY_SCENARIO.get((run.get("scenario") or {}).get("name", ""))
+def scenario_charts(run: RunResult) -> list[Chart]:
+    chart = _BY_SCENARIO.get(run.scenario)
     return chart(run) if chart else []

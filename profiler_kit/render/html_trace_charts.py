@@ -9,7 +9,7 @@ from typing import Any
 
 from profiler_kit.analysis import classify
 from profiler_kit.analysis.hotspots import Breakdown
-from profiler_kit.analysis.report import TraceAnalysis
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import (
     CLASS_COLORS,
