@@ -165,6 +165,13 @@ def test_memory_lines_are_the_memory_timeline(analyses):
     assert reserved["y"] == [b / 2**20 for b in series.reserved_bytes]
     assert peak["y"] == [analyses[0].memory.devices[1].peak_allocated_bytes / 2**20]
     assert peak["text"] == ["peak 221 MiB"]  # 231,332,864 bytes
+    assert cuda.layout["yaxis"]["title"]["text"] == "MiB"
+    # on the CPU the larger peak is 163,248 bytes (cpu_torch_profiler): the axis is in KiB
+    vit_cpu, _, small_cpu, _ = charts[0].data
+    assert charts[0].layout["yaxis"]["title"]["text"] == "KiB"
+    assert vit_cpu["y"] == [b / 1024 for b in analyses[0].memory_timeline.devices[0]
+                            .allocated_bytes]
+    assert max(small_cpu["y"]) == 163248 / 1024
 
 
 def _ddp_run() -> RunResult:

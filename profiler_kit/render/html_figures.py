@@ -64,6 +64,14 @@ def mib(n: float | int | None) -> float | None:
     return None if n is None else n / BYTES_PER_MIB
 
 
+def byte_unit(largest: float) -> tuple[str, float]:
+    """The binary unit an axis reaching ``largest`` bytes reads best in, and its size."""
+    for unit, size in (("GiB", float(1 << 30)), ("MiB", BYTES_PER_MIB), ("KiB", 1024.0)):
+        if largest >= size:
+            return unit, size
+    return "bytes", 1.0
+
+
 def series_color(i: int) -> str:
     return SERIES_COLORS[i % len(SERIES_COLORS)]
 

@@ -15,7 +15,7 @@ from profiler_kit.render.html_figures import (
     CLASS_COLORS,
     Chart,
     axis,
-    mib,
+    byte_unit,
     ms,
     series_color,
 )
@@ -174,29 +174,31 @@ def memory_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
     for device, entries in devices.items():
         data: list[dict[str, Any]] = []
         thinned = []
+        unit, size = byte_unit(max(max((s.peak_allocated_bytes, *s.reserved_bytes))
+                                   for _, _, s in entries))
         for i, a, s in entries:
             color = series_color(i)
             data.append({
                 "type": "scatter", "mode": "lines", "name": f"{a.label} allocated",
                 "legendgroup": a.label, "x": [ms(t) for t in s.ts_ns],
-                "y": [mib(b) for b in s.allocated_bytes], "line": {"color": color, "width": 2,
-                                                                   "shape": "hv"},
-                "hovertemplate": "%{y:.4g} MiB allocated at %{x:.4g} ms<extra>"
+                "y": [b / size for b in s.allocated_bytes],
+                "line": {"color": color, "width": 2, "shape": "hv"},
+                "hovertemplate": f"%{{y:.4g}} {unit} allocated at %{{x:.4g}} ms<extra>"
                                  f"{a.label}</extra>",
             })
             if s.reserved_bytes:
                 data.append({
                     "type": "scatter", "mode": "lines", "name": f"{a.label} reserved",
                     "legendgroup": a.label, "x": [ms(t) for t in s.ts_ns],
-                    "y": [mib(b) for b in s.reserved_bytes],
+                    "y": [b / size for b in s.reserved_bytes],
                     "line": {"color": color, "width": 1.5, "dash": "dash", "shape": "hv"},
-                    "hovertemplate": "%{y:.4g} MiB reserved at %{x:.4g} ms<extra>"
+                    "hovertemplate": f"%{{y:.4g}} {unit} reserved at %{{x:.4g}} ms<extra>"
                                      f"{a.label}</extra>",
                 })
             data.append({
                 "type": "scatter", "mode": "markers+text", "name": f"{a.label} peak",
                 "legendgroup": a.label, "showlegend": False,
-                "x": [ms(s.peak_ts_ns)], "y": [mib(s.peak_allocated_bytes)],
+                "x": [ms(s.peak_ts_ns)], "y": [s.peak_allocated_bytes / size],
                 "text": [f"peak {units.nbytes(s.peak_allocated_bytes)}"],
                 "textposition": "top center",
                 "marker": {"color": color, "size": 10, "symbol": "triangle-down"},
@@ -213,6 +215,6 @@ def memory_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
                   + "; ".join(thinned) + ".") if thinned else "",
             data=data,
             layout={"xaxis": axis("ms from the trace's start"),
-                    "yaxis": axis("MiB", rangemode="tozero")},
+                    "yaxis": axis(unit, rangemode="tozero")},
         ))
     return charts
