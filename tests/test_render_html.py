@@ -275,3 +275,11 @@ def test_missing_plotly_says_how_to_install(monkeypatch):
     monkeypatch.setattr(html_report.resources, "files", missing)
     with pytest.raises(html_report.MissingDependency, match=r"pip install 'profkit\[report\]'"):
         html_report.plotly_js()
+
+
+def test_every_class_has_its_own_colour():
+    from profiler_kit.analysis import classify
+    from profiler_kit.render.html_figures import CLASS_COLORS
+
+    assert set(CLASS_COLORS) == set(classify.CLASSES)
+    assert len(set(CLASS_COLORS.values())) == len(CLASS_COLORS)

@@ -25,6 +25,7 @@ CLASS_COLORS: dict[str, str] = {
     classify.ELEMENTWISE: "#59a14f",
     classify.REDUCTION: "#76b7b2",
     classify.POOLING: "#9c755f",
+    classify.COPY: "#b6992d",
     classify.MEMCPY: "#edc948",
     classify.MEMSET: "#d4a6c8",
     classify.COMMUNICATION: "#ff5fa2",
@@ -54,6 +55,10 @@ class Chart:
         return {"id": self.id, "section": self.section, "title": self.title,
                 "caption": self.caption, "note": self.note, "kind": self.kind,
                 "data": self.data, "layout": self.layout, "timeline": self.timeline}
+
+
+def class_color(klass: str) -> str:
+    return CLASS_COLORS.get(klass, CLASS_COLORS[classify.OTHER])
 
 
 def ms(ns: float | int | None) -> float | None:

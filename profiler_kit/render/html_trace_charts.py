@@ -12,10 +12,10 @@ from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import (
-    CLASS_COLORS,
     Chart,
     axis,
     byte_unit,
+    class_color,
     ms,
     series_color,
 )
@@ -77,7 +77,7 @@ def class_breakdown_chart(analyses: Sequence[TraceAnalysis], which: str) -> Char
             "y": [ms(t.total_ns) if t else 0 for t in totals],
             "customdata": [[units.percent(t.share) if t else "-", t.count if t else 0]
                            for t in totals],
-            "marker": {"color": CLASS_COLORS[klass]},
+            "marker": {"color": class_color(klass)},
             "hovertemplate": f"{klass}: %{{y:.4g}} ms (%{{customdata[0]}} of the total, "
                              "%{customdata[1]} events)<extra>%{x}</extra>",
         })
@@ -158,7 +158,7 @@ def _timeline_chart(chart_id: str, label: str, members: Sequence[TraceAnalysis],
                 "drag to zoom, double-click to reset.",
         note=note, kind="timeline",
         timeline={"classes": list(first.classes),
-                  "colors": [CLASS_COLORS[c] for c in first.classes],
+                  "colors": [class_color(c) for c in first.classes],
                   "lanes": lanes, "rows": rows_used, "names": names, **cols},
         layout={"xaxis": axis("ms from the step's start"), "yaxis": {"automargin": True}},
     )
