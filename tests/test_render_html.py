@@ -107,8 +107,24 @@ def test_profiled_step_points_are_the_steps(analyses):
     points = chart.data[0::2]
     medians = chart.data[1::2]
     for a, pts, med in zip(analyses, points, medians, strict=True):
-        assert pts["y"] == [s.dur_ns / 1e6 for s in a.steps.steps]
-        assert med["y"] == [a.steps.median_ns / 1e6]
+        device = a.has_gpu  # GPU traces lead with the device-side step time
+        assert a.steps.headline == ("device" if device else "cpu")
+        assert pts["y"] == [(s.device_dur_ns if device else s.dur_ns) / 1e6
+                            for s in a.steps.steps]
+        assert med["y"] == [np.median([(s.device_dur_ns if device else s.dur_ns)
+                                       for s in a.steps.steps]) // 1 / 1e6]
+    assert "device side" in chart.caption and "CPU side" in chart.caption
+
+
+def test_step_breakdown_adds_up_to_the_steps(analyses):
+    chart = trace_charts.step_breakdown_chart(analyses)
+    assert chart.data[0]["x"] == [a.label for a in analyses]
+    for i, a in enumerate(analyses):
+        stacked = sum(part["y"][i] for part in chart.data)
+        side = sum((s.device_dur_ns if a.has_gpu else s.dur_ns) for s in a.steps.steps)
+        assert stacked == pytest.approx(side / 1e6)
+    kernel = next(p for p in chart.data if p["name"] == "kernel")
+    assert kernel["y"][1] == 0  # the CPU-only trace runs no kernel
 
 
 def test_timeline_payload_is_the_step_timeline(analyses):

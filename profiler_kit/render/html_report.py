@@ -62,7 +62,8 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
         charts += _in_section_of(run, runs, html_run_charts.run_charts(run))
     if not runs:
         charts += [c for c in [html_trace_charts.profiled_steps_chart(analyses)] if c]
-    charts += [c for c in (html_trace_charts.class_breakdown_chart(analyses, "gpu"),
+    charts += [c for c in (html_trace_charts.step_breakdown_chart(analyses),
+                           html_trace_charts.class_breakdown_chart(analyses, "gpu"),
                            html_trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
     charts += html_trace_charts.timeline_charts(analyses)
     charts += html_trace_charts.memory_charts(analyses)

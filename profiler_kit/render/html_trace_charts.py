@@ -9,6 +9,7 @@ from typing import Any
 
 from profiler_kit.analysis import classify
 from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.steps import STEP_PARTS
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import (
@@ -27,33 +28,66 @@ STEPS = "Step time"
 
 
 def profiled_steps_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
-    """Every profiled step of every trace, and its median: for traces without a run.json."""
+    """Every profiled step of every trace and the median, on the side each trace leads with
+    (device side on GPU traces, CPU side otherwise): for traces without a run.json."""
     with_steps = [a for a in analyses if a.steps.steps]
     if not with_steps:
         return None
     data: list[dict[str, Any]] = []
+    sides = set()
     for i, a in enumerate(with_steps):
+        device = a.steps.headline == "device"
+        sides.add("device" if device else "CPU")
+        durations = [s.device_dur_ns if device else s.dur_ns for s in a.steps.steps]
+        side = "device side" if device else "CPU side"
         data.append({
             "type": "scatter", "mode": "markers", "name": a.label, "legendgroup": a.label,
-            "x": [a.label] * len(a.steps.steps), "y": [ms(s.dur_ns) for s in a.steps.steps],
-            "text": [f"ProfilerStep#{s.number}" for s in a.steps.steps],
+            "x": [a.label] * len(durations), "y": [ms(d) for d in durations],
+            "text": [f"ProfilerStep#{s.number} ({side})" for s in a.steps.steps],
             "marker": {"color": series_color(i), "size": 8, "opacity": 0.7},
             "hovertemplate": "%{text}: %{y:.4g} ms<extra>%{x}</extra>",
         })
         data.append({
             "type": "scatter", "mode": "markers", "name": f"{a.label} median",
             "legendgroup": a.label, "showlegend": False,
-            "x": [a.label], "y": [ms(a.steps.median_ns)],
+            "x": [a.label], "y": [ms(a.steps.headline_median_ns)],
             "marker": {"symbol": "line-ew-open", "size": 40, "color": series_color(i),
                        "line": {"width": 3}},
-            "hovertemplate": "median %{y:.4g} ms<extra>%{x}</extra>",
+            "hovertemplate": f"median ({side}) %{{y:.4g}} ms<extra>%{{x}}</extra>",
         })
+    which = {"device": "device side (from the end of the previous step on the device to the "
+                       "end of the last GPU activity the step launched)",
+             "CPU": "CPU side (the ProfilerStep# span)"}
     return Chart(
         id="profiled-steps", section=STEPS, title="Profiled step times",
-        caption="Each point is one ProfilerStep# span of the trace (CPU side); the bar is "
-                "the median.",
+        caption="Each point is one profiled step, the bar the median; "
+                + " or ".join(which[s] for s in sorted(sides, reverse=True)) + ".",
         data=data, layout={"yaxis": axis("step time (ms)", rangemode="tozero"),
                            "xaxis": axis("")},
+    )
+
+
+def step_breakdown_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
+    """The profiled steps split as the TensorBoard plugin's Overview, stacked per trace."""
+    rows = [(a.label, a.steps.breakdown) for a in analyses if a.steps.breakdown is not None]
+    if not rows:
+        return None
+    data = []
+    for j, (field, label) in enumerate(STEP_PARTS):
+        values = [getattr(bd, f"{field}_ns") for _, bd in rows]
+        if not any(values):
+            continue
+        data.append({
+            "type": "bar", "name": label, "x": [name for name, _ in rows],
+            "y": [ms(v) for v in values], "marker": {"color": series_color(j)},
+            "hovertemplate": f"{label}: %{{y:.4g}} ms<extra>%{{x}}</extra>",
+        })
+    return Chart(
+        id="step-breakdown", section=TIME_BY_CLASS, title="What the profiled steps spent",
+        caption="The profiled steps' time, all steps together, split as TensorBoard's "
+                "Overview splits it: each part is the time covered by that kind of activity "
+                "and by none listed before it, so the parts add up to the steps.",
+        data=data, layout={"barmode": "stack", "yaxis": axis("time (ms)"), "xaxis": axis("")},
     )
 
 
