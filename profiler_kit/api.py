@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from profiler_kit.analysis.collectives import RankSummary
     from profiler_kit.analysis.compare import Comparison
+    from profiler_kit.analysis.job import JobView
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.ddp_benchmark.diff import ReportDiff
     from profiler_kit.measure import MeasureOptions
@@ -37,8 +39,15 @@ def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return files
 
 
+class Analyses(list):
+    """The analyses of :func:`analyze`, one per trace (a plain list), and ``jobs``: the
+    job view of every job whose ranks are among them (see ``profiler_kit.analysis.job``)."""
+
+    jobs: tuple = ()
+
+
 def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-            top: int = 5, jobs: int | None = None) -> list[TraceAnalysis]:
+            top: int = 5, jobs: int | None = None) -> Analyses:
     """Analyze every trace at or below ``paths``: one ``TraceAnalysis`` per trace, labelled.
 
     Labels are short and unique (the strategy folder when it holds one trace, else
@@ -46,17 +55,62 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     or an unreadable trace raises ``TraceError``. Does not import torch.
     Several traces are analyzed ``jobs`` at a time in forked worker processes; by
     default one per core where forking is safe (Linux, a process with a single
-    thread), else one after another.
+    thread), else one after another. Traces of the ranks of one job also get a job
+    view (``.jobs`` of the returned list): collectives matched across ranks, waiting
+    split from transferring, the straggler.
     """
     from profiler_kit.analysis.compare import label_traces
     from profiler_kit.analysis.files import analyze_files
+    from profiler_kit.analysis.job import analyze_jobs
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files = trace_files(paths)
     given = {Path(p).resolve() for p in paths if Path(p).is_file()}
     labels = label_traces(files, [f.resolve() in given for f in files])
-    return analyze_files(files, labels, top, jobs)
+    out = Analyses(analyze_files(files, labels, top, jobs))
+    out.jobs = analyze_jobs([a.communication for a in out if a.communication is not None])
+    return out
+
+
+def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+              jobs: int | None = None) -> list[RankSummary]:
+    """The rank summary of every trace at or below ``paths`` (collectives with their
+    times, steps; no events): what :func:`job_view` needs, small enough to gather the
+    summaries of thousands of ranks. Already written summaries files are read back."""
+    from profiler_kit.analysis import summaries
+    from profiler_kit.analysis.compare import label_traces
+    from profiler_kit.analysis.files import summarize_files
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    found = summaries.find_summary_files(list(paths))
+    out = [s for f in found for s in summaries.load(f)]
+    trace_paths = [p for p in paths if Path(p) not in found]
+    if trace_paths:
+        from profiler_kit.errors import TraceError
+
+        try:
+            files = trace_files(trace_paths)
+        except TraceError:
+            if not out:
+                raise
+            files = []
+        given = {Path(p).resolve() for p in trace_paths if Path(p).is_file()}
+        labels = label_traces(files, [f.resolve() in given for f in files])
+        out.extend(summarize_files(files, labels, jobs))
+    return out
+
+
+def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]]
+             ) -> tuple[JobView, ...]:
+    """The job view of rank summaries (from :func:`summarize`, or paths to summarize)."""
+    from profiler_kit.analysis.collectives import RankSummary as _RankSummary
+    from profiler_kit.analysis.job import analyze_jobs
+
+    if all(isinstance(i, _RankSummary) for i in items):
+        return analyze_jobs(list(items))  # type: ignore[arg-type]
+    return analyze_jobs(summarize(items))  # type: ignore[arg-type]
 
 
 def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],

@@ -12,6 +12,7 @@ import msgspec
 
 from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import attribute_gpu
+from profiler_kit.analysis.collectives import RankSummary, summarize_rank
 from profiler_kit.analysis.hotspots import (
     Breakdown,
     NameTotal,
@@ -71,6 +72,8 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     notes: tuple[str, ...]
     memory_timeline: MemoryTimeline  # allocated/reserved over time per device
     step_timeline: StepTimeline  # one representative step as intervals on lanes
+    # the rank's collectives and steps, for the job view across ranks (None: not computed)
+    communication: RankSummary | None = None
 
     @property
     def has_gpu(self) -> bool:
@@ -126,6 +129,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         notes=tuple(notes),
         memory_timeline=memory_timeline(table),
         step_timeline=step_timeline(table, tree, gpu, steps),
+        communication=summarize_rank(table, label=label or meta.trace_name, steps=steps),
     )
 
 

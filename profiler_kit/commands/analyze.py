@@ -13,7 +13,12 @@ from profiler_kit.cli import command
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="trace file (.json/.json.gz), strategy folder, run folder or logdir")
+                   help="trace file (.json/.json.gz), strategy folder, run folder or logdir; "
+                        "or rank-summaries files written by --summary-only")
+    p.add_argument("--summary-only", action="store_true",
+                   help="only summarize each trace's collectives and steps for the job view "
+                        "(small; reduce them later with `profkit analyze SUMMARIES...`); "
+                        "written with --json FILE (or to stdout)")
     add_output_arguments(p)
 
 
@@ -39,7 +44,8 @@ def jobs(args: argparse.Namespace) -> int | None:
     return args.jobs
 
 
-def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True) -> int:
+def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True,
+         jobs: tuple = ()) -> int:
     """Hand the results to the renderers the arguments ask for.
 
     The console shows every analysis (``full``) or only the comparison; it stays
@@ -56,7 +62,7 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     if args.json is not None:
         from profiler_kit.render.analysis_json import dumps
 
-        text = dumps(analyses, comparison)
+        text = dumps(analyses, comparison, jobs)
         if args.json == "-":
             import sys
 
@@ -73,12 +79,14 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     if args.json != "-":
         from rich.console import Console
 
-        from profiler_kit.render.analysis_console import comparison_table, render
+        from profiler_kit.render.analysis_console import comparison_table, render, render_jobs
 
         if full:
-            render(Console(), analyses, comparison, top=args.top)
-        elif comparison is not None:
-            Console().print(comparison_table(comparison))
+            render(Console(), analyses, comparison, top=args.top, jobs=jobs)
+        else:
+            if comparison is not None:
+                Console().print(comparison_table(comparison))
+            render_jobs(Console(), jobs)
     return 0
 
 
@@ -86,7 +94,40 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
          add_arguments, data_only=True)
 def analyze(args: argparse.Namespace) -> int:
     from profiler_kit import api
+    from profiler_kit.analysis.summaries import find_summary_files
 
+    if args.summary_only:
+        return summary_only(args)
+    if find_summary_files(args.paths):  # summaries written elsewhere: the job view only
+        return emit(args, [], None, jobs=api.job_view(api.summarize(args.paths,
+                                                                    jobs=jobs(args))))
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
-    return emit(args, analyses, comparison)
+    return emit(args, analyses, comparison, jobs=analyses.jobs)
+
+
+def summary_only(args: argparse.Namespace) -> int:
+    """Write the rank summaries (schema ``profkit.rank-summaries/1``) and say where."""
+    import sys
+    from pathlib import Path
+
+    from profiler_kit import api
+    from profiler_kit.analysis import summaries
+    from profiler_kit.errors import UsageError
+
+    if args.markdown:
+        raise UsageError("--summary-only writes JSON only (--json FILE), not --markdown")
+    found = api.summarize(args.paths, jobs=jobs(args))
+    data = summaries.dumps(found)
+    if args.json in (None, "-"):
+        sys.stdout.write(data.decode())
+        return 0
+    inputs = {Path(s.path).resolve() for s in found}
+    if Path(args.json).resolve() in inputs:
+        raise UsageError(f"{args.json}: refusing to overwrite an input trace")
+    from profiler_kit.artifacts import write_report
+
+    write_report(args.json, data.decode())
+    sys.stderr.write(f"{len(found)} rank summaries ({len(data):,} bytes) written to "
+                     f"{args.json}\n")
+    return 0

@@ -20,4 +20,5 @@ def compare(args: argparse.Namespace) -> int:
     from profiler_kit import api
 
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
-    return emit(args, analyses, api.compare(analyses, args.baseline), full=False)
+    return emit(args, analyses, api.compare(analyses, args.baseline), full=False,
+                jobs=analyses.jobs)

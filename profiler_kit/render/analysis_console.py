@@ -12,6 +12,7 @@ from rich.text import Text
 
 from profiler_kit.analysis.compare import Comparison, Metric
 from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.recommend import Evidence, Recommendation
 from profiler_kit.analysis.steps import STEP_PARTS, StepBreakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
@@ -267,6 +268,11 @@ def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
     ph = _phases(a, top)
     if ph is not None:
         parts.append(ph)
+    comm = a.communication
+    if comm is not None and comm.calls:
+        from profiler_kit.render.job_console import rank_communication
+
+        parts.append(rank_communication(comm.kinds, comm.exposed_ns, comm.on_device))
     parts.append(_recommendations(a))
     return Group(*parts)
 
@@ -291,9 +297,20 @@ def _cell(m: Metric, i: int, baseline: int) -> Text:
 
 
 def render(console: Console, analyses: Sequence[TraceAnalysis],
-           comparison: Comparison | None = None, top: int = 10) -> None:
-    """Print every analysis, then the comparison when there is one."""
+           comparison: Comparison | None = None, top: int = 10,
+           jobs: Sequence[JobView] = ()) -> None:
+    """Print every analysis, then the comparison when there is one, then the job views."""
     for a in analyses:
         console.print(Panel(trace_view(a, top, console.width), box=box.ROUNDED, expand=True))
     if comparison is not None:
         console.print(comparison_table(comparison))
+    render_jobs(console, jobs)
+
+
+def render_jobs(console: Console, jobs: Sequence[JobView]) -> None:
+    """The job view of every job of several ranks."""
+    if jobs:
+        from profiler_kit.render.job_console import job_view
+
+        for j in jobs:
+            console.print(job_view(j))

@@ -76,5 +76,6 @@ def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray
         process_names=dict(acc.process_names),
         skipped=dict(sorted(acc.skipped.items())),
         normalized=dict(sorted(acc.normalized.items())),
+        comms=sorted(acc.comms, key=lambda c: c.ts_ns),  # stable: ties keep file order
         **sorted_cols,
     )

@@ -22,6 +22,7 @@ from profiler_kit.trace.build import (
     list_memory,
     meta_from_header,
 )
+from profiler_kit.trace.comms import CommEvent, args_from_raw, is_comm_name
 from profiler_kit.trace.normalize import (
     GPU_CAT_VALUES,
     INT32_MAX,
@@ -61,6 +62,7 @@ class Part(msgspec.Struct):
     normalized: dict[str, int]
     process_names: dict[int, str]
     thread_names: dict[tuple[int, int], str]
+    comms: list[CommEvent]
     suffix: bytes | None  # the bytes after the event list (the last part only)
 
 
@@ -159,6 +161,7 @@ class ColumnBuilder:
         self.acc.skipped.update(unsupported)
         for note, count in notes.items():
             self.acc.normalized[note] += count
+        self._comms(x, unique_names, cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext)
         self.chunks.append({
             "cat": cat,
             "name": self._name_column(names, unique_names, n),
@@ -189,7 +192,7 @@ class ColumnBuilder:
         return Part(chunks=self.chunks, names=list(acc.names), memory=acc.mem,
                     skipped=dict(acc.skipped), normalized=dict(acc.normalized),
                     process_names=acc.process_names, thread_names=acc.thread_names,
-                    suffix=suffix)
+                    comms=acc.comms, suffix=suffix)
 
     def merge(self, parts: list[Part]) -> None:
         """Append the parts' rows after these, in order (their names renumbered)."""
@@ -210,6 +213,21 @@ class ColumnBuilder:
             acc.normalized.update(part.normalized)
             acc.process_names.update(part.process_names)
             acc.thread_names.update(part.thread_names)
+            acc.comms.extend(part.comms)
+
+    def _comms(self, x: list[Complete], unique_names: set[str], *columns: np.ndarray) -> None:
+        """Copy the communication events of a batch (see :mod:`profiler_kit.trace.comms`)."""
+        comm_names = {n for n in unique_names if is_comm_name(n)}
+        rows = [i for i, e in enumerate(x) if len(e.args.collective) or e.name in comm_names]
+        if not rows:
+            return
+        cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext = columns
+        append = self.acc.comms.append
+        for i in rows:
+            e = x[i]
+            append(CommEvent(e.name, int(cat[i]), int(ts_ns[i]), int(dur_ns[i]), int(pid[i]),
+                             int(tid[i]), int(device[i]), int(stream[i]), int(corr[i]),
+                             int(ext[i]), args_from_raw(e.args)))
 
     def _name_column(self, names: list[str], unique: set[str], n: int) -> np.ndarray:
         """Intern ids of ``names``, new names numbered in order of first appearance."""

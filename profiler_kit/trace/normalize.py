@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from profiler_kit.trace.comms import CommEvent, args_from_dict, is_comm_name
 from profiler_kit.trace.table import (
     CATEGORY_NAMES,
     GPU_CATS,
@@ -123,6 +124,7 @@ class Accumulator:
         self.normalized: Counter[str] = Counter()
         self.process_names: dict[int, str] = {}
         self.thread_names: dict[tuple[int, int], str] = {}
+        self.comms: list[CommEvent] = []
 
     def intern(self, name: str) -> int:
         idx = self.names.get(name)
@@ -212,6 +214,10 @@ class Accumulator:
         ext = optional_int(ext)
         self.external_id.append(-1 if ext is None else ext)
         self.input_type.append(self.intern_input_type(args.get("Input type")))
+        if "Collective name" in args or is_comm_name(name):
+            self.comms.append(CommEvent(name, cat, ts, dur, pid, tid, self.device[-1],
+                                        self.stream[-1], self.correlation[-1],
+                                        self.external_id[-1], args_from_dict(args)))
 
     def intern_input_type(self, value: Any) -> int:
         """The interned ``Input type`` list (-1 when absent or not a list)."""

@@ -14,13 +14,15 @@ from typing import Any, Union
 import msgspec
 
 from profiler_kit.errors import TraceError
+from profiler_kit.trace.comms import CommArgs
 from profiler_kit.trace.normalize import INT64_MIN
 
 ABSENT = INT64_MIN  # stands for a field the event does not have
 
 
-class Args(msgspec.Struct, gc=False):
-    """The ``args`` of a complete event that the table uses; others are skipped in C.
+class Args(CommArgs, gc=False):
+    """The ``args`` of a complete event that the table uses (and, for communication
+    events, those :mod:`profiler_kit.trace.comms` keeps); others are skipped in C.
 
     Absent fields take sentinels (so a literal -2**63 in these fields reads as absent);
     an explicit ``null`` fails validation and sends the piece to the per-event path.

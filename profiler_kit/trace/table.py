@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from profiler_kit.trace.comms import CommEvent
+
 
 class Cat(enum.IntEnum):
     """Normalized event category (current and legacy Kineto names map onto these)."""
@@ -120,6 +122,8 @@ class EventTable(msgspec.Struct):
     # of the dtypes joined by ", " (``"c10::BFloat16, c10::BFloat16, "``), -1 where absent;
     # None when the table was built without the column. Precision reads it.
     input_type: np.ndarray | None = None  # int32
+    # communication events with their args (collective, sizes, process group), by start
+    comms: list[CommEvent] = msgspec.field(default_factory=list)
 
     def input_type_of(self, row: int) -> list[str] | None:
         """The ``Input type`` list of ``row`` (None where the trace recorded none)."""

@@ -1,0 +1,318 @@
+"""One rank's communication, summarized small enough to send anywhere: :class:`RankSummary`.
+
+Each collective or point-to-point call the rank ran becomes a :class:`Call`: where it
+ran (GPU kernel or the backend's CPU span), its process group and sequence number
+there, its start and end, its message size, and the parts of it during which the
+rank computed nothing (exposed). The cross-rank analysis (:mod:`.job`) reads only
+these summaries and the steps, never the traces, so a job of thousands of ranks can
+be summarized where its traces live and reduced elsewhere.
+
+Which events are calls:
+
+- GPU traces: NCCL/RCCL kernels (and any kernel whose args name a collective). Their
+  start is when the rank arrived on the device; they end when the collective ended
+  there.
+- CPU traces: the backend's spans (``gloo:all_reduce``, ``gloo:send``, ...), which
+  run on the backend's threads from the moment the rank's work is picked up.
+
+Sizes come from ``In``/``Out msg nelems`` x ``dtype`` where Kineto records them,
+else from the span's ``Input Dims`` x ``Input type``. The sequence number is the
+trace's ``Seq`` where recorded, else the call's position among the group's calls
+of the same kind class (collectives, or point-to-point), which is what every backend
+guarantees to be the same on every rank.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from profiler_kit.analysis import intervals
+from profiler_kit.analysis.attribution import attribute_gpu
+from profiler_kit.analysis.bandwidth import (
+    P2P,
+    algbw_bytes_per_s,
+    busbw_bytes_per_s,
+    collective_kind,
+    dtype_bytes,
+    message_bytes,
+)
+from profiler_kit.analysis.classify import COMMUNICATION, classify_op
+from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.steps import Steps, analyze_steps
+from profiler_kit.trace.comms import CommEvent
+from profiler_kit.trace.table import Cat, EventTable
+
+SCHEMA = "profkit.rank-summary/1"
+DEFAULT_GROUP = "0"  # torch's name for the default (world) process group
+_CPU_BACKENDS = ("gloo:", "mpi:", "ucc:")
+_GPU_KERNELS = ("nccl", "rccl")
+
+
+class Call(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """One collective or point-to-point call on one rank (times on the rank's clock)."""
+
+    kind: str  # bandwidth.collective_kind
+    group: str  # process group name
+    seq: int  # sequence number within the group (see the module docstring)
+    start_ns: int
+    end_ns: int
+    size_bytes: int | None  # nccl-tests' message size; None when the trace does not say
+    dtype: str | None
+    step: int | None  # ProfilerStep number the call started in
+    exposed: tuple[int, ...] = ()  # flattened [start, end) pairs with no computation beside
+
+
+class GroupInfo(msgspec.Struct, frozen=True):
+    """A process group as the rank's trace describes it."""
+
+    name: str
+    ranks: tuple[int, ...] | None  # global ranks in group order; None when not recorded
+    description: str | None = None
+
+
+class RankStep(msgspec.Struct, frozen=True, array_like=True):
+    number: int
+    start_ns: int
+    dur_ns: int  # CPU side: the ProfilerStep span
+    device_dur_ns: int | None  # device side (analysis.steps); None without GPU activity
+
+
+class KindTotal(msgspec.Struct, frozen=True):
+    """One rank's calls of one collective type, as one trace alone can tell."""
+
+    kind: str
+    count: int
+    size_bytes: int  # summed (calls of unknown size count 0)
+    time_ns: int  # summed call durations (waiting included: one rank cannot tell)
+    median_busbw_bytes_per_s: float | None  # over calls, with the call's own duration
+
+
+class RankSummary(msgspec.Struct, frozen=True):
+    """What one rank's trace says about its job's communication (small: no events)."""
+
+    path: str
+    label: str
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+    host: str | None
+    groups: tuple[GroupInfo, ...]
+    on_device: bool  # calls are GPU kernels (else the backend's CPU spans)
+    steps: tuple[RankStep, ...]
+    window_start_ns: int
+    window_end_ns: int
+    calls: tuple[Call, ...]
+    exposed_ns: int  # communication time with no computation beside it (union)
+    kinds: tuple[KindTotal, ...] = ()  # per collective type, from this rank alone
+    schema: str = SCHEMA
+
+
+def summarize_rank(table: EventTable, label: str | None = None,
+                   steps: Steps | None = None) -> RankSummary:
+    """The rank summary of one trace (``steps``: its :func:`analyze_steps` with GPU
+    attribution, if already known)."""
+    meta = table.meta
+    dist = meta.distributed_info or {}
+    world = _int(dist.get("world_size"))
+    groups = _groups(dist, world)
+    group_ranks = {g.name: g.ranks for g in groups}
+    kernels = [c for c in table.comms if c.cat == Cat.KERNEL and _is_comm_kernel(c)]
+    on_device = bool(kernels)
+    events = kernels if on_device else [c for c in table.comms if c.cat != Cat.KERNEL
+                                        and c.name.startswith(_CPU_BACKENDS)]
+    if steps is None:
+        steps = analyze_steps(table, attribute_gpu(table, build_op_tree(table)))
+    step_numbers = [s.number for s in steps.steps]
+    step_starts = np.array([s.start_ns for s in steps.steps], dtype=np.int64)
+    compute = _computation(table, on_device) if events else (np.zeros(0, np.int64),) * 2
+    calls: list[Call] = []
+    counters: dict[tuple[str, bool], int] = {}
+    exposed_starts: list[np.ndarray] = []
+    exposed_ends: list[np.ndarray] = []
+    for ev in events:
+        args = ev.args
+        kind = collective_kind(str(args.get("Collective name") or ev.name))
+        group = args.get("Process Group Name")
+        group = str(group) if group is not None else DEFAULT_GROUP
+        if group not in group_ranks:
+            ranks = _rank_list(args.get("Process Group Ranks"))
+            group_ranks[group] = ranks
+            groups.append(GroupInfo(group, ranks, _str(args.get("Process Group Description"))))
+        size_n = _int(args.get("Group size"))
+        if size_n is None and group_ranks.get(group):
+            size_n = len(group_ranks[group])  # type: ignore[arg-type]
+        in_b, out_b, dtype = _buffers(args)
+        size = message_bytes(kind, in_b, out_b, size_n)
+        seq = _int(args.get("Seq"))
+        key = (group, kind in P2P)
+        order = counters.get(key, 0)
+        counters[key] = order + 1
+        start, end = ev.ts_ns, ev.ts_ns + ev.dur_ns
+        step = None
+        if len(step_starts):
+            i = int(np.searchsorted(step_starts, start, side="right")) - 1
+            if i >= 0:
+                step = step_numbers[i]
+        pieces = _minus(start, end, compute)
+        exposed_starts.append(pieces[0])
+        exposed_ends.append(pieces[1])
+        flat = tuple(int(v) for pair in zip(pieces[0].tolist(), pieces[1].tolist(),
+                                            strict=True) for v in pair)
+        calls.append(Call(kind, group, seq if seq is not None else order, start, end, size,
+                          dtype, step, flat))
+    if exposed_starts:
+        exposed = intervals.length(np.concatenate(exposed_starts), np.concatenate(exposed_ends))
+    else:
+        exposed = 0
+    if len(table):
+        w0, w1 = int(table.ts_ns.min()), int((table.ts_ns + table.dur_ns).max())
+    else:
+        w0 = w1 = 0
+    group_sizes = {g.name: len(g.ranks) for g in groups if g.ranks}
+    return RankSummary(
+        path=str(meta.path),
+        label=label or meta.trace_name or str(meta.path),
+        rank=meta.rank,
+        world_size=world,
+        backend=_str(dist.get("backend")),
+        host=_str(dist.get("host_name")),
+        groups=tuple(groups),
+        on_device=on_device,
+        steps=_rank_steps(steps),
+        window_start_ns=w0,
+        window_end_ns=w1,
+        calls=tuple(calls),
+        exposed_ns=exposed,
+        kinds=kind_totals(calls, group_sizes),
+    )
+
+
+def kind_totals(calls: list[Call], sizes: dict[str, int]) -> tuple[KindTotal, ...]:
+    """Per collective type: count, bytes, time and median bus bandwidth from one rank
+    (``sizes``: process group name -> its number of ranks)."""
+    by_kind: dict[str, list[Call]] = {}
+    for c in calls:
+        by_kind.setdefault(c.kind, []).append(c)
+    out = []
+    for kind, calls in by_kind.items():
+        bws = [bw for c in calls
+               if (bw := busbw_bytes_per_s(kind, c.size_bytes, c.end_ns - c.start_ns,
+                                           sizes.get(c.group))) is not None]
+        out.append(KindTotal(kind, len(calls), sum(c.size_bytes or 0 for c in calls),
+                             sum(c.end_ns - c.start_ns for c in calls),
+                             float(np.median(bws)) if bws else None))
+    return tuple(sorted(out, key=lambda k: -k.time_ns))
+
+
+def call_algbw(call: Call) -> float | None:
+    return algbw_bytes_per_s(call.size_bytes, call.end_ns - call.start_ns)
+
+
+def _is_comm_kernel(c: CommEvent) -> bool:
+    return "Collective name" in c.args or c.name.lower().startswith(_GPU_KERNELS)
+
+
+def _computation(table: EventTable, on_device: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the rank's computation: non-communication kernels on the GPU, or
+    non-communication CPU ops."""
+    if on_device:
+        rows = table.rows(Cat.KERNEL)
+        comm_names = [i for i, n in enumerate(table.names)
+                      if n.lower().startswith(_GPU_KERNELS)]
+        keep = ~np.isin(table.name[rows], np.array(comm_names, dtype=np.int32))
+        comm_starts = {(c.ts_ns, c.stream) for c in table.comms if c.cat == Cat.KERNEL}
+        rows = rows[keep]
+        if comm_starts:  # kernels that name a collective only in their args
+            rows = np.array([r for r in rows.tolist()
+                             if (int(table.ts_ns[r]), int(table.stream[r])) not in comm_starts],
+                            dtype=np.int64)
+    else:
+        rows = table.rows(Cat.CPU_OP)
+        names = table.names
+        comm = np.array([classify_op(n) == COMMUNICATION for n in names], dtype=bool)
+        rows = rows[~comm[table.name[rows]]] if len(names) else rows
+    starts = table.ts_ns[rows]
+    return intervals.union(starts, starts + table.dur_ns[rows])
+
+
+def _minus(start: int, end: int, busy: tuple[np.ndarray, np.ndarray]
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """``[start, end)`` minus the disjoint sorted segments ``busy``, as segments."""
+    s, e = busy
+    lo = int(np.searchsorted(e, start, side="right"))
+    hi = int(np.searchsorted(s, end, side="left"))
+    cut_s, cut_e = s[lo:hi], e[lo:hi]
+    bounds_s = np.concatenate([[start], np.minimum(cut_e, end)])
+    bounds_e = np.concatenate([np.maximum(cut_s, start), [end]])
+    keep = bounds_e > bounds_s
+    return bounds_s[keep].astype(np.int64), bounds_e[keep].astype(np.int64)
+
+
+def _rank_steps(steps: Steps) -> tuple[RankStep, ...]:
+    """The steps, device side as :func:`analyze_steps` measures it (None on the CPU)."""
+    device = steps.device is not None
+    return tuple(RankStep(s.number, s.start_ns, s.dur_ns, s.device_dur_ns if device else None)
+                 for s in steps.steps)
+
+
+def _groups(dist: dict[str, Any], world: int | None) -> list[GroupInfo]:
+    out = []
+    config = dist.get("pg_config")
+    if isinstance(config, list):
+        for pg in config:
+            if not isinstance(pg, dict) or pg.get("pg_name") is None:
+                continue
+            ranks = pg.get("ranks")
+            rk = (tuple(r for r in ranks if isinstance(r, int))
+                  if isinstance(ranks, list) else None)
+            out.append(GroupInfo(str(pg["pg_name"]), rk, _str(pg.get("pg_desc"))))
+    if not any(g.name == DEFAULT_GROUP for g in out) and world:
+        out.insert(0, GroupInfo(DEFAULT_GROUP, tuple(range(world)), "default_pg"))
+    return out
+
+
+def _buffers(args: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
+    """Input and output bytes and the dtype name, from whatever the args give."""
+    dtype = args.get("dtype")
+    width = dtype_bytes(dtype)
+    n_in, n_out = _int(args.get("In msg nelems")), _int(args.get("Out msg nelems"))
+    if width is not None and (n_in is not None or n_out is not None):
+        return (None if n_in is None else n_in * width,
+                None if n_out is None else n_out * width, str(dtype))
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if isinstance(dims, list) and isinstance(types, list):
+        total, name = 0, None
+        for d, t in zip(dims, types, strict=False):
+            w = dtype_bytes(t)
+            if w is None or not isinstance(d, list) or not all(isinstance(x, int) for x in d):
+                continue
+            total += math.prod(d) * w
+            name = name or str(t)
+        if name is not None:
+            return total, None, name
+    return None, None, _str(dtype)
+
+
+def _rank_list(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, list) and all(isinstance(r, int) for r in value):
+        return tuple(value)
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+

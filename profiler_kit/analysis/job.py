@@ -1,0 +1,413 @@
+"""The job view: the ranks of one job side by side, from their :class:`RankSummary`.
+
+Reads summaries only (never traces), so it runs wherever the summaries are.
+
+- **Jobs.** Summaries are grouped by folder, then by what their traces say of the job
+  (world size, process groups); a rank seen twice starts another group. Anything
+  unexpected is a warning, and each group is analyzed on its own.
+- **Collectives matched across ranks.** The same instance on every rank of its group
+  is the call with the same sequence number there (the trace's ``Seq``, else the
+  order of the group's calls). Per instance: each rank's arrival (its call's start),
+  its **wait** (last arrival - own arrival) and **transfer** (own end - last arrival);
+  the instance's transfer time (last end - last arrival) gives the algorithm and bus
+  bandwidth (nccl-tests' formulas, :mod:`.bandwidth`).
+- **Clocks.** An instance cannot end on one rank before the last rank arrived. When
+  the ranks' clocks say otherwise (hosts whose clocks differ), each rank's clock is
+  shifted so that the ends of the first instance common to all ranks coincide, and
+  the shift is reported.
+- **Straggler.** The rank that arrived last in most instances (of those where anyone
+  waited), and how long per step the others waited for it.
+- **Exposed communication** (no computation beside it) split into the part spent
+  waiting and the part transferring.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import PurePath
+
+import msgspec
+import numpy as np
+
+from profiler_kit.analysis import intervals
+from profiler_kit.analysis.bandwidth import P2P, algbw_bytes_per_s, busbw_bytes_per_s
+from profiler_kit.analysis.collectives import Call, RankSummary
+
+# an instance counts for the straggler verdict when someone waited this long for it
+MIN_WAIT_NS = 10_000
+STRAGGLER_SHARE = 0.5  # "last in most collectives": more than this share
+# size buckets of the per-type summary: [low, high) in bytes
+SIZE_BUCKETS = ((0, 64 << 10), (64 << 10, 1 << 20), (1 << 20, 16 << 20), (16 << 20, 256 << 20),
+                (256 << 20, 1 << 62))
+
+
+class RankTotals(msgspec.Struct, frozen=True):
+    """One rank over the matched instances of its job."""
+
+    rank: int
+    label: str
+    instances: int
+    wait_ns: int  # summed waits (own arrival to the last arrival)
+    transfer_ns: int  # summed own end - last arrival
+    wait_per_step_ns: float
+    exposed_ns: int  # the rank's exposed communication (no computation beside it)
+    exposed_wait_ns: int
+    exposed_transfer_ns: int
+    last_arrivals: int  # instances in which it arrived last (someone waited)
+    caused_wait_per_step_ns: float  # the others' mean wait for it, per step
+
+
+class KindSummary(msgspec.Struct, frozen=True):
+    """Matched instances of one collective type and size bucket."""
+
+    kind: str
+    size_low_bytes: int
+    size_high_bytes: int
+    count: int
+    wait_ns: int  # per rank on average, summed over the instances
+    transfer_ns: int  # per rank on average, summed over the instances
+    median_algbw_bytes_per_s: float | None
+    median_busbw_bytes_per_s: float | None
+
+
+class Instance(msgspec.Struct, frozen=True, array_like=True):
+    """One collective matched across the ranks of its group."""
+
+    group: str
+    seq: int
+    kind: str
+    size_bytes: int | None
+    step: int | None
+    first_arrival_ns: int
+    last_arrival_ns: int
+    last_rank: int
+    end_ns: int  # the last rank's end
+    max_wait_ns: int
+    transfer_ns: int  # last end - last arrival
+    busbw_bytes_per_s: float | None
+
+
+class StepAcross(msgspec.Struct, frozen=True):
+    """One step on every rank that has it."""
+
+    number: int
+    ranks: tuple[int, ...]
+    dur_ns: tuple[int, ...]  # CPU side, in ``ranks`` order
+    device_dur_ns: tuple[int | None, ...]
+    slowest_rank: int
+    skew_ns: int  # slowest - fastest (CPU side)
+    device_skew_ns: int | None
+
+
+class Straggler(msgspec.Struct, frozen=True):
+    rank: int
+    last_arrivals: int
+    instances: int  # instances in which someone waited
+    others_wait_per_step_ns: float  # the others' mean wait for it, per step
+
+
+class ClockShift(msgspec.Struct, frozen=True):
+    rank: int
+    shift_ns: int  # subtracted from the rank's times
+
+
+class JobView(msgspec.Struct, frozen=True):
+    """The ranks of one job, aligned."""
+
+    name: str  # the folder of the traces
+    world_size: int | None
+    backend: str | None
+    ranks: tuple[int, ...]
+    labels: tuple[str, ...]
+    missing_ranks: tuple[int, ...]
+    steps: tuple[StepAcross, ...]
+    step_count: int  # steps the per-step figures divide by
+    instances: tuple[Instance, ...]
+    unmatched_calls: int  # calls beyond the instances every rank of the group has
+    mismatched: int  # instances whose ranks disagree on type or size
+    kinds: tuple[KindSummary, ...]
+    per_rank: tuple[RankTotals, ...]
+    straggler: Straggler | None
+    clock_shifts: tuple[ClockShift, ...]  # empty: the clocks agreed
+    clock_reference: str | None  # the instance the clocks were aligned at
+    warnings: tuple[str, ...]
+
+
+def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]], list[str]]:
+    """Summaries grouped into jobs (see the module docstring), and the warnings."""
+    warnings: list[str] = []
+    by_folder: dict[str, list[RankSummary]] = defaultdict(list)
+    for s in summaries:
+        if s.rank is None:
+            continue
+        by_folder[str(PurePath(s.path).parent)].append(s)
+    jobs: list[list[RankSummary]] = []
+    for folder, members in by_folder.items():
+        kinds: dict[tuple, list[RankSummary]] = defaultdict(list)
+        for s in members:
+            kinds[_signature(s)].append(s)
+        if len(kinds) > 1:
+            desc = "; ".join(f"{', '.join(m.label for m in ms)}: world size {sig[0]}"
+                             for sig, ms in kinds.items())
+            warnings.append(f"{folder}: traces of different jobs (world sizes or process "
+                            f"groups disagree), analyzed as separate groups: {desc}")
+        for ms in kinds.values():
+            groups: list[list[RankSummary]] = []
+            for s in sorted(ms, key=lambda m: m.label):
+                for g in groups:
+                    if all(o.rank != s.rank for o in g):
+                        g.append(s)
+                        break
+                else:
+                    groups.append([s])
+            if len(groups) > 1:
+                dup = sorted({s.rank for g in groups[1:] for s in g if s.rank is not None})
+                warnings.append(f"{folder}: rank {_ranges(dup)} appears in more than one "
+                                f"trace; analyzed as {len(groups)} separate groups")
+            jobs.extend(sorted(g, key=lambda m: m.rank or 0) for g in groups)
+    return jobs, warnings
+
+
+def analyze_jobs(summaries: Sequence[RankSummary]) -> tuple[JobView, ...]:
+    """Every job among ``summaries`` with more than one rank."""
+    jobs, warnings = group_jobs(summaries)
+    views = []
+    for members in jobs:
+        if len(members) < 2:
+            continue
+        views.append(analyze_job(members, warnings=tuple(
+            w for w in warnings if w.startswith(str(PurePath(members[0].path).parent)))))
+    if not views and warnings:  # nothing to attach them to: still say it
+        return ()
+    return tuple(views)
+
+
+def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) -> JobView:
+    """The job view of the ranks ``members`` (one summary per rank)."""
+    members = sorted(members, key=lambda m: m.rank or 0)
+    ranks = [m.rank for m in members]
+    by_rank = {m.rank: m for m in members}
+    world = max((m.world_size or 0 for m in members), default=0) or None
+    notes = list(warnings)
+    missing = sorted(set(range(world)) - set(ranks)) if world else []
+    if missing:
+        notes.append(f"ranks {_ranges(missing)} of {world} have no trace here: the job view "
+                     f"covers ranks {_ranges(ranks)}")  # type: ignore[arg-type]
+    matched, unmatched, mismatched = _match(members)
+    shifts, reference = _clock_shifts(matched, ranks)  # type: ignore[arg-type]
+    if shifts:
+        notes.append("clocks differ between ranks: aligned at " + str(reference) + " ("
+                     + ", ".join(f"rank {s.rank} {s.shift_ns / 1e6:+.3f} ms" for s in shifts)
+                     + ")")
+    shift = {s.rank: s.shift_ns for s in shifts}
+    steps = _steps(members, shift)
+    step_count = max(len(steps), 1)
+    instances, waits, transfers, kinds_rows = [], defaultdict(int), defaultdict(int), []
+    last_counts: Counter[int] = Counter()
+    caused: dict[int, float] = defaultdict(float)
+    pieces: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # rank -> (s, e, kind)
+    n_inst = Counter()
+    for (group, seq), calls in matched:
+        starts = {r: c.start_ns - shift.get(r, 0) for r, c in calls.items()}
+        ends = {r: c.end_ns - shift.get(r, 0) for r, c in calls.items()}
+        last_rank = max(starts, key=lambda r: (starts[r], -r))
+        last = starts[last_rank]
+        end = max(ends.values())
+        first = calls[min(calls)]
+        transfer = max(end - last, 0)
+        size = first.size_bytes
+        n = len(calls)
+        wait_i = {r: last - s for r, s in starts.items()}
+        max_wait = max(wait_i.values())
+        for r in calls:
+            waits[r] += wait_i[r]
+            transfers[r] += max(ends[r] - last, 0)
+            n_inst[r] += 1
+            off = shift.get(r, 0)
+            ex = calls[r].exposed
+            for i in range(0, len(ex), 2):
+                s, e = ex[i] - off, ex[i + 1] - off
+                if s < last:
+                    pieces[r].append((s, min(e, last), 0))
+                if e > last:
+                    pieces[r].append((max(s, last), e, 1))
+        if max_wait >= MIN_WAIT_NS and n > 1:
+            last_counts[last_rank] += 1
+            others = [w for r, w in wait_i.items() if r != last_rank]
+            caused[last_rank] += sum(others) / len(others)
+        busbw = busbw_bytes_per_s(first.kind, size, transfer, n)
+        alg = algbw_bytes_per_s(size, transfer)
+        instances.append(Instance(group, seq, first.kind, size, first.step, min(starts.values()),
+                                  last, last_rank, end, max_wait, transfer, busbw))
+        kinds_rows.append((first.kind, size, sum(wait_i.values()) / n,
+                           sum(max(ends[r] - last, 0) for r in calls) / n, alg, busbw))
+    significant = sum(last_counts.values())
+    straggler = None
+    if significant:
+        top, count = max(last_counts.items(), key=lambda kv: (kv[1], -kv[0]))
+        if count > STRAGGLER_SHARE * significant and len(ranks) > 1:
+            straggler = Straggler(top, count, significant, caused[top] / step_count)
+    per_rank = []
+    for r in ranks:
+        m = by_rank[r]
+        ex_wait, ex_transfer = _exposed_split(pieces.get(r, []))
+        per_rank.append(RankTotals(
+            rank=r, label=m.label, instances=n_inst[r], wait_ns=waits[r],  # type: ignore[arg-type]
+            transfer_ns=transfers[r], wait_per_step_ns=waits[r] / step_count,
+            exposed_ns=m.exposed_ns, exposed_wait_ns=ex_wait, exposed_transfer_ns=ex_transfer,
+            last_arrivals=last_counts[r], caused_wait_per_step_ns=caused[r] / step_count))  # type: ignore[index]
+    if mismatched:
+        notes.append(f"{mismatched} matched collectives disagree between ranks on type or "
+                     "size: the ranks may not have run the same calls in the same order")
+    return JobView(
+        name=str(PurePath(members[0].path).parent),
+        world_size=world,
+        backend=members[0].backend,
+        ranks=tuple(ranks),  # type: ignore[arg-type]
+        labels=tuple(m.label for m in members),
+        missing_ranks=tuple(missing),
+        steps=steps,
+        step_count=len(steps),
+        instances=tuple(instances),
+        unmatched_calls=unmatched,
+        mismatched=mismatched,
+        kinds=_kind_summaries(kinds_rows),
+        per_rank=tuple(per_rank),
+        straggler=straggler,
+        clock_shifts=tuple(shifts),
+        clock_reference=reference,
+        warnings=tuple(notes),
+    )
+
+
+def _signature(s: RankSummary) -> tuple:
+    groups = tuple(sorted((g.name, g.ranks or ()) for g in s.groups))
+    return (s.world_size, groups)
+
+
+def _match(members: Sequence[RankSummary]
+           ) -> tuple[list[tuple[tuple[str, int], dict[int, Call]]], int, int]:
+    """Instances as {rank: call}, in order of the first rank's start; the calls left
+    over; and how many instances disagree on type or size."""
+    present = {m.rank for m in members}
+    calls: dict[tuple[str, bool], dict[int, dict[int, Call]]] = defaultdict(dict)
+    group_ranks: dict[str, set[int]] = {}
+    for m in members:
+        for g in m.groups:
+            if g.ranks:
+                group_ranks.setdefault(g.name, set(g.ranks))
+        for c in m.calls:
+            if c.kind in P2P:
+                continue  # point-to-point calls are matched by the pipeline view
+            calls[(c.group, False)].setdefault(m.rank, {})[c.seq] = c  # type: ignore[index]
+    out = []
+    unmatched = mismatched = 0
+    for (group, _), per_rank in calls.items():
+        expected = group_ranks.get(group, present) & present  # type: ignore[operator]
+        seqs = None
+        for r in expected:
+            have = set(per_rank.get(r, {}))
+            seqs = have if seqs is None else seqs & have
+        seqs = seqs or set()
+        total = sum(len(v) for v in per_rank.values())
+        unmatched += total - len(seqs) * len(expected)
+        if len(expected) < 2:
+            continue
+        for seq in sorted(seqs):
+            inst = {r: per_rank[r][seq] for r in sorted(expected)}
+            kinds = {c.kind for c in inst.values()}
+            sizes = {c.size_bytes for c in inst.values()}
+            if len(kinds) > 1 or len(sizes) > 1:
+                mismatched += 1
+            out.append(((group, seq), inst))
+    out.sort(key=lambda kv: min(c.start_ns for c in kv[1].values()))
+    return out, unmatched, mismatched
+
+
+def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks: list[int]
+                  ) -> tuple[list[ClockShift], str | None]:
+    """Shifts that make the ranks' clocks agree, when they visibly do not (see the
+    module docstring); none otherwise."""
+    if not matched:
+        return [], None
+    impossible = 0
+    for _, calls in matched:
+        last = max(c.start_ns for c in calls.values())
+        if min(c.end_ns for c in calls.values()) < last:
+            impossible += 1
+    if impossible * 10 < len(matched):  # a rare early end is noise, not a clock offset
+        return [], None
+    everyone = set(ranks)
+    for (group, seq), calls in matched:
+        if set(calls) == everyone:
+            ref = min(calls)
+            shifts = [ClockShift(r, c.end_ns - calls[ref].end_ns) for r, c in sorted(calls.items())
+                      if r != ref and c.end_ns != calls[ref].end_ns]
+            kind = calls[ref].kind
+            return shifts, f"the end of {kind} #{seq} of group {group}"
+    return [], None
+
+
+def _steps(members: Sequence[RankSummary], shift: dict[int, int]) -> tuple[StepAcross, ...]:
+    numbers: dict[int, dict[int, tuple[int, int | None]]] = defaultdict(dict)
+    for m in members:
+        for s in m.steps:
+            numbers[s.number][m.rank] = (s.dur_ns, s.device_dur_ns)  # type: ignore[index]
+    out = []
+    for number in sorted(numbers):
+        per = numbers[number]
+        ranks = tuple(sorted(per))
+        durs = tuple(per[r][0] for r in ranks)
+        dev = tuple(per[r][1] for r in ranks)
+        slowest = ranks[int(np.argmax(durs))]
+        known = [d for d in dev if d is not None]
+        out.append(StepAcross(number, ranks, durs, dev, slowest, max(durs) - min(durs),
+                              max(known) - min(known) if len(known) == len(dev) else None))
+    return tuple(out)
+
+
+def _exposed_split(pieces: list[tuple[int, int, int]]) -> tuple[int, int]:
+    """Exposed wait and exposed transfer of one rank: the union of its exposed pieces
+    during transfers, and of those during waits outside any transfer."""
+    if not pieces:
+        return 0, 0
+    arr = np.array(pieces, dtype=np.int64)
+    tr = arr[arr[:, 2] == 1]
+    wa = arr[arr[:, 2] == 0]
+    tr_u = intervals.union(tr[:, 0], tr[:, 1])
+    wa_u = intervals.union(wa[:, 0], wa[:, 1])
+    transfer = int((tr_u[1] - tr_u[0]).sum())
+    wait_all = int((wa_u[1] - wa_u[0]).sum())
+    return wait_all - intervals.intersection_length(wa_u, tr_u), transfer
+
+
+def _kind_summaries(rows: list[tuple]) -> tuple[KindSummary, ...]:
+    buckets: dict[tuple[str, int], list[tuple]] = defaultdict(list)
+    for row in rows:
+        size = row[1] or 0
+        b = next(i for i, (lo, hi) in enumerate(SIZE_BUCKETS) if lo <= size < hi)
+        buckets[(row[0], b)].append(row)
+    out = []
+    for (kind, b), rs in sorted(buckets.items()):
+        alg = [r[4] for r in rs if r[4] is not None]
+        bus = [r[5] for r in rs if r[5] is not None]
+        lo, hi = SIZE_BUCKETS[b]
+        out.append(KindSummary(kind, lo, hi, len(rs), int(round(sum(r[2] for r in rs))),
+                               int(round(sum(r[3] for r in rs))),
+                               float(np.median(alg)) if alg else None,
+                               float(np.median(bus)) if bus else None))
+    return tuple(out)
+
+
+def _ranges(values: Sequence[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7-8"``."""
+    vals = sorted(set(values))
+    out, i = [], 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
+            j += 1
+        out.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
+        i = j + 1
+    return ", ".join(out)

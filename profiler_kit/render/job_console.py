@@ -1,0 +1,140 @@
+"""Rich console output of the job view (ranks aligned) and of one rank's communication.
+
+Formats, never computes: every number comes from ``profiler_kit.analysis.job`` or
+``profiler_kit.analysis.collectives``.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from profiler_kit.analysis.collectives import KindTotal
+from profiler_kit.analysis.job import JobView, Straggler
+from profiler_kit.render import units
+
+_TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
+          "title_style": "bold"}
+MAX_STEP_COLUMNS = 8  # beyond this many ranks, steps show only the slowest and the skew
+
+
+def bandwidth(bytes_per_s: float | None) -> str:
+    """Bytes per second in GB/s (decimal, as nccl-tests prints)."""
+    if bytes_per_s is None:
+        return "-"
+    return f"{bytes_per_s / 1e9:.3g} GB/s"
+
+
+def size_bucket(low: int, high: int) -> str:
+    if low == 0:
+        return f"< {units.nbytes(high)}"
+    if high >= 1 << 61:
+        return f">= {units.nbytes(low)}"
+    return f"{units.nbytes(low)} - {units.nbytes(high)}"
+
+
+def straggler_line(s: Straggler | None, step_count: int) -> Text:
+    """The verdict, one line."""
+    per = "per step" if step_count else "over the trace"
+    if s is None:
+        return Text("Straggler: none (no rank arrived last in most collectives)", style="green")
+    t = Text("Straggler: ", style="bold")
+    t.append(f"rank {s.rank}", style="bold red")
+    t.append(f" arrived last in {s.last_arrivals} of {s.instances} collectives where a rank "
+             f"waited; the others wait {units.duration(s.others_wait_per_step_ns)} {per} for it")
+    return t
+
+
+def wait_transfer_line(j: JobView) -> Text:
+    """Exposed communication split into waiting and transferring, summed over the ranks."""
+    wait = sum(r.exposed_wait_ns for r in j.per_rank)
+    transfer = sum(r.exposed_transfer_ns for r in j.per_rank)
+    n = max(j.step_count, 1)
+    per = "per step" if j.step_count else "over the trace"
+    return Text(f"Exposed communication per rank {per}: "
+                f"wait {units.duration(wait / n / len(j.per_rank))}, "
+                f"transfer {units.duration(transfer / n / len(j.per_rank))}")
+
+
+def job_view(j: JobView) -> Panel:
+    parts: list = []
+    head = Text(f"Job: {j.name}", style="bold")
+    world = f"{len(j.ranks)} of {j.world_size} ranks" if j.world_size else f"{len(j.ranks)} ranks"
+    head.append(f"  ({world}; {j.backend or 'backend unknown'}; {len(j.instances)} collectives "
+                f"matched; {j.step_count} steps)", style="dim")
+    parts.append(head)
+    for w in j.warnings:
+        parts.append(Text(f"warning: {w}", style="yellow"))
+    parts.append(straggler_line(j.straggler, j.step_count))
+    parts.append(wait_transfer_line(j))
+    per = Table(title="Per rank (matched collectives)", **_TABLE)
+    for col in ("rank", "trace", "collectives", "wait/step", "wait", "transfer", "exposed wait",
+                "exposed transfer", "last", "others wait for it/step"):
+        per.add_column(col, justify="left" if col == "trace" else "right")
+    for r in j.per_rank:
+        per.add_row(str(r.rank), Text(r.label), f"{r.instances:,}",
+                    units.duration(r.wait_per_step_ns), units.duration(r.wait_ns),
+                    units.duration(r.transfer_ns), units.duration(r.exposed_wait_ns),
+                    units.duration(r.exposed_transfer_ns), f"{r.last_arrivals:,}",
+                    units.duration(r.caused_wait_per_step_ns))
+    parts.append(per)
+    if j.kinds:
+        kinds = Table(title="Collectives by type and size (wait, transfer: per rank, summed)",
+                      **_TABLE)
+        for col in ("type", "size", "count", "wait", "transfer", "algbw (median)",
+                    "busbw (median)"):
+            kinds.add_column(col, justify="left" if col in ("type", "size") else "right")
+        for k in j.kinds:
+            kinds.add_row(k.kind, size_bucket(k.size_low_bytes, k.size_high_bytes),
+                          f"{k.count:,}", units.duration(k.wait_ns), units.duration(k.transfer_ns),
+                          bandwidth(k.median_algbw_bytes_per_s),
+                          bandwidth(k.median_busbw_bytes_per_s))
+        parts.append(kinds)
+    if j.steps:
+        parts.append(_steps(j))
+    return Panel(Group(*parts), box=box.ROUNDED, expand=True)
+
+
+def _steps(j: JobView) -> Table:
+    t = Table(title="Steps across ranks (CPU side; device side in brackets)", **_TABLE)
+    t.add_column("step", justify="right")
+    show = len(j.ranks) <= MAX_STEP_COLUMNS
+    if show:
+        for r in j.ranks:
+            t.add_column(f"rank {r}", justify="right")
+    t.add_column("slowest", justify="right")
+    t.add_column("skew", justify="right")
+    for s in j.steps:
+        cells = [str(s.number)]
+        if show:
+            by_rank = dict(zip(s.ranks, zip(s.dur_ns, s.device_dur_ns, strict=True), strict=True))
+            for r in j.ranks:
+                d = by_rank.get(r)
+                if d is None:
+                    cells.append("-")
+                else:
+                    cells.append(units.duration(d[0]) + (f" ({units.duration(d[1])})"
+                                                         if d[1] is not None else ""))
+        skew = units.duration(s.skew_ns)
+        if s.device_skew_ns is not None:
+            skew += f" ({units.duration(s.device_skew_ns)})"
+        cells += [f"rank {s.slowest_rank}", skew]
+        t.add_row(*cells)
+    return t
+
+
+def rank_communication(totals: tuple[KindTotal, ...], exposed_ns: int, on_device: bool) -> Group:
+    """What one trace alone says of its communication: sizes, bandwidth, exposed time."""
+    where = "GPU kernels" if on_device else "backend spans on the CPU"
+    t = Table(title=f"Communication ({where}; bandwidth over each call's own time, "
+                    "waiting included)", **_TABLE)
+    for col in ("type", "calls", "bytes", "time", "busbw (median)"):
+        t.add_column(col, justify="left" if col == "type" else "right")
+    for k in totals:
+        t.add_row(k.kind, f"{k.count:,}", units.nbytes(k.size_bytes), units.duration(k.time_ns),
+                  bandwidth(k.median_busbw_bytes_per_s))
+    return Group(t, Text(f"exposed communication (no computation beside it): "
+                         f"{units.duration(exposed_ns)}"))
