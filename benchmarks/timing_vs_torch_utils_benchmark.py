@@ -19,7 +19,8 @@ import statistics
 import torch
 from torch.utils import benchmark
 
-from profiler_kit import devices, results, timing
+from profiler_kit import results
+from profiler_kit.measure import devices, timing
 from profiler_kit.scenario import RunConfig, builtin
 
 

@@ -1,7 +1,7 @@
 """Your own model under two strategies: ``profkit run ./examples/my_scenario.py``.
 
 A scenario file defines one ``Scenario`` subclass: the parameters it takes, the
-strategies to compare, and ``build``, which returns a workload (models and inputs
+strategies to compare, and ``build``, which returns a ``Workload`` (models and inputs
 already on the device) with ``step`` and ``outputs``. profkit does the rest: warm-up,
 synchronized timing, a separate profiled pass, the equivalence check against the
 baseline, traces for TensorBoard, run.json and summary.md.
@@ -9,12 +9,10 @@ baseline, traces for TensorBoard, run.json and summary.md.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
-from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy
+from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload
 
 
 def small_cnn(width: int) -> nn.Module:
@@ -26,7 +24,7 @@ def small_cnn(width: int) -> nn.Module:
     )
 
 
-class MyWorkload:
+class MyWorkload(Workload):
     def __init__(self, model: nn.Module, x: torch.Tensor, amp_dtype: torch.dtype | None) -> None:
         self.model, self.x, self.amp_dtype = model, x, amp_dtype
         self.devices = [x.device]  # every device a step touches (all are synchronized)
@@ -46,9 +44,6 @@ class MyWorkload:
     def outputs(self) -> list[torch.Tensor]:
         return [self._forward()]  # compared with the baseline's before anything is timed
 
-    def close(self) -> None:
-        pass
-
 
 class MyScenario(Scenario):
     name = "my_cnn"
@@ -63,7 +58,7 @@ class MyScenario(Scenario):
     )
     baseline = "contiguous"
 
-    def build(self, strategy: Strategy, config: RunConfig) -> Any:
+    def build(self, strategy: Strategy, config: RunConfig) -> MyWorkload:
         torch.manual_seed(config.seed)  # same weights and inputs for every strategy
         model = small_cnn(config.params["width"]).eval().to(config.device)
         x = torch.randn(config.params["batch_size"], 3, 32, 32, device=config.device)

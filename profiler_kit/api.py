@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from profiler_kit.analysis.job import JobView
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.ddp_benchmark.diff import ReportDiff
-    from profiler_kit.measure import MeasureOptions
+    from profiler_kit.measure.passes import MeasureOptions
+    from profiler_kit.measure.runner import RunObserver
     from profiler_kit.results import RunResult
-    from profiler_kit.runner import RunObserver
     from profiler_kit.scenario import Scenario
     from profiler_kit.scenario_info import ScenarioInfo
 
@@ -135,12 +135,13 @@ def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDi
 
     A file that is not such a report raises ``UsageError``. Does not import torch.
     """
+    from profiler_kit.artifacts import RUN_JSON
     from profiler_kit.ddp_benchmark.diff import diff_reports
     from profiler_kit.ddp_benchmark.report import load_report
 
     def label(path: str | os.PathLike[str]) -> str:
         p = Path(path)
-        return f"{p.parent.name}/{p.name}" if p.name in ("ddp_report.json", "run.json") else (
+        return f"{p.parent.name}/{p.name}" if p.name in ("ddp_report.json", RUN_JSON) else (
             p.name or str(p))
 
     base_label, test_label = label(base), label(test)
@@ -235,56 +236,15 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
     ``params`` values may be Python values or command-line strings; sweep parameters
     take lists. Bad input raises ``UsageError`` before anything runs. Imports torch.
     """
-    from profiler_kit import artifacts, runner
+    from profiler_kit.measure import runner
     from profiler_kit.render.run_markdown import render_markdown
     from profiler_kit.scenario import Scenario as _Scenario
     from profiler_kit.scenario import load
 
     sc = scenario if isinstance(scenario, _Scenario) else load(str(scenario))
-    # Under torchrun every rank runs this; only rank 0 keeps a run folder (the other ranks
-    # write their traces into rank 0's strategy folders, see profiler_kit.distributed).
-    from profiler_kit import distributed
-
-    quiet_rank = not distributed.is_output_rank()
-    if quiet_rank:
-        import tempfile
-
-        out = tempfile.mkdtemp(prefix="profkit-rank-")
-    result = runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
-                        amp=amp, options=options, out=out, seed=seed, argv=argv,
-                        observer=observer)
-    if quiet_rank:
-        import shutil
-
-        shutil.rmtree(out, ignore_errors=True)
-        return result
-    result = _scenario_extras(sc, result)
-    artifacts.write_text_atomic(result.run_dir / artifacts.SUMMARY_MD, render_markdown(result))
-    return result
-
-
-def _scenario_extras(sc: Scenario, result: RunResult) -> RunResult:
-    """Optional scenario hooks: ``environment(device)`` adds to run.json's environment
-    (e.g. the distributed backend and interconnect), ``annotate_run(result) -> result``
-    adds to each strategy's ``info`` what its traces say (e.g. the pipeline bubble per
-    rank), ``finish_run(result)`` writes the scenario's own reports (e.g. ddp_report.json)."""
-    from msgspec.structs import replace
-
-    from profiler_kit import artifacts
-
-    environment = getattr(sc, "environment", None)
-    if callable(environment):
-        result = replace(result, environment={**result.environment,
-                                              **environment(result.device)})
-        artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
-    annotate = getattr(sc, "annotate_run", None)  # adds to strategies' info from their traces
-    if callable(annotate):
-        result = annotate(result)
-        artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
-    finish = getattr(sc, "finish_run", None)
-    if callable(finish):
-        finish(result)
-    return result
+    return runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
+                      amp=amp, options=options, out=out, seed=seed, argv=argv,
+                      observer=observer, summary=render_markdown)
 
 
 def list_scenarios() -> list[ScenarioInfo]:

@@ -9,37 +9,29 @@ imports torch.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from profiler_kit import __version__
+from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
 
-# name -> (help, add_arguments(parser), handler(args) -> exit status)
-Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-COMMANDS: dict[str, Command] = {}
-# commands that only read files and compute (no devices, threads or child processes)
-DATA_ONLY: set[str] = set()
+# the modules of profiler_kit.commands, in the order `profkit --help` lists them
+COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "run", "tensorboard")
 
 
-def command(name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser], None],
-            *, data_only: bool = False):
-    """Register ``handler`` as ``profkit <name>``.
+def commands() -> dict[str, Command]:
+    """Every command by name (their modules are cheap to import: handlers import lazily)."""
+    if not _COMMANDS:
+        for module_name in COMMAND_MODULES:
+            module = importlib.import_module(f"profiler_kit.commands.{module_name}")
+            _COMMANDS[module.COMMAND.name] = module.COMMAND
+    return _COMMANDS
 
-    ``data_only`` commands, run from the console, start no BLAS threads (they do no
-    linear algebra; the idle threads would spin on every core) and end the process
-    without tearing the interpreter down, which for a trace analysis takes a tenth
-    of the command's time.
-    """
 
-    def register(handler: Callable[[argparse.Namespace], int]):
-        COMMANDS[name] = (help, add_arguments, handler)
-        if data_only:
-            DATA_ONLY.add(name)
-        return handler
-
-    return register
+_COMMANDS: dict[str, Command] = {}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -56,20 +48,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the full traceback when something fails"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (help_text, add_arguments, _handler) in COMMANDS.items():
+    for name, cmd in commands().items():
         # argparse %-formats help strings (not descriptions): a literal % must be doubled.
-        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
+        p = sub.add_parser(name, help=cmd.help.replace("%", "%%"), description=cmd.help)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the full traceback when something fails")
         if chosen is None or chosen == name:
-            add_arguments(p)
+            cmd.add_arguments(p)
     return parser
 
 
 def _command_name(argv: Sequence[str]) -> str | None:
     """The command ``argv`` names (top-level options take no values), if it is one."""
     first = next((a for a in argv if not a.startswith("-")), None)
-    return first if first in COMMANDS else None
+    return first if first in commands() else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,29 +78,27 @@ def entry() -> None:
         # the reader of the output went away (``| head``): stop quietly, as other tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
-    if name in DATA_ONLY:
+    if name is not None and commands()[name].data_only:
         sys.stderr.flush()
         os._exit(status)
     sys.exit(status)
 
 
 def _run(argv: list[str], console: bool = False) -> tuple[int, str | None]:
-    _register_commands()
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2, None
-    if console and args.command in DATA_ONLY:
+    if console and commands()[args.command].data_only:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # read when numpy loads
             os.environ.setdefault(var, "1")
     return _call(args), args.command
 
 
 def _call(args: argparse.Namespace) -> int:
-    _help, _add, handler = COMMANDS[args.command]
     try:
-        return handler(args)
+        return commands()[args.command].handle(args)
     except ProfkitError as exc:
         if args.debug:
             raise
@@ -120,16 +110,3 @@ def _call(args: argparse.Namespace) -> int:
         print("profkit: interrupted", file=sys.stderr)
         return 130
 
-
-def _register_commands() -> None:
-    """Import the modules that define commands (each registers itself with ``@command``)."""
-    if COMMANDS:
-        return
-    from profiler_kit.commands import (  # noqa: F401
-        analyze,
-        compare,
-        diff,
-        listing,
-        run,
-        tensorboard,
-    )

@@ -16,9 +16,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from profiler_kit.errors import UsageError
+
+if TYPE_CHECKING:
+    from profiler_kit.results import RunResult
 
 # Requirements a strategy may declare; devices.unmet_requirement() explains each.
 CUDA = "cuda"
@@ -57,7 +61,8 @@ class Strategy:
     ``opt_in`` names the flag that adds the strategy to a run (``streams`` for
     ``--streams``); strategies without one always run. ``amp`` marks the AMP twin
     that ``--amp`` derives from every strategy; ``processes`` marks strategies
-    that run as several ``torch.distributed`` ranks.
+    that run as several ``torch.distributed`` ranks (their workloads ask
+    :mod:`profiler_kit.measure.distributed` for their process group and device).
     """
 
     name: str
@@ -89,43 +94,49 @@ class RunConfig:
     world_size: int = 1
 
 
-class Workload(Protocol):
-    """What ``Scenario.build`` returns: one strategy, ready to run.
+PhaseList = Sequence[tuple[str, Callable[[], None]]]
 
-    Inputs are created on the device in ``build``; ``step`` does one iteration and
-    marks its phases with ``torch.profiler.record_function``.
+
+class Workload(ABC):
+    """What ``Scenario.build`` returns: one strategy, ready to run. Subclass it.
+
+    Inputs are created on the device in ``build`` (or ``__init__``); ``step`` does one
+    iteration and marks its phases with ``torch.profiler.record_function``. The
+    attributes below have defaults a workload overrides when they apply.
     """
 
-    items_per_step: int  # images, samples...: throughput is items_per_step / step time
-    devices: Sequence[Any]  # every torch.device a step touches; all are synchronized per sample
+    items_per_step: int = 0  # images, samples...: throughput is items_per_step / step time
+    devices: Sequence[Any] = ()  # every torch.device a step touches; all synchronized per sample
+    # recorded in run.json's strategy ``info`` (e.g. ``param_count``)
+    info: Mapping[str, Any] = MappingProxyType({})
+    # ops run in worker threads: the profiler then follows every thread, at the cost of
+    # its CPU memory events
+    threaded: bool = False
+    # the relative error of norm an AMP twin's outputs may have (None: its dtype's default)
+    amp_tolerance: float | None = None
 
-    def step(self) -> None: ...
+    @abstractmethod
+    def step(self) -> None:
+        """One iteration of the strategy."""
 
+    @abstractmethod
     def outputs(self) -> Sequence[Any]:
         """Tensors to compare with the baseline, computed from the initial weights and inputs.
 
         Forward outputs, plus gradients when training. Must not change the state that
         ``step`` times.
         """
-        ...
 
-    def close(self) -> None: ...
+    def phases(self) -> PhaseList:
+        """The step as named phases, in order (``forward``, ``backward``, ...); the timing
+        pass also times each, synchronizing between them. Empty: one phase, ``step``."""
+        return ()
+
+    def close(self) -> None:
+        """Free what ``build`` made (threads, process groups); called once, after measuring."""
+        return None
 
 
-# Optional on a Workload: ``phases() -> Sequence[tuple[str, Callable[[], None]]]``.
-# When present, a step is those phases in order and the timing pass also times each
-# phase separately, synchronizing between them.
-# Also optional: ``info`` (a dict recorded in run.json, e.g. ``param_count``),
-# ``threaded = True`` (ops run in worker threads: the profiler then follows every
-# thread, at the cost of its CPU memory events) and ``amp_tolerance`` (the relative
-# error of norm an AMP twin's outputs may have, instead of its dtype's default).
-# On a Scenario, an optional ``validate(params)`` raises UsageError before anything runs.
-# After a run (profiler_kit.api.run), optional Scenario hooks: ``environment(device)``
-# returns entries for run.json's environment, ``annotate_run(result)`` returns the result
-# with more per-strategy ``info``, ``finish_run(result)`` writes the scenario's own
-# reports into the run folder; ``console_tables(result)`` returns extra rich renderables
-# for ``profkit run``. Multi-process strategies: see profiler_kit.distributed.
-PhaseList = Sequence[tuple[str, Callable[[], None]]]
 
 
 class Scenario(ABC):
@@ -154,6 +165,37 @@ class Scenario(ABC):
 
         Raises UsageError on parameters the workload cannot take.
         """
+
+    def validate(self, params: Mapping[str, Any]) -> None:
+        """Raise UsageError for parameters the scenario cannot take, before anything runs."""
+        return None
+
+    def environment(self, device: str) -> Mapping[str, Any]:
+        """Entries the run adds to run.json's environment (e.g. the distributed backend)."""
+        return {}
+
+    def annotate_run(self, result: RunResult) -> RunResult:
+        """The run's result with more per-strategy ``info`` from the traces (e.g. the
+        pipeline bubble per rank); called once every strategy has run."""
+        return result
+
+    def finish_run(self, result: RunResult) -> None:
+        """Write the scenario's own reports into ``result.run_dir`` (e.g. ddp_report.json)."""
+        return None
+
+    def console_tables(self, result: RunResult) -> Sequence[Any]:
+        """Extra rich renderables ``profkit run`` prints after its own tables."""
+        return ()
+
+    def workload(self, strategy: Strategy, config: RunConfig) -> Workload:
+        """:meth:`build`, checked: what it returns must be a :class:`Workload`."""
+        built = self.build(strategy, config)
+        if not isinstance(built, Workload):
+            raise UsageError(
+                f"scenario {self.name!r}: build() returned {type(built).__name__}, which is "
+                "not a profiler_kit.scenario.Workload subclass"
+            )
+        return built
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from profiler_kit.artifacts import RUN_JSON
 from profiler_kit.errors import UsageError
+from profiler_kit.ports import LOOPBACK, free_port, port_in_use
 
 PLUGIN_NAME = "pytorch_profiler"  # the plugin's name in TensorBoard's URLs
 INSTALL_HINT = 'pip install "tensorboard>=2.21" "torch-tb-profiler==0.4.3"'
-LOOPBACK = "127.0.0.1"
 
 # The file names torch-tb-profiler accepts as traces (its consts.WORKER_PATTERN):
 # <worker>[.<span digits>].pt.trace.json[.gz]. Anything else in a run folder is ignored by it.
@@ -52,7 +52,7 @@ def latest_run(out_dir: Path) -> Path:
     runs = [p.parent for p in out_dir.glob("*/*/run.json") if p.is_file()]
     if not runs:
         raise UsageError(f"no runs under {out_dir} (run `profkit run` first, or name a run folder)")
-    return max(runs, key=lambda run: ((run / "run.json").stat().st_mtime_ns, run.name))
+    return max(runs, key=lambda run: ((run / RUN_JSON).stat().st_mtime_ns, run.name))
 
 
 def resolve_logdir(run_dir: str | None, out_dir: Path) -> Path:
@@ -83,19 +83,6 @@ def tensorboard_command() -> list[str]:
     if executable is None:
         raise UsageError(f"TensorBoard is not installed: {INSTALL_HINT}")
     return [executable]
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port that nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def port_in_use(port: int, host: str = LOOPBACK) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex((host, port)) == 0
 
 
 @dataclass

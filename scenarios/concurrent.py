@@ -16,7 +16,15 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from profiler_kit.errors import UsageError
-from profiler_kit.scenario import CUDA, MULTI_GPU, Param, RunConfig, Scenario, Strategy
+from profiler_kit.scenario import (
+    CUDA,
+    MULTI_GPU,
+    Param,
+    RunConfig,
+    Scenario,
+    Strategy,
+    Workload,
+)
 
 NUM_CLASSES = 1000
 # Gradients through a hundred layers in bfloat16/float16 differ from float32 more than
@@ -92,7 +100,7 @@ class Concurrent(Scenario):
         )
 
 
-class ConcurrentWorkload:
+class ConcurrentWorkload(Workload):
     """One strategy's models, inputs and way of running them."""
 
     def __init__(self, templates: Sequence[Any], strategy: Strategy, config: RunConfig) -> None:

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from profiler_kit import distributed
 from profiler_kit.errors import UsageError
+from profiler_kit.measure import distributed
 from profiler_kit.results import RunResult
-from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy
+from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload
 
 BASELINE = "no-ddp"
 DEFAULT_WORLD_SIZE = 2
@@ -95,9 +95,9 @@ class DDP(Scenario):
             )
 
     def build(self, strategy: Strategy, config: RunConfig) -> DDPWorkload:
-        return DDPWorkload(strategy, config)
+        return classifier_workload(strategy, config)
 
-    # Optional hooks (called by the runner when present).
+    # Hooks the runner and `profkit run` call after the run (see Scenario).
 
     def environment(self, device: str) -> dict[str, Any]:
         """Backend, launcher and interconnect topology, for run.json's environment."""
@@ -110,72 +110,53 @@ class DDP(Scenario):
 
         return tables(build(result))
 
-    def finish_run(self, result: RunResult) -> list[Path]:
+    def finish_run(self, result: RunResult) -> None:
         """Write ``ddp_report.json`` into the run folder (and a copy to ``--json-report``)."""
         from profiler_kit.ddp_benchmark.report import write_for_run
 
-        if not distributed.is_output_rank():
-            return []
-        written = [write_for_run(result)]
+        written = write_for_run(result)
         copy_to = str(result.params.get("json_report") or "")
         if copy_to:
             Path(copy_to).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(written[0], copy_to)
-            written.append(Path(copy_to))
-        return written
+            shutil.copyfile(written, copy_to)
 
 
-class DDPWorkload:
-    """One rank's training step: forward, backward, optimizer, each a record_function phase."""
+class DDPWorkload(Workload):
+    """One rank's training step: forward, backward, optimizer, each a record_function phase.
 
-    def __init__(self, strategy: Strategy, config: RunConfig) -> None:
+    The model trains under DistributedDataParallel over :func:`distributed.group` when
+    ``ddp`` is set, else plain (one process, no wrapper). Both the ``ddp`` and the
+    ``pipeline`` scenarios train with it; ``outputs`` are the logits and gradients of
+    one step from the current weights, computed on a local copy.
+    """
+
+    def __init__(self, model: Any, inputs: Any, target: Any, optimizer: Any, *, ddp: bool,
+                 ddp_options: Mapping[str, Any] | None = None,
+                 info: Mapping[str, Any] | None = None) -> None:
+        """``info`` is recorded in run.json as given (its order included)."""
         import torch
-        import torchvision
 
-        p = config.params
-        self.device = torch.device(config.device)
+        self.device = inputs.device
         self.devices: Sequence[Any] = [self.device]
-        batch, size = int(p["batch_size"]), int(p["image_size"])
-        self.items_per_step = batch
-        torch.manual_seed(config.seed)  # the same initial weights on every rank
-        model = torchvision.models.get_model(
-            p["model"], weights=None, num_classes=NUM_CLASSES
-        ).to(self.device)
+        self.items_per_step = int(inputs.shape[0])
         self._plain = model
-        self.ddp = bool(strategy.options.get("ddp", False))
-        bucket = p.get("bucket_cap_mb", 25.0)
-        bucket = float(bucket[0] if isinstance(bucket, (tuple, list)) else bucket)
-        if self.ddp:
+        self.ddp = ddp
+        self.group = distributed.group()
+        if ddp:
             from torch.nn.parallel import DistributedDataParallel
 
             model = DistributedDataParallel(
                 model,
                 device_ids=[self.device.index] if self.device.type == "cuda" else None,
-                broadcast_buffers=False,
-                bucket_cap_mb=bucket,
-                process_group=distributed.group(),
+                process_group=self.group,
+                **(ddp_options or {}),
             )
         self.model = model
-        # Synthetic data made on the device, different on every rank (as a sampler would).
-        gen = torch.Generator(device=self.device).manual_seed(config.seed + 1 + config.rank)
-        self.inputs = torch.rand(batch, 3, size, size, device=self.device, generator=gen)
-        self.target = torch.randint(0, NUM_CLASSES, (batch,), device=self.device, generator=gen)
+        self.inputs, self.target = inputs, target
         self.criterion = torch.nn.CrossEntropyLoss()
-        self.optimizer = torch.optim.SGD(
-            model.parameters(), lr=0.001, momentum=0.9, weight_decay=1e-4
-        )
+        self.optimizer = optimizer
         self._loss: Any = None
-        self.info = {
-            "model": p["model"],
-            "batch_size": batch,
-            "image_size": size,
-            "ddp": self.ddp,
-            "world_size": config.world_size,
-            "backend": distributed.backend_for(config.device),
-            "bucket_cap_mb": bucket if self.ddp else None,
-            "threads_per_rank": torch.get_num_threads() if self.device.type == "cpu" else None,
-            "param_count": sum(t.numel() for t in self._plain.parameters()),
-        }
+        self.info = dict(info or {})
 
     def _forward(self) -> None:
         from torch.profiler import record_function
@@ -214,4 +195,40 @@ class DDPWorkload:
         return [out.detach()] + [p.grad.detach() for p in local.parameters() if p.grad is not None]
 
     def close(self) -> None:
+        self._loss = None
         self.optimizer.zero_grad(set_to_none=True)
+
+
+def classifier_workload(strategy: Strategy, config: RunConfig) -> DDPWorkload:
+    """The ``ddp`` scenario's workload: a torchvision classifier on synthetic images."""
+    import torch
+    import torchvision
+
+    p = config.params
+    device = torch.device(config.device)
+    batch, size = int(p["batch_size"]), int(p["image_size"])
+    torch.manual_seed(config.seed)  # the same initial weights on every rank
+    model = torchvision.models.get_model(p["model"], weights=None,
+                                         num_classes=NUM_CLASSES).to(device)
+    ddp = bool(strategy.options.get("ddp", False))
+    bucket = p.get("bucket_cap_mb", 25.0)
+    bucket = float(bucket[0] if isinstance(bucket, (tuple, list)) else bucket)
+    # Synthetic data made on the device, different on every rank (as a sampler would).
+    gen = torch.Generator(device=device).manual_seed(config.seed + 1 + config.rank)
+    inputs = torch.rand(batch, 3, size, size, device=device, generator=gen)
+    target = torch.randint(0, NUM_CLASSES, (batch,), device=device, generator=gen)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9, weight_decay=1e-4)
+    info = {
+        "model": p["model"],
+        "batch_size": batch,
+        "image_size": size,
+        "ddp": ddp,
+        "world_size": config.world_size,
+        "backend": distributed.backend_for(config.device),
+        "bucket_cap_mb": bucket if ddp else None,
+        "threads_per_rank": torch.get_num_threads() if device.type == "cpu" else None,
+        "param_count": sum(t.numel() for t in model.parameters()),
+    }
+    return DDPWorkload(model, inputs, target, optimizer, ddp=ddp,
+                       ddp_options={"broadcast_buffers": False, "bucket_cap_mb": bucket},
+                       info=info)

@@ -23,7 +23,8 @@ from torch import Tensor, nn
 from torch.profiler import record_function
 
 from profiler_kit.errors import UsageError
-from profiler_kit.scenario import PhaseList, RunConfig, Strategy
+from profiler_kit.measure.devices import synchronize
+from profiler_kit.scenario import PhaseList, RunConfig, Strategy, Workload
 
 PHASES = ("data", "zero_grad", "forward", "backward", "optimizer")
 
@@ -203,12 +204,7 @@ NETS: Mapping[str, Callable[[Tensor, Tensor, torch.device], MultiNet]] = {
 }
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class MultiModelWorkload:
+class MultiModelWorkload(Workload):
     """One strategy of ``multimodel``, ready to train: a step is five phases.
 
     ``data`` draws inputs and targets on the device (a device generator, no host
@@ -242,10 +238,10 @@ class MultiModelWorkload:
         # A throwaway one-model net first, so one-time lazy initialization is not
         # charged to whichever strategy happens to be built first.
         make_net(weight[:1, :1, :1], bias[:1, :1], self.device)
-        _sync(self.device)
+        synchronize(self.devices)
         start = time.perf_counter_ns()
         self.net = make_net(weight, bias, self.device)
-        _sync(self.device)
+        synchronize(self.devices)
         build_time_ns = time.perf_counter_ns() - start
         self.optimizer = torch.optim.SGD(
             self.net.parameters(), lr=self._lr, momentum=self._momentum

@@ -15,8 +15,8 @@ import sys
 import time
 from typing import Any
 
-from profiler_kit import distributed
-from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy
+from profiler_kit.measure import distributed
+from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload
 
 GRANDCHILD_MARK = "profkit-test-grandchild"
 
@@ -44,7 +44,7 @@ class TinyDDP(Scenario):
         return TinyWorkload(config)
 
 
-class TinyWorkload:
+class TinyWorkload(Workload):
     def __init__(self, config: RunConfig) -> None:
         import torch
         from torch.nn.parallel import DistributedDataParallel

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy
+from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload
 
 
 class TinyPair(Scenario):
@@ -25,7 +25,7 @@ class TinyPair(Scenario):
         return TinyPairWorkload(strategy.name, config)
 
 
-class TinyPairWorkload:
+class TinyPairWorkload(Workload):
     def __init__(self, strategy: str, config: RunConfig) -> None:
         import torch
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from profiler_kit import equivalence
 from profiler_kit.errors import UsageError
+from profiler_kit.measure import equivalence
 from profiler_kit.scenario import RunConfig, builtin
 
 SMALL = {"batch_size": 2, "image_size": 32, "models": "resnet18,resnet18",

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_kit import api, distributed, runner, scenario
+from profiler_kit import api, scenario
 from profiler_kit.ddp_benchmark.report import load_report
 from profiler_kit.errors import UsageError
-from profiler_kit.measure import MeasureOptions
+from profiler_kit.measure import runner
+from profiler_kit.measure.passes import MeasureOptions
+from profiler_kit.ports import free_port
 from profiler_kit.scenario import RunConfig
 
 TINY = {"model": "resnet18", "batch_size": 2, "image_size": 32, "world_size": 2}
@@ -127,7 +129,7 @@ def test_run_measures_ranks_and_writes_the_report(tmp_path: Path) -> None:
 def test_same_command_runs_under_torchrun(tmp_path: Path) -> None:
     """Two processes started by torchrun on loopback: each is one rank, nothing is spawned,
     rank 0 alone writes the run folder and prints; both ranks' traces land in it."""
-    port = distributed.free_port()
+    port = free_port()
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--nnodes",
          "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",

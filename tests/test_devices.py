@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from profiler_kit import devices
 from profiler_kit.errors import UsageError
+from profiler_kit.measure import devices
 from profiler_kit.scenario import CUDA, MULTI_GPU, Strategy
 
 no_cuda = pytest.mark.skipif(devices.cuda_count() > 0, reason="checks a machine without CUDA")

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from profiler_kit import distributed, runner, scenario
-from profiler_kit.measure import MeasureOptions
+from profiler_kit import scenario
+from profiler_kit.measure import distributed, runner
+from profiler_kit.measure.distributed import launch
+from profiler_kit.measure.passes import MeasureOptions
 from profiler_kit.scenario import RunConfig
 
 HERE = Path(__file__).parent
@@ -45,14 +47,14 @@ def _processes_with(mark: str) -> list[int]:
 def _run(tmp_path: Path, **params: object):
     tiny = scenario.from_file(TINY)
     strategy = tiny.strategies[0]
-    return distributed.run_strategy(tiny, strategy, _config(**params), OPTIONS,
+    return launch.run_strategy(tiny, strategy, _config(**params), OPTIONS,
                                     tmp_path / "w2")
 
 
 def test_user_scenario_is_found_by_file() -> None:
     tiny = scenario.from_file(TINY)
-    assert distributed.scenario_ref(tiny) == str(TINY.resolve())
-    assert distributed.scenario_ref(scenario.builtin("ddp")) == "ddp"
+    assert launch.scenario_ref(tiny) == str(TINY.resolve())
+    assert launch.scenario_ref(scenario.builtin("ddp")) == "ddp"
 
 
 def test_helpers_for_workloads(monkeypatch: pytest.MonkeyPatch) -> None:

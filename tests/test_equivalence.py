@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from profiler_kit.equivalence import compare, snapshot
+from profiler_kit.measure.equivalence import compare, snapshot
 
 
 def test_float32_allclose_passes_and_catches_a_real_difference() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import socket
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -18,6 +17,7 @@ from analysis_tables import make_table, op
 from torch import nn
 
 from profiler_kit.errors import UsageError
+from profiler_kit.ports import free_port
 from profiler_kit.scenario import RunConfig, builtin
 from profiler_kit.scenarios.pipeline import (
     PipelineScenario,
@@ -26,15 +26,15 @@ from profiler_kit.scenarios.pipeline import (
     model_spec,
     skip_reason,
 )
-from profiler_kit.scenarios.pipeline_bubble import CPU_BASIS, rank_bubble, trace_bubbles
-from profiler_kit.scenarios.pipeline_models import (
+from profiler_kit.scenarios.pipeline.bubble import CPU_BASIS, rank_bubble, trace_bubbles
+from profiler_kit.scenarios.pipeline.models import (
     ModelSpec,
     balanced_split,
     build_layers,
     make_batch,
     placement,
 )
-from profiler_kit.scenarios.pipeline_schedule import B, F, list_schedule
+from profiler_kit.scenarios.pipeline.schedule import B, F, list_schedule
 from profiler_kit.trace.table import Cat
 
 STEPS = 3  # k: training steps before the losses are compared
@@ -252,17 +252,11 @@ def test_gpu_bubble_is_device_idle_within_steps():
 # --- the core check: every strategy trains like one process -----------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def loss_worker(rank: int, world: int, port: int, cases: list[tuple[str, dict[str, Any]]],
                 out: str) -> None:
     """One rank: build each case's strategy, train k steps, record losses; rank 0 also
     computes the single-process references with the same thread count."""
-    from profiler_kit.scenarios.pipeline_workload import reference_loss
+    from profiler_kit.scenarios.pipeline.workload import reference_loss
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -348,7 +342,7 @@ def test_every_strategy_trains_like_one_process(tmp_path):
 @pytest.mark.slow
 def test_profkit_run_pipeline_end_to_end(tmp_path):
     from profiler_kit import api
-    from profiler_kit.measure import MeasureOptions
+    from profiler_kit.measure.passes import MeasureOptions
 
     options = MeasureOptions(iterations=2, warmup=1, profile_wait=0, profile_warmup=1,
                              profile_active=1, record_shapes=False, profile_memory=False)
@@ -426,7 +420,7 @@ class FixedLoss:
 
 
 def test_build_check_fails_a_strategy_that_computes_something_else():
-    from profiler_kit.scenarios.pipeline_workload import (
+    from profiler_kit.scenarios.pipeline.workload import (
         check_against_one_process,
         one_process_eval_loss,
     )

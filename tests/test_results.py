@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from profiler_kit import api, artifacts, results
 from profiler_kit.errors import UsageError
-from profiler_kit.measure import MeasureOptions
+from profiler_kit.measure.passes import MeasureOptions
 
 HERE = Path(__file__).parent
 TINY = MeasureOptions(iterations=3, warmup=1, profile_wait=0, profile_warmup=1,

@@ -8,18 +8,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_kit import artifacts, runner
+from profiler_kit import artifacts
 from profiler_kit.errors import UsageError
-from profiler_kit.measure import MeasureOptions, measure
+from profiler_kit.measure import runner
+from profiler_kit.measure.passes import MeasureOptions, measure
 from profiler_kit.results import read_run
-from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, from_file
+from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload, from_file
 
 HERE = Path(__file__).parent
 TINY = MeasureOptions(iterations=3, warmup=1, profile_wait=0, profile_warmup=1,
                       profile_active=2)
 
 
-class MatmulWorkload:
+class MatmulWorkload(Workload):
     def __init__(self, n: int) -> None:
         torch.manual_seed(0)
         self.a = torch.randn(n, n)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from profiler_kit import devices, timing
+from profiler_kit.measure import devices, timing
 
 
 def test_every_sample_is_bracketed_by_a_sync_of_every_device(monkeypatch) -> None:

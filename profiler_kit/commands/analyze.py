@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from profiler_kit.cli import command
+from profiler_kit.commands import Command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -90,8 +90,6 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     return 0
 
 
-@command("analyze", "hotspots, timeline, memory and recommendations from torch.profiler traces",
-         add_arguments, data_only=True)
 def analyze(args: argparse.Namespace) -> int:
     from profiler_kit import api
     from profiler_kit.analysis.summaries import find_summary_files
@@ -131,3 +129,7 @@ def summary_only(args: argparse.Namespace) -> int:
     sys.stderr.write(f"{len(found)} rank summaries ({len(data):,} bytes) written to "
                      f"{args.json}\n")
     return 0
+
+
+COMMAND = Command("analyze", "hotspots, timeline, memory and recommendations from torch.profiler "
+                  "traces", add_arguments, analyze, data_only=True)

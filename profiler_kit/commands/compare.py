@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from profiler_kit.cli import command
+from profiler_kit.commands import Command
 from profiler_kit.commands.analyze import add_output_arguments, emit, jobs
 
 
@@ -14,11 +14,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p)
 
 
-@command("compare", "traces or strategies side by side: step time, hotspots, idle, overlap, "
-         "memory, with deltas against a baseline", add_arguments, data_only=True)
 def compare(args: argparse.Namespace) -> int:
     from profiler_kit import api
 
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     return emit(args, analyses, api.compare(analyses, args.baseline), full=False,
                 jobs=analyses.jobs)
+
+
+COMMAND = Command("compare", "traces or strategies side by side: step time, hotspots, idle, "
+                  "overlap, memory, with deltas against a baseline", add_arguments, compare,
+                  data_only=True)

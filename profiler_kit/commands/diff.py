@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from profiler_kit.cli import command
+from profiler_kit.commands import Command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,9 +20,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the diff as JSON to FILE, or to stdout when FILE is left out")
 
 
-@command("diff", "two DDP benchmark reports: p75/p95 s/iter and examples/s per model and "
-         "world size, with the % change and whether it is beyond noise", add_arguments,
-         data_only=True)
 def diff(args: argparse.Namespace) -> int:
     from profiler_kit import api
 
@@ -46,3 +43,7 @@ def diff(args: argparse.Namespace) -> int:
     render(Console(), result)
     return 0
 
+
+COMMAND = Command("diff", "two DDP benchmark reports: p75/p95 s/iter and examples/s per model "
+                  "and world size, with the % change and whether it is beyond noise",
+                  add_arguments, diff, data_only=True)

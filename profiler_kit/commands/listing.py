@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from profiler_kit.cli import command
+from profiler_kit.commands import Command
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -12,8 +12,6 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="describe the scenario in this .py file instead of the built-in ones")
 
 
-@command("list", "list the scenarios, their strategies, parameters and requirements",
-         _add_arguments)
 def _handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -29,3 +27,7 @@ def _handle(args: argparse.Namespace) -> int:
         infos = api.list_scenarios()
     render(Console(), infos)
     return 0
+
+
+COMMAND = Command("list", "list the scenarios, their strategies, parameters and requirements",
+                  _add_arguments, _handle)

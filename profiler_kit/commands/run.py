@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from profiler_kit.cli import command
+from profiler_kit.commands import Command
 from profiler_kit.errors import UsageError
 
 _PROFILE_INTS = ("profile_wait", "profile_warmup", "profile_active", "profile_repeat")
@@ -107,7 +107,8 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
     from rich.console import Console
 
     from profiler_kit import api
-    from profiler_kit.measure import MeasureOptions
+    from profiler_kit.measure.distributed import is_output_rank
+    from profiler_kit.measure.passes import MeasureOptions
     from profiler_kit.render import run_console
 
     option_fields = ("iterations", "warmup", *_PROFILE_INTS, "with_stack", "gzip",
@@ -118,7 +119,6 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
     names = None
     if opts.get("strategies"):
         names = [n.strip() for n in str(opts["strategies"]).split(",") if n.strip()]
-    from profiler_kit.distributed import is_output_rank
 
     # under torchrun, rank 0 speaks; piped output gets full-width tables rather than
     # rich's 80-column fallback
@@ -131,15 +131,14 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
             argv=["profkit", *sys.argv[1:]], observer=bars,
         )
     run_console.render(console, result)
-    extra = getattr(scenario, "console_tables", None)  # optional: the scenario's own tables
-    if callable(extra):
-        for table in extra(result):
-            console.print(table)
+    for table in scenario.console_tables(result):
+        console.print(table)
     return result.exit_status
 
 
-command(
+COMMAND = Command(
     "run",
     "run a scenario: time and profile every strategy, write traces and a report",
     _add_stage_one,
-)(_handle)
+    _handle,
+)

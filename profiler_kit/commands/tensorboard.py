@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from profiler_kit.cli import command
+from profiler_kit.commands import Command
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,11 +43,6 @@ def _seconds(text: str) -> float:
     return seconds
 
 
-@command(
-    "tensorboard",
-    "Show a run in TensorBoard's PyTorch profiler plugin on localhost (until Ctrl-C)",
-    _arguments,
-)
 def tensorboard(args: argparse.Namespace) -> int:
     from profiler_kit import tensorboard as tb
 
@@ -79,3 +74,11 @@ def tensorboard(args: argparse.Namespace) -> int:
         server.discard_log()
     print("TensorBoard stopped", flush=True)
     return status
+
+
+COMMAND = Command(
+    "tensorboard",
+    "Show a run in TensorBoard's PyTorch profiler plugin on localhost (until Ctrl-C)",
+    _arguments,
+    tensorboard,
+)

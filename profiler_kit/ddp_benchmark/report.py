@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from profiler_kit import __version__
-from profiler_kit.artifacts import write_text_atomic
+from profiler_kit.artifacts import RUN_JSON, write_text_atomic
 from profiler_kit.errors import UsageError
 from profiler_kit.results import (
     OK,
@@ -190,7 +190,7 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         report = path / REPORT_NAME
-        path = report if report.exists() else path / "run.json"
+        path = report if report.exists() else path / RUN_JSON
     if not path.is_file():
         raise UsageError(f"{path}: no such report (give a ddp_report.json, a benchmark JSON "
                          "or a ddp run folder)")

@@ -15,7 +15,15 @@ from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render import units
 from profiler_kit.render.workload_rows import has_phases, workload_rows
-from profiler_kit.results import FAILED, INTERRUPTED, OK, SKIPPED, RunResult, StrategyResult
+from profiler_kit.results import (
+    FAILED,
+    INTERRUPTED,
+    NOISY_IQR_FRACTION,
+    OK,
+    SKIPPED,
+    RunResult,
+    StrategyResult,
+)
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", SKIPPED: "yellow", INTERRUPTED: "magenta"}
 
@@ -186,7 +194,8 @@ def render(console: Console, result: RunResult) -> None:
         console.print(sweep)
     noisy = [s.label for s in result.strategies if s.stats and s.stats.noisy]
     if noisy:
-        console.print(f"[yellow]noisy (IQR/median > 10 %):[/] {escape(', '.join(noisy))}; "
+        limit = units.percent(NOISY_IQR_FRACTION, 0)
+        console.print(f"[yellow]noisy (IQR/median > {limit}):[/] {escape(', '.join(noisy))}; "
                       "rerun with more --iterations or on a quieter machine", highlight=False)
     for s in result.skipped:
         console.print(f"[yellow]skipped[/] {escape(f'{s.label}: {s.reason}')}", highlight=False)

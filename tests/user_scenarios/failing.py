@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from profiler_kit.scenario import CUDA, Param, RunConfig, Scenario, Strategy
+from profiler_kit.scenario import CUDA, Param, RunConfig, Scenario, Strategy, Workload
 
 
-class TinyWorkload:
+class TinyWorkload(Workload):
     def __init__(self, strategy: str, config: RunConfig) -> None:
         torch.manual_seed(config.seed)
         self.strategy = strategy

@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from profiler_kit.scenario import RunConfig, Scenario, Strategy
+from profiler_kit.scenario import RunConfig, Scenario, Strategy, Workload
 
 
-class Workload:
+class CountingWorkload(Workload):
     def __init__(self, strategy: str) -> None:
         self.strategy = strategy
         self.x = torch.ones(4, 4)
@@ -26,9 +26,6 @@ class Workload:
     def outputs(self) -> list[Any]:
         return [self.x @ self.x]
 
-    def close(self) -> None:
-        pass
-
 
 class Interrupted(Scenario):
     name = "interrupted"
@@ -39,4 +36,4 @@ class Interrupted(Scenario):
     supports_amp = False
 
     def build(self, strategy: Strategy, config: RunConfig) -> Workload:
-        return Workload(strategy.name)
+        return CountingWorkload(strategy.name)

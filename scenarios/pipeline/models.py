@@ -17,6 +17,14 @@ from torch import nn
 
 MODELS = ("mobilenetv2", "transformer")
 PARTITIONS = ("balanced", "ends-on-rank0")
+# every strategy trains with SGD at these settings (and the one-process reference too)
+LEARNING_RATE = 0.05
+MOMENTUM = 0.9
+
+
+def stages_per_rank(strategy: str) -> int:
+    """Stages each rank holds: two in the interleaved schedule, else one."""
+    return 2 if strategy == "interleaved-1f1b" else 1
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import platform
 import shlex
 import socket
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -65,7 +65,7 @@ def unmet_requirement(strategy: Strategy, device: str) -> str | None:
         else:
             return f"needs {need}, which profkit cannot check"
     if strategy.processes and strategy.world_size > 1 and device.startswith("cuda"):
-        from profiler_kit.distributed import under_torchrun
+        from profiler_kit.measure.distributed import under_torchrun
 
         count = cuda_count()
         if count < strategy.world_size and not under_torchrun():  # torchrun places the ranks
@@ -141,6 +141,3 @@ def environment(argv: list[str] | None = None) -> dict[str, Any]:
         "command_line": shlex.join(argv if argv is not None else sys.argv),
     }
 
-
-def as_dict(memory: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
-    return {k: dict(v) for k, v in memory.items()}

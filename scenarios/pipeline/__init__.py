@@ -1,5 +1,9 @@
 """Scenario ``pipeline``: pipeline parallelism (GPipe, 1F1B, interleaved 1F1B) against DDP.
 
+The package: ``models`` (the layers, their FLOPs and placement on ranks), ``schedule``
+(the list schedule for any stage layout), ``workload`` (what each rank trains),
+``bubble`` (each rank's idle time, from its trace) and ``report`` (pipeline_report.json).
+
 Each strategy trains the same model on the same global batch over ``world_size``
 ranks: ``ddp`` replicates the model and splits the batch; the pipeline strategies
 split the model into stages with ``torch.distributed.pipelining`` and the batch
@@ -12,17 +16,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from profiler_kit import distributed
 from profiler_kit.errors import UsageError
+from profiler_kit.measure import distributed
 from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy
 
-from .pipeline_models import MODELS, PARTITIONS, ModelSpec
+from .models import MODELS, PARTITIONS, ModelSpec, stages_per_rank
 
-LEARNING_RATE = 0.05
-MOMENTUM = 0.9
+if TYPE_CHECKING:
+    from profiler_kit.results import RunResult
 
 PIPELINE_STRATEGIES = ("gpipe", "1f1b", "interleaved-1f1b")
 DEFAULT_WORLD_SIZE = 2
@@ -37,12 +40,8 @@ def model_spec(params: Mapping[str, Any]) -> ModelSpec:
 
 
 def layer_count(spec: ModelSpec) -> int:
-    """How many layers the pipeline can cut between (see pipeline_models.build_layers)."""
+    """How many layers the pipeline can cut between (see models.build_layers)."""
     return 20 if spec.model == "mobilenetv2" else spec.layers + 2
-
-
-def stages_per_rank(strategy: str) -> int:
-    return 2 if strategy == "interleaved-1f1b" else 1
 
 
 def stage_count(strategy: str, world_size: int, partition: str) -> int:
@@ -150,30 +149,28 @@ class PipelineScenario(Scenario):
         """Backend, launcher and interconnect topology, for run.json's environment."""
         return {"distributed": distributed.environment(device)}
 
-    def annotate_run(self, result: Any) -> Any:
+    def annotate_run(self, result: RunResult) -> RunResult:
         """Add each rank's bubble, from its trace, to every measured strategy's info."""
-        from .pipeline_report import annotate
+        from .report import annotate
 
         return annotate(result)
 
-    def finish_run(self, result: Any) -> list[Path]:
+    def finish_run(self, result: RunResult) -> None:
         """Write pipeline_report.json (throughput, speed-up, bubble per rank) into the run."""
-        if not distributed.is_output_rank():
-            return []
-        from .pipeline_report import write_report
+        from .report import write_report
 
-        return [write_report(result)]
+        write_report(result)
 
     def build(self, strategy: Strategy, config: RunConfig) -> Any:
         check_params(config.params)
         reason = skip_reason(strategy.base_name, config.params)
         if reason:
             raise UsageError(reason)
-        from .pipeline_workload import DDPWorkload, PipelineWorkload, check_against_one_process
+        from .workload import DataParallelWorkload, PipelineWorkload, check_against_one_process
 
         spec = model_spec(config.params)
         if strategy.base_name == "ddp":
-            workload: Any = DDPWorkload(config, spec)
+            workload: Any = DataParallelWorkload(config, spec)
         else:
             workload = PipelineWorkload(config, spec, strategy.base_name)
         check_against_one_process(workload, spec, config)

@@ -1,6 +1,6 @@
 """The ``pipeline`` scenario's workloads, built inside each rank after the process group is up.
 
-``DDPWorkload`` keeps the whole model on every rank and its share of the batch;
+``DataParallelWorkload`` keeps the whole model on every rank and its share of the batch;
 ``PipelineWorkload`` keeps this rank's stages and drives one
 ``torch.distributed.pipelining`` schedule. Both train with the same loss (mean
 cross-entropy), the same SGD and the same data, so after k steps their losses
@@ -19,19 +19,21 @@ from torch import nn
 from torch.nn.functional import cross_entropy
 from torch.profiler import record_function
 
-from profiler_kit import distributed
-from profiler_kit.scenario import RunConfig
+from profiler_kit.measure import distributed
+from profiler_kit.scenario import RunConfig, Workload
+from profiler_kit.scenarios.ddp import DDPWorkload
 
-from .pipeline import LEARNING_RATE, MOMENTUM, stages_per_rank
-from .pipeline_models import ModelSpec, Placement, build_layers, layer_costs, make_batch, placement
-
-
-def rank_device(config: RunConfig) -> torch.device:
-    """This rank's device: the current CUDA device when the config names only ``cuda``."""
-    device = torch.device(config.device)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    return device
+from .models import (
+    LEARNING_RATE,
+    MOMENTUM,
+    ModelSpec,
+    Placement,
+    build_layers,
+    layer_costs,
+    make_batch,
+    placement,
+    stages_per_rank,
+)
 
 
 def optimizer(params: Any) -> torch.optim.Optimizer:
@@ -46,50 +48,25 @@ def plan(spec: ModelSpec, strategy: str, world_size: int, partition: str, seed: 
     return placement(layer_costs(layers, sample), world_size, stages_per_rank(strategy), partition)
 
 
-class DDPWorkload:
-    """DistributedDataParallel over all ranks; each rank trains on global_batch / world_size."""
+class DataParallelWorkload(DDPWorkload):
+    """DistributedDataParallel over all ranks; each rank trains on global_batch / world_size.
+
+    The ``ddp`` scenario's training step on this scenario's model and data; its outputs
+    are the eval-mode loss over the global batch, as the pipelines report theirs.
+    """
 
     def __init__(self, config: RunConfig, spec: ModelSpec) -> None:
-        from torch.nn.parallel import DistributedDataParallel
-
-        self.device = rank_device(config)
-        self.devices = [self.device]
+        device = torch.device(config.device)
         self.world_size = config.world_size
         batch = config.params["global_batch"]
-        self.items_per_step = batch // config.world_size  # this rank's; the runner sums ranks
-        model = nn.Sequential(*build_layers(spec, config.seed)).to(self.device)
-        device_ids = [self.device.index] if self.device.type == "cuda" else None
-        self.group = distributed.group()
-        self.model = DistributedDataParallel(model, device_ids=device_ids,
-                                             process_group=self.group)
-        x, y = make_batch(spec, batch, config.seed, self.device)
-        share = batch // config.world_size
+        model = nn.Sequential(*build_layers(spec, config.seed)).to(device)
+        x, y = make_batch(spec, batch, config.seed, device)
+        share = batch // config.world_size  # this rank's items; the runner sums ranks
         lo = config.rank * share
-        self.x, self.y = x[lo:lo + share], y[lo:lo + share]
-        self.opt = optimizer(self.model.parameters())
-        self._loss: torch.Tensor | None = None
-        self.info = {"param_count": sum(p.numel() for p in model.parameters()),
-                     "local_batch": share}
-
-    def _forward(self) -> None:
-        self._loss = cross_entropy(self.model(self.x), self.y)
-
-    def _backward(self) -> None:
-        assert self._loss is not None
-        self._loss.backward()
-
-    def _optimizer(self) -> None:
-        self.opt.step()
-        self.opt.zero_grad(set_to_none=True)
-
-    def phases(self) -> Sequence[tuple[str, Callable[[], None]]]:
-        return [("forward", self._forward), ("backward", self._backward),
-                ("optimizer", self._optimizer)]
-
-    def step(self) -> None:
-        for name, phase in self.phases():
-            with record_function(name):
-                phase()
+        super().__init__(model, x[lo:lo + share], y[lo:lo + share],
+                         optimizer(model.parameters()), ddp=True,
+                         info={"param_count": sum(p.numel() for p in model.parameters()),
+                               "local_batch": share})
 
     def last_loss(self) -> float:
         """Mean loss of the last step over the global batch (a collective: every rank calls it)."""
@@ -104,17 +81,14 @@ class DDPWorkload:
         module.eval()
         try:
             with torch.no_grad():
-                loss = cross_entropy(module(self.x), self.y)
+                loss = cross_entropy(module(self.inputs), self.target)
         finally:
             module.train()
         dist.all_reduce(loss, group=self.group)
         return [loss.cpu() / self.world_size]
 
-    def close(self) -> None:
-        self._loss = None
 
-
-class PipelineWorkload:
+class PipelineWorkload(Workload):
     """This rank's stages of the model under one torch.distributed.pipelining schedule."""
 
     def __init__(self, config: RunConfig, spec: ModelSpec, strategy: str) -> None:
@@ -125,10 +99,10 @@ class PipelineWorkload:
             ScheduleInterleaved1F1B,
         )
 
-        from .pipeline_schedule import ListSchedule
+        from .schedule import ListSchedule
 
         params = config.params
-        self.device = rank_device(config)
+        self.device = torch.device(config.device)
         self.devices = [self.device]
         self.n_microbatches = params["micro_batches"]
         self.spec, self.seed, self.rank = spec, config.seed, config.rank

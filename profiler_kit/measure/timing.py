@@ -38,7 +38,7 @@ def time_phases(
     """Time a step made of ``phases``: every device is synchronized before the step and
     after each phase. Returns the kept samples per phase and, under ``"step"``, per step
     (when there is one phase called ``step`` the two are the same list)."""
-    from profiler_kit.devices import synchronize
+    from profiler_kit.measure.devices import synchronize
 
     devices = list(devices)
     total = warmup + iterations

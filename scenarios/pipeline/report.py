@@ -13,7 +13,7 @@ from msgspec.structs import asdict, replace
 from profiler_kit.artifacts import write_json_atomic
 from profiler_kit.errors import ProfkitError
 
-from .pipeline_bubble import CPU_BASIS, GPU_BASIS, trace_bubbles
+from .bubble import CPU_BASIS, GPU_BASIS, trace_bubbles
 
 REPORT_NAME = "pipeline_report.json"
 SCHEMA = "profkit.pipeline_report/1"

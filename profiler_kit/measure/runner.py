@@ -1,27 +1,32 @@
 """Runs a scenario: every strategy at every point, measured, checked and recorded.
 
-``measure`` (re-exported here) measures one strategy in one process; ``run`` decides
-which strategies run, checks each against the baseline, records skipped and failed
-ones, and rewrites run.json after every strategy so an interrupted run keeps what
-finished.
+``passes.measure`` measures one strategy in one process; ``run`` decides which
+strategies run, checks each against the baseline, records skipped and failed ones,
+rewrites run.json after every strategy so an interrupted run keeps what finished,
+then lets the scenario add to the result (its declared hooks) and writes the summary.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import itertools
+import shutil
+import tempfile
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
 from msgspec.structs import replace
 
-from profiler_kit import artifacts, devices, equivalence, results
+from profiler_kit import artifacts, results
 from profiler_kit.analysis import hotspot_summary
 from profiler_kit.errors import UsageError
-from profiler_kit.measure import DEFAULT_WORKER, Measurement, MeasureOptions, measure
+from profiler_kit.measure import devices, equivalence
+from profiler_kit.measure.distributed import is_output_rank
+from profiler_kit.measure.distributed.launch import run_strategy
+from profiler_kit.measure.passes import DEFAULT_WORKER, Measurement, MeasureOptions, measure
 from profiler_kit.results import (
     FAILED,
     INTERRUPTED,
@@ -33,10 +38,7 @@ from profiler_kit.results import (
 )
 from profiler_kit.scenario import RunConfig, Scenario, Strategy
 
-__all__ = [
-    "DEFAULT_WORKER", "Measurement", "MeasureOptions", "RunObserver", "measure", "run",
-    "resolve_params", "select_strategies", "validate_options",
-]
+__all__ = ["RunObserver", "resolve_params", "run", "select_strategies", "validate_options"]
 
 
 class RunObserver(Protocol):
@@ -209,13 +211,50 @@ def run(
     seed: int = 0,
     argv: list[str] | None = None,
     observer: RunObserver | None = None,
+    summary: Callable[[RunResult], str] | None = None,
 ) -> RunResult:
-    """Measure every selected strategy of ``scenario`` at every point; write the run folder.
+    """Measure every selected strategy of ``scenario`` at every point; write the run folder
+    (run.json, traces, key averages, the scenario's own reports, and ``summary(result)``
+    as summary.md).
 
     Bad input raises UsageError before anything runs. A failing strategy is recorded
     and the others still run; Ctrl-C ends the run with what finished recorded and
-    ``interrupted`` set.
+    ``interrupted`` set. Under torchrun every rank runs this; only rank 0 keeps a run
+    folder (the other ranks write their traces into rank 0's strategy folders, see
+    :mod:`profiler_kit.measure.distributed`).
     """
+    if not is_output_rank():
+        quiet_out = tempfile.mkdtemp(prefix="profkit-rank-")
+        try:
+            return _measure_run(scenario, params, device, strategies, opt_in, amp, options,
+                                quiet_out, seed, argv, observer)
+        finally:
+            shutil.rmtree(quiet_out, ignore_errors=True)
+    result = _measure_run(scenario, params, device, strategies, opt_in, amp, options, out,
+                          seed, argv, observer)
+    result = _scenario_extras(scenario, result)
+    if summary is not None:
+        artifacts.write_text_atomic(result.run_dir / artifacts.SUMMARY_MD, summary(result))
+    return result
+
+
+def _scenario_extras(scenario: Scenario, result: RunResult) -> RunResult:
+    """The scenario's after-run hooks: ``environment`` adds to run.json's environment,
+    ``annotate_run`` adds what the traces say to each strategy's ``info``, ``finish_run``
+    writes the scenario's own reports."""
+    extra = scenario.environment(result.device)
+    if extra:
+        result = replace(result, environment={**result.environment, **extra})
+    result = scenario.annotate_run(result)
+    artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
+    scenario.finish_run(result)
+    return result
+
+
+def _measure_run(scenario: Scenario, params: Mapping[str, Any] | None, device: str,
+                 strategies: Sequence[str] | None, opt_in: Sequence[str], amp: bool,
+                 options: MeasureOptions | None, out: str | Path, seed: int,
+                 argv: list[str] | None, observer: RunObserver | None) -> RunResult:
     options = options or MeasureOptions()
     validate_options(options)
     device = devices.resolve(device)
@@ -224,9 +263,7 @@ def run(
     plans = []
     for point in points:
         point_params = {**resolved, **point}
-        validate = getattr(scenario, "validate", None)
-        if callable(validate):
-            validate(point_params)
+        scenario.validate(point_params)
         chosen = select_strategies(scenario, point_params, strategies, opt_in, amp)
         plans.append((point, point_params, chosen))
 
@@ -322,7 +359,7 @@ def _reference(scenario: Scenario, params: Mapping[str, Any], device: str,
     if base is None or devices.unmet_requirement(base, device):
         return None, f"the baseline {scenario.baseline!r} cannot run here"
     try:
-        workload = scenario.build(base, RunConfig(params=dict(params), device=device, seed=seed))
+        workload = scenario.workload(base, RunConfig(params=dict(params), device=device, seed=seed))
         try:
             return equivalence.snapshot(workload.outputs()), ""
         finally:
@@ -342,13 +379,11 @@ def _measure_strategy(
     progress = observer.progress if observer else None
     strategy_dir = run_dir / rel_dir
     if strategy.processes:
-        from profiler_kit import distributed  # written for multi-process strategies
-
-        per_rank = distributed.run_strategy(scenario, strategy, config, options, strategy_dir)
+        per_rank = run_strategy(scenario, strategy, config, options, strategy_dir)
         check = Equivalence(False, True, detail="checked by the ranks, if at all")
         return _result_from(per_rank, run_dir, rel_dir, common, check), None
 
-    workload = scenario.build(strategy, config)
+    workload = scenario.workload(strategy, config)
     try:
         if progress:
             progress("checking", 0, 1)
@@ -359,7 +394,7 @@ def _measure_strategy(
             check = Equivalence(False, True, detail=reference_note or "no baseline outputs")
         else:
             check = equivalence.compare(reference, outputs, config.amp_dtype,
-                                        getattr(workload, "amp_tolerance", None))
+                                        workload.amp_tolerance)
         if not check.ok:
             return StrategyResult(
                 status=FAILED, dir=rel_dir, equivalence=check,

@@ -18,9 +18,10 @@ from typing import Any
 
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
-from profiler_kit import devices as dev
 from profiler_kit.artifacts import write_text_atomic
-from profiler_kit.timing import Progress, time_phases
+from profiler_kit.measure import devices as dev
+from profiler_kit.measure.timing import Progress, time_phases
+from profiler_kit.scenario import Workload
 
 DEFAULT_WORKER = "main"
 
@@ -61,7 +62,7 @@ class Measurement:
 
 
 def measure(
-    workload: Any,
+    workload: Workload,
     options: MeasureOptions,
     strategy_dir: Path,
     worker_name: str = DEFAULT_WORKER,
@@ -98,22 +99,17 @@ def measure(
         profiled_samples_ns=tuple(profiled),
         peak_memory=peak,
         trace_files=trace_files,
-        items_per_step=int(getattr(workload, "items_per_step", 0)),
-        info=dict(getattr(workload, "info", {}) or {}),
+        items_per_step=int(workload.items_per_step),
+        info=dict(workload.info or {}),
         key_averages_files=ka_files,
     )
 
 
-def _phases(workload: Any) -> list[tuple[str, Callable[[], None]]]:
-    get = getattr(workload, "phases", None)
-    if callable(get):
-        phases = list(get())
-        if phases:
-            return phases
-    return [("step", workload.step)]
+def _phases(workload: Workload) -> list[tuple[str, Callable[[], None]]]:
+    return list(workload.phases()) or [("step", workload.step)]
 
 
-def _all_threads(workload: Any) -> dict[str, Any]:
+def _all_threads(workload: Workload) -> dict[str, Any]:
     """Profile every thread, not only the one that starts the profiler, when the
     workload says it runs ops in worker threads (``threaded = True``).
 
@@ -123,7 +119,7 @@ def _all_threads(workload: Any) -> dict[str, Any]:
     peak memory of such a strategy is unknown. Older torch has no such option and
     records the starting thread only.
     """
-    if not getattr(workload, "threaded", False):
+    if not workload.threaded:
         return {}
     try:
         from torch._C._profiler import _ExperimentalConfig
@@ -134,7 +130,7 @@ def _all_threads(workload: Any) -> dict[str, Any]:
 
 
 def _profiled_pass(
-    workload: Any,
+    workload: Workload,
     devices: list[Any],
     options: MeasureOptions,
     strategy_dir: Path,

@@ -1,0 +1,164 @@
+"""torchrun (or another env:// launcher) started this process: it is one rank of the run.
+
+Every rank runs the whole run and calls :func:`measure_strategy` for every multi-process
+strategy, in the same order. The ranks a strategy uses measure it; their Measurements
+travel to every rank through the process group's c10d key-value store (not collectives,
+which a failing or idle rank could leave waiting).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from profiler_kit.measure import distributed
+from profiler_kit.measure.distributed import RankFailure, rank_device, rank_timeout_s
+from profiler_kit.measure.distributed.rank import measure_rank, set_threads
+from profiler_kit.measure.distributed.watchdog import STARTUP_S, is_communication_error
+from profiler_kit.measure.passes import Measurement, MeasureOptions
+from profiler_kit.scenario import RunConfig, Scenario, Strategy
+
+_torchrun_ready = False
+
+
+def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
+    global _torchrun_ready
+    import torch
+    import torch.distributed as dist
+
+    if _torchrun_ready:
+        return
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if config.device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(rank_device(config.device, local_rank)))
+    set_threads(config.device)
+    if not dist.is_initialized():
+        # nccl for the workload's tensors, gloo for gathering results (Python objects).
+        backend = "cpu:gloo,cuda:nccl" if config.device.startswith("cuda") else "gloo"
+        dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+        atexit.register(_destroy_world)
+    _torchrun_ready = True
+
+
+def _destroy_world() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group()
+
+
+_strategy_seq = 0  # strategies measured so far in this torchrun process (same on every rank)
+
+
+def measure_strategy(
+    scenario: Scenario,
+    strategy: Strategy,
+    config: RunConfig,
+    options: MeasureOptions,
+    strategy_dir: Path,
+) -> list[Measurement]:
+    """Every rank calls this for every strategy, in the same order. The ranks of the
+    strategy measure; results travel through the process group's key-value store, and
+    every rank (measuring or idle) waits for them while the measuring ranks' step
+    counter moves, so a long strategy never times out its idle peers and a hung one is
+    noticed after ``--rank-timeout`` seconds without a step."""
+    global _strategy_seq
+    import torch.distributed as dist
+
+    timeout_s = rank_timeout_s(config)
+    _init_torchrun(config, timeout_s)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    size = strategy.world_size
+    if size > world:
+        raise RankFailure(f"{strategy.name} needs {size} ranks but torchrun started {world}")
+    _strategy_seq += 1
+    prefix = f"profkit/{_strategy_seq}/"
+    store = _default_store()
+    # Every rank writes its trace where rank 0's runner put the strategy.
+    where = [str(strategy_dir)]
+    dist.broadcast_object_list(where, src=0)
+    strategy_dir = Path(where[0])
+    strategy_dir.mkdir(parents=True, exist_ok=True)
+    # A group of its own per strategy (even of the whole world): a failing rank aborts it,
+    # so its peers' pending collectives fail at once instead of after the timeout.
+    sub = dist.new_group(ranks=list(range(size)), timeout=timedelta(seconds=timeout_s))
+    distributed.set_group(sub)
+    try:
+        if rank < size:
+            try:
+                measurement = measure_rank(
+                    scenario, strategy, config, options, strategy_dir,
+                    rank, size, int(os.environ["LOCAL_RANK"]),
+                    beat=lambda: store.add(prefix + "steps", 1),
+                )
+                result: tuple[Any, str | None] = (measurement, None)
+            except Exception as exc:  # reported to every rank through the store
+                result = (None, f"{type(exc).__name__}: {exc}")
+                with contextlib.suppress(Exception):
+                    sub.abort()
+            store.set(prefix + f"result/{rank}", pickle.dumps(result))
+        gathered = _collect(store, prefix, size, strategy.name, timeout_s)
+    finally:
+        distributed.set_group(None)
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group(sub)
+    failed = [r for r, (_m, error) in enumerate(gathered) if error is not None]
+    if failed:
+        # Peers of a failing rank fail too, with communication errors: name the cause.
+        r = min(failed, key=lambda r: (is_communication_error(gathered[r][1]), r))
+        raise RankFailure(f"rank {r} failed during {strategy.name}: {gathered[r][1]}")
+    return [measurement for measurement, _error in gathered]
+
+
+def _default_store() -> Any:
+    from torch.distributed import distributed_c10d
+
+    return distributed_c10d._get_default_store()
+
+
+def _collect(store: Any, prefix: str, size: int, name: str, timeout_s: float) -> list[Any]:
+    """Every measuring rank's (measurement, error), waiting as long as steps still happen.
+
+    Polls with ``check`` (no store timeouts, no warnings). The clock restarts at every
+    step and every result; once a rank has reported, its peers may still be waiting in a
+    collective for up to the group's timeout, hence the extra allowance. Rank 0 decides
+    that a rank hung and publishes the verdict, so every rank raises the same error
+    (the others only decide alone, much later, if rank 0 is gone)."""
+    import torch.distributed as dist
+
+    keys = [prefix + f"result/{r}" for r in range(size)]
+    verdict_key = prefix + "verdict"
+    judge = dist.get_rank() == 0
+    last_state: tuple[int, int] = (-1, -1)
+    last_change = time.monotonic()
+    while True:
+        done = [store.check([k]) for k in keys]
+        if all(done):
+            return [pickle.loads(store.get(k)) for k in keys]
+        if store.check([verdict_key]):
+            raise RankFailure(store.get(verdict_key).decode())
+        state = (int(store.add(prefix + "steps", 0)), sum(done))
+        now = time.monotonic()
+        if state != last_state:
+            last_state, last_change = state, now
+        steps, reported = state
+        allowance = timeout_s + (timeout_s + 5 if reported else 0.0)
+        allowance += STARTUP_S if steps <= size else 0.0
+        if now - last_change > (allowance if judge else 2 * allowance + 30):
+            missing = [r for r, ok in enumerate(done) if not ok]
+            who = ", ".join(str(r) for r in missing)
+            message = (
+                f"rank{'s' if len(missing) > 1 else ''} {who} made no progress for "
+                f"{timeout_s:g} s during {name} (hung?) (--rank-timeout)"
+            )
+            store.set(verdict_key, message)
+            raise RankFailure(message)
+        time.sleep(0.2)
+
