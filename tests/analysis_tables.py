@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from profiler_kit.trace.normalize import recorded_inputs
 from profiler_kit.trace.table import Cat, EventTable, MemoryEvents, TraceMeta
 
 
@@ -25,6 +26,9 @@ class Ev:
     correlation: int = -1
     external_id: int = -1
     input_dims: list[Any] | None = None  # args["Input Dims"] when recorded
+    input_types: list[Any] | None = None  # args["Input type"]
+    concrete: list[Any] | None = None  # args["Concrete Inputs"]
+    strides: list[Any] | None = None  # args["Input Strides"]
 
 
 @dataclass
@@ -95,5 +99,16 @@ def make_table(events: list[Ev], allocs: list[Alloc] | None = None,
             total_reserved_bytes=acol("total_reserved", np.int64),
             tid=acol("tid", np.int64),
         ),
-        input_dims={i: e.input_dims for i, e in enumerate(events) if e.input_dims is not None},
+        inputs={i: recorded_inputs(_shape_args(e)) for i, e in enumerate(events)
+                if e.input_dims is not None},
     )
+
+
+def _shape_args(e: Ev) -> dict[str, Any]:
+    """The args ``record_shapes=True`` would have written for ``e``."""
+    args: dict[str, Any] = {"Input Dims": e.input_dims}
+    for key, value in (("Input type", e.input_types), ("Input Strides", e.strides),
+                       ("Concrete Inputs", e.concrete)):
+        if value is not None:
+            args[key] = value
+    return args

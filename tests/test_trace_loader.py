@@ -61,6 +61,8 @@ def assert_same(a: EventTable, b: EventTable) -> None:
     assert a.normalized == b.normalized
     assert a.process_names == b.process_names
     assert a.thread_names == b.thread_names
+    assert a.inputs.keys() == b.inputs.keys()
+    assert all(a.op_inputs(r) == b.op_inputs(r) for r in a.inputs)
 
 
 @pytest.fixture(scope="module", params=REAL, ids=lambda p: p.name)
@@ -404,3 +406,50 @@ def test_loading_never_imports_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+SHAPES = ["h100_bert_small.json.gz", "mi300_normalization_layers.json.gz"]
+
+
+@pytest.mark.parametrize("name", SHAPES)
+@pytest.mark.parametrize("chunk_bytes", [None, 1 << 14])
+def test_recorded_shapes_are_kept_per_op(name: str, chunk_bytes: int | None) -> None:
+    """Every cpu_op with "Input Dims" keeps its four shape args, as ``json`` reads them."""
+    path = DATA / name
+    ops = [e for e in raw_doc(path)["traceEvents"]
+           if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    expected = Counter()
+    for e in ops:
+        a = e.get("args", {})
+        if "Input Dims" in a:
+            expected[(e["name"], exact_ns(e["ts"]), json.dumps(
+                [a.get(k, []) for k in ("Input Dims", "Input type", "Input Strides",
+                                        "Concrete Inputs")]))] += 1
+    for table in (load(path, chunk_bytes=chunk_bytes), load_simple(path)):
+        got = Counter()
+        for row in table.inputs:
+            i = table.op_inputs(row)
+            assert table.cat[row] == Cat.CPU_OP
+            got[(table.name_of(row), int(table.ts_ns[row]),
+                 json.dumps([i.dims, i.types, i.strides, i.concrete]))] += 1
+        assert got == expected
+        assert sum(expected.values()) > 400
+
+
+def test_traces_without_shapes_keep_no_inputs() -> None:
+    table = load(DATA / "a100_alexnet.json.gz")
+    assert table.inputs == {} and table.op_inputs(0) is None
+
+
+def test_odd_shape_args_decode_to_empty_lists(tmp_path: Path) -> None:
+    events = [ev(cat="cpu_op", name="aten::mm", args={"Input Dims": [[2, 3], [3, 4]],
+                                                      "Input type": "not a list"}),
+              ev(cat="cpu_op", name="aten::add", ts=20, args={"Input Dims": None}),
+              ev(cat="kernel", name="k", ts=30, args={"Input Dims": [[1]]})]
+    for table in (load(write_trace(tmp_path / "t.json", events)),
+                  load_simple(tmp_path / "t.json")):
+        assert len(table.inputs) == 2  # the kernel's args are not an op's
+        first, second = sorted(table.inputs)
+        assert table.op_inputs(first).dims == [[2, 3], [3, 4]]
+        assert table.op_inputs(first).types == [] and table.op_inputs(first).concrete == []
+        assert table.op_inputs(second).dims == []

@@ -336,8 +336,9 @@ def _next_sibling(tree: OpTree) -> np.ndarray:
 def _conv_has_bias(table: EventTable, tree: OpTree, node: int) -> bool:
     """Input Dims when the trace recorded shapes; else a bias ``add_`` inside the conv (cuDNN)."""
     row = int(tree.row[node])
-    if row in table.input_dims:
-        shapes = table.input_dims[row]
+    recorded = table.op_inputs(row)
+    if recorded is not None:
+        shapes = recorded.dims
         return len(shapes) >= 3 and isinstance(shapes[2], list) and len(shapes[2]) > 0
     end = tree.end_ns[node]
     j = node + 1

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from profiler_kit.trace.normalize import MEMORY_COLUMNS, Accumulator, memory_events
-from profiler_kit.trace.table import EventTable, TraceMeta
+from profiler_kit.trace.table import EventTable, RecordedInputs, TraceMeta
 
 EVENT_COLUMNS: dict[str, type] = {
     "cat": np.int8,
@@ -64,10 +64,18 @@ def list_memory(acc: Accumulator) -> dict[str, np.ndarray]:
 
 
 def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray],
-                memory: dict[str, np.ndarray]) -> EventTable:
-    """The table with rows sorted by start time (stable: ties keep file order)."""
+                memory: dict[str, np.ndarray],
+                inputs: dict[int, RecordedInputs] | None = None) -> EventTable:
+    """The table with rows sorted by start time (stable: ties keep file order).
+
+    ``inputs`` is keyed by row in file order (the order of ``columns``).
+    """
     order = np.argsort(columns["ts_ns"], kind="stable")
     sorted_cols = {k: np.ascontiguousarray(columns[k][order]) for k in EVENT_COLUMNS}
+    if inputs:
+        new_row = np.empty(len(order), dtype=np.int64)
+        new_row[order] = np.arange(len(order), dtype=np.int64)
+        inputs = {int(new_row[r]): v for r, v in inputs.items()}
     return EventTable(
         meta=meta,
         names=list(acc.names),
@@ -77,5 +85,6 @@ def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray
         skipped=dict(sorted(acc.skipped.items())),
         normalized=dict(sorted(acc.normalized.items())),
         comms=sorted(acc.comms, key=lambda c: c.ts_ns),  # stable: ties keep file order
+        inputs=inputs or {},
         **sorted_cols,
     )

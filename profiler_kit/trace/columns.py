@@ -24,6 +24,7 @@ from profiler_kit.trace.build import (
 )
 from profiler_kit.trace.comms import CommEvent, args_from_raw, is_comm_name
 from profiler_kit.trace.normalize import (
+    CPU_OP_VALUE,
     GPU_CAT_VALUES,
     INT32_MAX,
     INT32_MIN,
@@ -37,11 +38,12 @@ from profiler_kit.trace.schema import (
     DOCUMENT,
     ONE_BY_ONE,
     PHASE_OF_UNSUPPORTED,
+    Args,
     Complete,
     Metadata,
     decode_json,
 )
-from profiler_kit.trace.table import EventTable
+from profiler_kit.trace.table import EventTable, RecordedInputs
 
 BATCH_EVENTS = 16384  # columns are built this many events at a time (cache-friendly)
 EXACT_FLOAT = 2.0**53  # floats below this hold every integer exactly
@@ -55,7 +57,7 @@ class Irregular(Exception):
 class Part(msgspec.Struct):
     """What one worker decoded of a trace: the events between two boundaries."""
 
-    chunks: list[dict[str, np.ndarray]]
+    chunks: list[dict[str, Any]]  # EVENT_COLUMNS arrays, and "inputs": (row in chunk, inputs)
     names: list[str]  # the part's interned names: its name column indexes this
     memory: dict[str, list[int]]
     skipped: dict[str, int]
@@ -72,26 +74,34 @@ class ColumnBuilder:
 
     def __init__(self) -> None:
         self.acc = Accumulator()
-        self.chunks: list[dict[str, np.ndarray]] = []
+        self.chunks: list[dict[str, Any]] = []
         self.cat_codes: dict[Any, int] = {}
         self.cat_notes: dict[Any, str] = {}
 
     def table(self, path: Path, header: Mapping[str, Any]) -> EventTable:
         """The table of everything added, with the metadata from the trace's top-level keys."""
-        return build_table(meta_from_header(path, header), self.acc, self.columns(),
-                           list_memory(self.acc))
+        columns, inputs = self.columns()
+        return build_table(meta_from_header(path, header), self.acc, columns,
+                           list_memory(self.acc), inputs)
 
-    def columns(self) -> dict[str, np.ndarray]:
-        """The chunks joined into whole columns (the chunks are consumed)."""
+    def columns(self) -> tuple[dict[str, np.ndarray], dict[int, RecordedInputs]]:
+        """The chunks joined into whole columns, and the recorded inputs by row (file
+        order); the chunks are consumed."""
         if not self.chunks:
-            return {k: np.empty(0, dtype=t) for k, t in EVENT_COLUMNS.items()}
+            return {k: np.empty(0, dtype=t) for k, t in EVENT_COLUMNS.items()}, {}
+        inputs: dict[int, RecordedInputs] = {}
+        offset = 0
+        for c in self.chunks:
+            for row, value in c.pop("inputs", ()):
+                inputs[offset + row] = value
+            offset += len(c["ts_ns"])
         out = {}
         for key in EVENT_COLUMNS:
             out[key] = np.concatenate([c[key] for c in self.chunks])
             for c in self.chunks:
                 del c[key]
         self.chunks.clear()
-        return out
+        return out, inputs
 
     def add_untyped(self, events: Iterable[Any]) -> None:
         """Plain decoded events, one by one with the per-event rules."""
@@ -100,7 +110,11 @@ class ColumnBuilder:
             add(event)
         acc = self.acc
         if acc.ts_ns:  # move the rows into a column chunk, keeping file order
-            self.chunks.append(list_columns(acc))
+            chunk: dict[str, Any] = list_columns(acc)
+            if acc.inputs:
+                chunk["inputs"] = acc.inputs
+                acc.inputs = []
+            self.chunks.append(chunk)
             for key in EVENT_COLUMNS:
                 getattr(acc, key).clear()
 
@@ -156,13 +170,14 @@ class ColumnBuilder:
             dev[(dev < INT32_MIN) | (dev > INT32_MAX)] = -1
             device[gpu] = dev
             stream[gpu] = np.where(strm == ABSENT, tid[gpu], strm)
+        inputs = recorded_inputs(args, cat)
         # commit only now: an Irregular above leaves no trace of this batch
         self._others(others)
         self.acc.skipped.update(unsupported)
         for note, count in notes.items():
             self.acc.normalized[note] += count
         self._comms(x, unique_names, cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext)
-        self.chunks.append({
+        chunk: dict[str, Any] = {
             "cat": cat,
             "name": self._name_column(names, unique_names, n),
             "ts_ns": ts_ns,
@@ -174,7 +189,10 @@ class ColumnBuilder:
             "correlation": corr,
             "external_id": ext,
             "input_type": input_type,
-        })
+        }
+        if inputs:
+            chunk["inputs"] = inputs
+        self.chunks.append(chunk)
 
     def _input_type_column(self, values: list[Any], n: int) -> np.ndarray:
         """Interned ``Input type`` strings (-1 where absent), as the per-event rules make them."""
@@ -265,6 +283,17 @@ class ColumnBuilder:
                 else:
                     acc.add_memory(e.ts, e.tid, a.nbytes, a.total_allocated, a.total_reserved,
                                    a.device_type, a.device_id)
+
+
+def recorded_inputs(args: list[Args], cat: np.ndarray) -> list[tuple[int, RecordedInputs]]:
+    """(row, inputs) of the cpu_op rows with "Input Dims": their raw JSON text, copied
+    (a piece's buffer is reused); nothing but one scan of the ops for traces without."""
+    ops = np.flatnonzero(cat == CPU_OP_VALUE).tolist()
+    encode = msgspec.json.encode
+    return [(i, RecordedInputs(bytes(a.input_dims),
+                               b"" if a.input_type is None else encode(a.input_type),
+                               bytes(a.input_strides), bytes(a.concrete_inputs)))
+            for i in ops if (a := args[i]).input_dims]
 
 
 def document_table(path: Path, data: bytes) -> EventTable | None:

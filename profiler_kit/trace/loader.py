@@ -89,7 +89,8 @@ def load_simple(path: str | os.PathLike[str]) -> EventTable:
     acc = Accumulator()
     for event in doc["traceEvents"]:
         acc.add(event)
-    return build_table(meta_from_header(p, doc), acc, list_columns(acc), list_memory(acc))
+    return build_table(meta_from_header(p, doc), acc, list_columns(acc), list_memory(acc),
+                       dict(acc.inputs))
 
 
 def find_traces(path: str | os.PathLike[str]) -> list[Path]:

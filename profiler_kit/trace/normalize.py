@@ -12,6 +12,7 @@ import zlib
 from collections import Counter
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from profiler_kit.trace.comms import CommEvent, args_from_dict, is_comm_name
@@ -21,6 +22,7 @@ from profiler_kit.trace.table import (
     INPUT_TYPE_SEP,
     Cat,
     MemoryEvents,
+    RecordedInputs,
 )
 
 INT64_MIN = -(2**63)
@@ -34,6 +36,9 @@ INSTANT_PHASES = frozenset({"i", "I"})
 # Categories Kineto writes that have no Cat of their own but are not odd.
 KNOWN_OTHER_CATEGORIES = frozenset({"trace", "cpu_instant_event", "cuda_profiler_range"})
 GPU_CAT_VALUES = frozenset(int(c) for c in GPU_CATS)
+CPU_OP_VALUE = int(Cat.CPU_OP)
+# The args ``record_shapes=True`` writes, in the order of RecordedInputs' fields.
+INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 BEYOND_64_BITS = "beyond 64 bits"
 
 
@@ -120,6 +125,7 @@ class Accumulator:
         self.external_id: list[int] = []
         self.input_type: list[int] = []
         self.mem: dict[str, list[int]] = {k: [] for k in MEMORY_COLUMNS}
+        self.inputs: list[tuple[int, RecordedInputs]] = []  # (row in these lists, inputs)
         self.skipped: Counter[str] = Counter()
         self.normalized: Counter[str] = Counter()
         self.process_names: dict[int, str] = {}
@@ -218,6 +224,8 @@ class Accumulator:
             self.comms.append(CommEvent(name, cat, ts, dur, pid, tid, self.device[-1],
                                         self.stream[-1], self.correlation[-1],
                                         self.external_id[-1], args_from_dict(args)))
+        if cat == CPU_OP_VALUE and "Input Dims" in args:
+            self.inputs.append((len(self.ts_ns) - 1, recorded_inputs(args)))
 
     def intern_input_type(self, value: Any) -> int:
         """The interned ``Input type`` list (-1 when absent or not a list)."""
@@ -277,6 +285,12 @@ class Accumulator:
 def input_type_key(types: list[Any]) -> str:
     """One op's ``Input type`` list as the string the table interns."""
     return INPUT_TYPE_SEP.join(t if type(t) is str else "" for t in types)
+
+
+def recorded_inputs(args: dict[str, Any]) -> RecordedInputs:
+    """The shape args of one op as JSON text (what the fast path slices out unchanged)."""
+    encode = msgspec.json.encode
+    return RecordedInputs(*(encode(args[k]) if k in args else b"" for k in INPUT_KEYS))
 
 
 MEMORY_COLUMNS: dict[str, type] = {

@@ -18,6 +18,7 @@ from profiler_kit.trace.comms import CommArgs
 from profiler_kit.trace.normalize import INT64_MIN
 
 ABSENT = INT64_MIN  # stands for a field the event does not have
+NO_RAW = msgspec.Raw()  # an absent shape field (empty JSON text)
 
 
 class Args(CommArgs, gc=False):
@@ -34,6 +35,11 @@ class Args(CommArgs, gc=False):
     external_id: int = msgspec.field(default=ABSENT, name="External id")
     external_id_legacy: int = msgspec.field(default=-1, name="external id")
     input_type: Any = msgspec.field(default=None, name="Input type")
+    # record_shapes=True: kept as raw JSON text, sliced out in C and decoded only on use
+    # ("Input type" is decoded above, for the column precision reads)
+    input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
+    input_strides: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Strides")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
 
 
 class OtherArgs(msgspec.Struct, gc=False):

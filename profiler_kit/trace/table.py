@@ -86,6 +86,39 @@ class MemoryEvents(msgspec.Struct):
         return len(self.ts_ns)
 
 
+class RecordedInputs(msgspec.Struct, frozen=True, gc=False):
+    """What ``record_shapes=True`` wrote in one op's ``args``, kept as raw JSON text.
+
+    The loader only slices these out (no per-element Python work); an analysis decodes
+    the few ops it needs with :meth:`EventTable.op_inputs`. Empty bytes: key absent.
+    """
+
+    dims: bytes  # "Input Dims": one shape (or a list of shapes for a TensorList) per input
+    types: bytes = b""  # "Input type": "float", "c10::BFloat16", "Scalar", "TensorList", ...
+    strides: bytes = b""  # "Input Strides"
+    concrete: bytes = b""  # "Concrete Inputs": scalar arguments as strings ("1", "[16, 16]")
+
+
+class OpInputs(msgspec.Struct, frozen=True):
+    """The decoded :class:`RecordedInputs` of one op; a list is empty where it was absent
+    or not a list, and the lists may differ in length (as traces write them)."""
+
+    dims: list[Any]
+    types: list[Any]
+    strides: list[Any]
+    concrete: list[Any]
+
+
+def _json_list(raw: bytes) -> list[Any]:
+    if not raw:
+        return []
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return []
+    return value if isinstance(value, list) else []
+
+
 class EventTable(msgspec.Struct):
     """All complete events of one trace, columnar. Rows are sorted by ``ts_ns``.
 
@@ -115,9 +148,9 @@ class EventTable(msgspec.Struct):
     # reason -> number of events kept after a fix (e.g. "unknown category: foo" kept as OTHER,
     # args that are not an object); these rows are in the table, unlike ``skipped``
     normalized: dict[str, int] = msgspec.field(default_factory=dict)
-    # row -> args["Input Dims"] of cpu_op rows, for traces recorded with shapes; optional
-    # (empty when the loader does not keep it). The conv-bias-before-batchnorm rule reads it.
-    input_dims: dict[int, list[Any]] = msgspec.field(default_factory=dict)
+    # row -> the shapes, dtypes, strides and scalar arguments of a cpu_op row that has
+    # "Input Dims" (traces recorded with shapes); empty for traces without them
+    inputs: dict[int, RecordedInputs] = msgspec.field(default_factory=dict)
     # args["Input type"] of each row (traces recorded with shapes): an index into ``names``
     # of the dtypes joined by ", " (``"c10::BFloat16, c10::BFloat16, "``), -1 where absent;
     # None when the table was built without the column. Precision reads it.
@@ -140,3 +173,11 @@ class EventTable(msgspec.Struct):
 
     def name_of(self, row: int) -> str:
         return self.names[int(self.name[row])]
+
+    def op_inputs(self, row: int) -> OpInputs | None:
+        """The recorded inputs of ``row``, decoded; None when the trace has none for it."""
+        raw = self.inputs.get(row)
+        if raw is None:
+            return None
+        return OpInputs(_json_list(raw.dims), _json_list(raw.types), _json_list(raw.strides),
+                        _json_list(raw.concrete))
