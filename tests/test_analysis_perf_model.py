@@ -1,0 +1,304 @@
+"""FLOP formulas against ``torch.utils.flop_counter.FlopCounterMode``; bytes by hand.
+
+Each case runs one op on the meta device (shapes only: CUDA-only attention kernels
+run there too) under the profiler with ``record_shapes=True`` and under the FLOP
+counter at once; the model reads the inputs the profiler recorded, through the same
+loader ``profkit analyze`` uses, and must give the counter's FLOPs exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from profiler_kit.analysis.perf_model import Inputs, op_cost  # noqa: E402
+from profiler_kit.trace.loader import load  # noqa: E402
+from profiler_kit.trace.table import OpInputs  # noqa: E402
+
+M = "meta"
+
+
+def t(*shape: int, dtype=torch.float32, requires_grad: bool = False):
+    return torch.randn(*shape, device=M, dtype=dtype, requires_grad=requires_grad)
+
+
+def recorded(fn: Callable[[], object], tmp: Path) -> tuple[list[tuple[str, OpInputs]], dict]:
+    """The (op name, recorded inputs) of every op ``fn`` ran, and the counter's FLOPs by op."""
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        with FlopCounterMode(display=False) as counter:
+            fn()
+    path = tmp / "trace.json"
+    prof.export_chrome_trace(str(path))
+    table = load(path)
+    ops = [(table.name_of(r), table.op_inputs(r)) for r in sorted(table.inputs)]
+    counts = {str(k).replace("aten.", "aten::"): int(v)
+              for k, v in counter.get_flop_counts()["Global"].items()}
+    return ops, counts
+
+
+def model_flops(ops: list[tuple[str, OpInputs]], name: str) -> int:
+    """The model's FLOPs for the first recorded ``name`` (the dispatch mode records an op
+    twice, with the same inputs)."""
+    inputs = next(i for n, i in ops if n == name)
+    cost = op_cost(name, inputs)
+    assert cost is not None, f"no cost for {name} {inputs}"
+    return cost.flops
+
+
+def q4(b, h, s, d, dtype=torch.float16):
+    return t(b, h, s, d, dtype=dtype)
+
+
+CASES: list[tuple[str, str, Callable[[], object]]] = [
+    ("mm", "aten::mm", lambda: torch.mm(t(7, 5), t(5, 3))),
+    ("addmm", "aten::addmm", lambda: torch.addmm(t(3), t(7, 5), t(5, 3))),
+    ("bmm", "aten::bmm", lambda: torch.bmm(t(4, 7, 5), t(4, 5, 3))),
+    ("baddbmm", "aten::baddbmm", lambda: torch.baddbmm(t(4, 7, 3), t(4, 7, 5), t(4, 5, 3))),
+    ("bmm bf16", "aten::bmm", lambda: torch.bmm(t(2, 9, 16, dtype=torch.bfloat16),
+                                                t(2, 16, 24, dtype=torch.bfloat16))),
+    ("scaled_mm fp8", "aten::_scaled_mm", lambda: torch._scaled_mm(
+        t(16, 32).to(torch.float8_e4m3fn), t(48, 32).to(torch.float8_e4m3fn).t(),
+        torch.ones((), device=M), torch.ones((), device=M), out_dtype=torch.bfloat16)),
+    ("conv1d", "aten::convolution", lambda: F.conv1d(t(2, 4, 17), t(6, 4, 3), stride=2,
+                                                     padding=1)),
+    ("conv2d", "aten::convolution", lambda: F.conv2d(t(2, 3, 15, 13), t(8, 3, 3, 5),
+                                                     t(8), stride=(2, 1), padding=(1, 2),
+                                                     dilation=(1, 2))),
+    ("conv2d groups", "aten::convolution", lambda: F.conv2d(t(2, 8, 9, 9), t(12, 2, 3, 3),
+                                                            groups=4)),
+    ("conv3d", "aten::convolution", lambda: F.conv3d(t(1, 2, 5, 6, 7), t(4, 2, 2, 3, 3),
+                                                     padding=1)),
+    ("conv_transpose2d", "aten::convolution", lambda: F.conv_transpose2d(
+        t(2, 6, 5, 7), t(6, 4, 3, 3), stride=2, padding=1, output_padding=1)),
+    ("conv_transpose1d groups", "aten::convolution", lambda: F.conv_transpose1d(
+        t(2, 6, 9), t(6, 2, 4), stride=3, groups=3)),
+    ("sdpa flash", "aten::_scaled_dot_product_flash_attention",
+     lambda: torch.ops.aten._scaled_dot_product_flash_attention(
+         q4(2, 3, 5, 8), q4(2, 3, 7, 8), q4(2, 3, 7, 8), 0.0, False)),
+    ("sdpa flash causal", "aten::_scaled_dot_product_flash_attention",
+     lambda: torch.ops.aten._scaled_dot_product_flash_attention(
+         q4(2, 3, 6, 8), q4(2, 3, 6, 8), q4(2, 3, 6, 8), 0.0, True)),
+    ("sdpa efficient", "aten::_scaled_dot_product_efficient_attention",
+     lambda: torch.ops.aten._scaled_dot_product_efficient_attention(
+         q4(2, 4, 5, 16), q4(2, 4, 9, 16), q4(2, 4, 9, 8), None, False)),
+    ("sdpa cudnn", "aten::_scaled_dot_product_cudnn_attention",
+     lambda: torch.ops.aten._scaled_dot_product_cudnn_attention(
+         q4(1, 2, 5, 8), q4(1, 2, 5, 8), q4(1, 2, 5, 8), None, False, 0.0, True, False)),
+    ("flash forward", "aten::_flash_attention_forward",
+     lambda: torch.ops.aten._flash_attention_forward(
+         q4(2, 5, 3, 8), q4(2, 7, 3, 8), q4(2, 7, 3, 8), None, None, 5, 7, 0.0, False,
+         False)),
+    ("flash forward gqa", "aten::_flash_attention_forward",
+     lambda: torch.ops.aten._flash_attention_forward(
+         q4(2, 5, 4, 8), q4(2, 5, 2, 8), q4(2, 5, 2, 8), None, None, 5, 5, 0.0, True,
+         False)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c[0])
+def test_flops_equal_flop_counter(case, tmp_path: Path) -> None:
+    _, name, fn = case
+    ops, counts = recorded(fn, tmp_path)
+    assert counts.get(name, 0) > 0
+    assert model_flops(ops, name) == counts[name]
+
+
+def _backward_cases() -> list[tuple[str, str, Callable[[], object]]]:
+    def conv_bwd(transposed: bool, groups: int = 1):
+        def run():
+            x = t(2, 4, 9, 8)
+            w = t(4, 4 // groups, 3, 3) if not transposed else t(4, 6 // groups, 3, 3)
+            return torch.ops.aten.convolution_backward(
+                t(2, 4, 5, 4) if not transposed else t(2, 6, 19, 17), x, w, [4], [2, 2],
+                [1, 1], [1, 1], transposed, [0, 0], groups, [True, True, True])
+        return run
+
+    def attn_bwd(op: str):
+        def run():
+            q, k, v = q4(2, 3, 5, 8), q4(2, 3, 7, 8), q4(2, 3, 7, 8)
+            out, lse = q4(2, 3, 5, 8), t(2, 3, 5)
+            if op == "flash":
+                return torch.ops.aten._scaled_dot_product_flash_attention_backward(
+                    out, q, k, v, out, lse, None, None, 5, 7, 0.0, False,
+                    torch.empty(2, dtype=torch.int64, device=M),
+                    torch.empty(2, dtype=torch.int64, device=M))
+            return torch.ops.aten._scaled_dot_product_efficient_attention_backward(
+                out, q, k, v, None, out, lse, torch.empty(2, dtype=torch.int64, device=M),
+                torch.empty(2, dtype=torch.int64, device=M), 0.0, [True, True, True, False],
+                False)
+        return run
+
+    def flash_bwd():
+        q, k, v = q4(2, 5, 3, 8), q4(2, 7, 3, 8), q4(2, 7, 3, 8)
+        out, lse = q4(2, 5, 3, 8), t(2, 3, 5)
+        seed = torch.empty(2, dtype=torch.int64, device=M)
+        return torch.ops.aten._flash_attention_backward(out, q, k, v, out, lse, None, None, 5,
+                                                         7, 0.0, True, seed, seed)
+
+    return [
+        ("convolution_backward", "aten::convolution_backward", conv_bwd(False)),
+        ("convolution_backward groups", "aten::convolution_backward", conv_bwd(False, 2)),
+        ("convolution_backward transposed", "aten::convolution_backward", conv_bwd(True)),
+        ("sdpa flash backward", "aten::_scaled_dot_product_flash_attention_backward",
+         attn_bwd("flash")),
+        ("sdpa efficient backward", "aten::_scaled_dot_product_efficient_attention_backward",
+         attn_bwd("efficient")),
+        ("flash backward", "aten::_flash_attention_backward", flash_bwd),
+    ]
+
+
+@pytest.mark.parametrize("case", _backward_cases(), ids=lambda c: c[0])
+def test_backward_flops_equal_flop_counter(case, tmp_path: Path) -> None:
+    _, name, fn = case
+    ops, counts = recorded(fn, tmp_path)
+    assert counts.get(name, 0) > 0
+    assert model_flops(ops, name) == counts[name]
+
+
+@pytest.mark.parametrize("case", [
+    ("linear 3-D", "aten::linear", lambda: F.linear(t(2, 7, 5), t(3, 5), t(3)), "aten::addmm"),
+    ("matmul batched broadcast", "aten::matmul",
+     lambda: torch.matmul(t(2, 1, 7, 5), t(3, 5, 4)), "aten::bmm"),
+    ("matmul 2-D", "aten::matmul", lambda: torch.matmul(t(7, 5), t(5, 4)), "aten::mm"),
+], ids=lambda c: c[0])
+def test_composite_gemms_equal_what_they_decompose_into(case, tmp_path: Path) -> None:
+    """``linear`` and ``matmul`` have no formula of their own in flop_counter: it counts
+    the mm/addmm/bmm they call, which must add up to the composite's model."""
+    _, name, fn, _inner = case
+    ops, counts = recorded(fn, tmp_path)
+    assert model_flops(ops, name) == sum(counts.values()) > 0
+
+
+def test_training_step_backward_nodes(tmp_path: Path) -> None:
+    """A linear + conv training step on the CPU: the GEMMs and convolutions that the
+    autograd nodes (AddmmBackward0, ConvolutionBackward0) run are counted like the
+    forward ones; every op the counter counts has the same FLOPs in the model."""
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+    lin = torch.nn.Linear(8 * 6 * 6, 10)
+
+    def step():
+        x = torch.randn(4, 3, 6, 6)
+        lin(conv(x).flatten(1)).sum().backward()
+
+    with FlopCounterMode(display=False) as counter:
+        step()
+    counts = {str(k).replace("aten.", "aten::"): int(v)
+              for k, v in counter.get_flop_counts()["Global"].items()}
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        step()  # profiled apart: under the counter, the profiler records each op twice
+    prof.export_chrome_trace(str(tmp_path / "step.json"))
+    table = load(tmp_path / "step.json")
+    per_op: dict[str, int] = {}
+    for row in table.inputs:
+        name = table.name_of(row)
+        cost = op_cost(name, table.op_inputs(row))
+        if name in counts and cost is not None:
+            per_op[name] = per_op.get(name, 0) + cost.flops
+    assert {"aten::convolution", "aten::convolution_backward", "aten::addmm",
+            "aten::mm"} <= counts.keys()
+    assert per_op == counts
+
+
+# ---------------------------------------------------------------- bytes and the rest, by hand
+
+def inputs(dims, types, concrete=None, strides=None) -> OpInputs:
+    return OpInputs(dims, types, strides or [], concrete or [""] * len(dims))
+
+
+BF16, F32 = "c10::BFloat16", "float"
+
+
+def test_addmm_bytes_from_the_bert_trace() -> None:
+    """h100_bert_small's first addmm: bias[512] + x[141,512] + w[512,512] + out[141,512]."""
+    cost = op_cost("aten::addmm", inputs([[512], [141, 512], [512, 512], [], []],
+                                         [BF16, BF16, BF16, "Scalar", "Scalar"],
+                                         ["", "", "", "1", "1"]))
+    assert cost.flops == 2 * 141 * 512 * 512 == 73_924_608
+    assert cost.bytes == 2 * (512 + 141 * 512 + 512 * 512 + 141 * 512)
+    assert cost.dtype == "bf16" and cost.family == "gemm"
+
+
+def test_conv_bytes_from_the_vit_trace() -> None:
+    """ViT's patch embedding: x[4,3,224,224] * w[768,3,16,16] stride 16 -> out[4,768,14,14]."""
+    cost = op_cost("aten::conv2d", inputs(
+        [[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], []],
+        [BF16, BF16, BF16, "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+        ["", "", "", "[16, 16]", "[0, 0]", "[1, 1]", "1"]))
+    assert cost.flops == 2 * 4 * 768 * 3 * 16 * 16 * 14 * 14
+    assert cost.bytes == 2 * (4 * 3 * 224 * 224 + 768 * 3 * 16 * 16 + 768 + 4 * 768 * 14 * 14)
+
+
+def test_flash_attention_from_the_bert_trace() -> None:
+    """[1, 141, 8, 64] q, k, v (b, s, h, d): 4 * b*h * s*s * d FLOPs; q, k, v and out."""
+    q = [1, 141, 8, 64]
+    cost = op_cost("aten::_flash_attention_forward", inputs(
+        [q, q, q, [], [], [], []], [BF16, BF16, BF16, "", "", "Scalar", "Scalar"],
+        ["", "", "", "", "", "141", "141"]))
+    assert cost.flops == 4 * 8 * 141 * 141 * 64
+    assert cost.bytes == 4 * 141 * 8 * 64 * 2
+
+
+def test_elementwise_broadcast_and_in_place() -> None:
+    cost = op_cost("aten::add", inputs([[4, 1, 8], [3, 1], []], [F32, F32, "Scalar"]))
+    assert cost.flops == 4 * 3 * 8
+    assert cost.bytes == 4 * (4 * 8 + 3) + 4 * (4 * 3 * 8)
+    cost = op_cost("aten::mul", inputs([[1000], [], [1000]], [BF16, "double", BF16]))
+    assert (cost.flops, cost.bytes) == (1000, 3 * 2000 + 8)  # the 0-d double: one element
+    cost = op_cost("aten::eq", inputs([[1, 141], []], ["long int", "Scalar"]))
+    assert (cost.flops, cost.bytes, cost.dtype) == (141, 141 * 8 + 141, "int64")
+
+
+def test_layer_norm_bytes() -> None:
+    """x[1,141,512] bf16 normalized over 512 with weight and bias: read x, w, b; write y;
+    mean and rstd per row in fp32. FLOPs: 3 (statistics) + 2 (normalize) + 2 (affine)."""
+    cost = op_cost("aten::native_layer_norm", inputs(
+        [[1, 141, 512], [], [512], [512], []], [BF16, "ScalarList", BF16, BF16, "Scalar"],
+        ["", "[512]", "", "", "1e-12"]))
+    n = 141 * 512
+    assert cost.flops == 7 * n
+    assert cost.bytes == 2 * n * 2 + 2 * 512 * 2 + 2 * 141 * 4
+
+
+def test_norm_backward_and_group_norm() -> None:
+    x = [8, 16, 32, 32]
+    n = 8 * 16 * 32 * 32
+    cost = op_cost("aten::native_group_norm", inputs(
+        [x, [16], [16], [], [], [], [], []], [F32, F32, F32] + ["Scalar"] * 5,
+        ["", "", "", "8", "16", "1024", "4", "1e-05"]))
+    assert cost.flops == 7 * n and cost.bytes == 2 * n * 4 + 2 * 64 + 2 * 8 * 4 * 4
+    cost = op_cost("aten::_fused_rms_norm_backward", inputs(
+        [x, x, [], [8, 16, 1, 1], [], []], [F32, F32, "ScalarList", F32, "", "ScalarList"],
+        ["", "", "[32, 32]", "", "", "[True, False]"]))
+    # no weight: statistics 2 + normalize 2 per element, twice for the backward
+    assert cost.flops == 2 * 4 * n and cost.bytes == 3 * n * 4 + 128 * 4
+
+
+def test_copies_casts_gathers() -> None:
+    cost = op_cost("aten::copy_", inputs([[8, 16], [8, 16], []], [BF16, F32, "Scalar"]))
+    assert (cost.flops, cost.bytes) == (0, 128 * 4 + 128 * 2)
+    cost = op_cost("aten::_to_copy", inputs([[10, 20], [], [], [], [], [], []],
+                                            [F32, "Scalar", "", "", "", "Scalar", ""],
+                                            ["", "15", "", "", "", "False", ""]))
+    assert cost.bytes == 200 * 4 + 200 * 2  # to bf16 (ScalarType 15)
+    cost = op_cost("aten::embedding", inputs([[30522, 512], [1, 141], [], [], []],
+                                             [BF16, "long int", "Scalar", "Scalar", "Scalar"]))
+    assert (cost.flops, cost.bytes) == (0, 141 * 8 + 2 * 141 * 512 * 2)
+    cost = op_cost("aten::cat", inputs([[[4, 1, 768], [4, 196, 768]], []],
+                                       ["TensorList", "Scalar"]))
+    assert cost is None  # a TensorList records no dtype: bytes unknown, not guessed
+
+
+def test_unknown_op_and_odd_inputs_have_no_model() -> None:
+    assert op_cost("aten::max_pool2d", inputs([[1, 2, 4, 4]], [F32])) is None
+    assert op_cost("aten::mm", inputs([[2, 3], [4, 5]], [F32, F32])) is None  # k mismatch
+    assert op_cost("aten::mm", inputs([[2, 3]], [F32])) is None
+    assert op_cost("aten::mm", None) is None
+    assert Inputs(inputs([[2, 3]], ["Scalar"])).shape(0) is None
