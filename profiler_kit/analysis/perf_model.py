@@ -849,6 +849,25 @@ for _name in _BINARY + _UNARY + _BACKWARD + _TERNARY:
 for _name in _COMPARE:
     MODELS[f"aten::{_name}"] = elementwise(1, out_bool=True)
 
+_GEMM_OPERANDS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1),
+                  "aten::baddbmm": (1, 2), "aten::matmul": (0, 1), "aten::_scaled_mm": (0, 1)}
+
+
+def gemm_mnk(name: str, recorded: OpInputs) -> tuple[int, int, int] | None:
+    """(m, n, k) of a GEMM instance: the sizes whose alignment decides tensor-core tiling."""
+    a = Inputs(recorded)
+    if name == "aten::linear":
+        x, w = a.shape(0), a.shape(1)
+        return (prod(x[:-1]), w[0], w[1]) if x and w and len(w) == 2 else None
+    operands = _GEMM_OPERANDS.get(name)
+    if operands is None:
+        return None
+    x, w = a.shape(operands[0]), a.shape(operands[1])
+    if x is None or w is None or len(x) < 2 or len(w) < 2:
+        return None
+    return x[-2], w[-1], x[-1]
+
+
 def op_cost(name: str, recorded: OpInputs | None) -> Cost | None:
     """FLOPs and bytes of one instance of op ``name``; None without a model or shapes."""
     model = MODELS.get(name)

@@ -23,9 +23,11 @@ from profiler_kit.analysis.hotspots import (
 from profiler_kit.analysis.memory import Memory, analyze_memory
 from profiler_kit.analysis.memory_timeline import MemoryTimeline, memory_timeline
 from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.perf_rules import perf_recommendations
 from profiler_kit.analysis.phases import Phases, analyze_phases
 from profiler_kit.analysis.precision import Precision, analyze_precision
 from profiler_kit.analysis.recommend import Recommendation, recommend
+from profiler_kit.analysis.roofline import PerfModel, measure
 from profiler_kit.analysis.step_timeline import StepTimeline, step_timeline
 from profiler_kit.analysis.steps import Steps, analyze_steps
 from profiler_kit.analysis.timeline import Timeline, analyze_timeline
@@ -66,6 +68,7 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     timeline: Timeline
     steps: Steps
     precision: Precision
+    perf: PerfModel  # FLOPs, bytes and rates per op and input shape, against the device's peak
     memory: Memory
     phases: Phases
     recommendations: tuple[Recommendation, ...]
@@ -98,6 +101,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
     memory = analyze_memory(table, tree, top=max(top, 10))
     phases = analyze_phases(table, steps.end_ns - steps.start_ns)
     findings = recommend(table, tree, gpu, gpu_bd, timeline, steps, precision, memory)
+    perf, instances = measure(table, tree, gpu)
     meta = table.meta
     notes = list(findings.notes)
     if steps.source == "window":
@@ -123,9 +127,11 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         timeline=timeline,
         steps=steps,
         precision=precision,
+        perf=perf,
         memory=memory,
         phases=phases,
-        recommendations=findings.recommendations,
+        recommendations=findings.recommendations + perf_recommendations(
+            table, tree, gpu_bd, perf, instances),
         notes=tuple(notes),
         memory_timeline=memory_timeline(table),
         step_timeline=step_timeline(table, tree, gpu, steps),

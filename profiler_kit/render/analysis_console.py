@@ -16,7 +16,7 @@ from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.recommend import Evidence, Recommendation
 from profiler_kit.analysis.steps import STEP_PARTS, StepBreakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render import units
+from profiler_kit.render import perf_tables, units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold"}
@@ -175,6 +175,35 @@ def _precision(a: TraceAnalysis) -> Text | None:
     )
 
 
+def _perf(a: TraceAnalysis, top: int, width: int) -> list:
+    """The perf model: summary, achieved rate per class, the largest op shapes."""
+    perf = a.perf
+    parts: list = [Text("\n".join(perf_tables.summary_lines(perf)))]
+    if perf.families:
+        t = Table(title="Achieved rate by class (modelled ops)", **_TABLE)
+        for col in perf_tables.family_header(perf):
+            t.add_column(col, justify="left" if col == "class" else "right")
+        for row in perf_tables.family_rows(perf):
+            _row(t, *row)
+        parts.append(t)
+    if perf.groups:
+        t = Table(title=f"Ops by input shape (largest total first, {min(top, len(perf.groups))} "
+                        f"of {len(perf.groups):,})", **_TABLE)
+        header = perf_tables.group_header(perf)
+        narrow = width < 110  # leave out the mean and bandwidth columns
+        keep = [i for i, col in enumerate(header)
+                if not (narrow and col in ("mean", "TB/s", "GB/s"))]
+        for i in keep:
+            col = header[i]
+            wide = col in ("dtype, input shapes", "op")
+            t.add_column(col, justify="left" if wide or col.startswith("bound") else "right",
+                         no_wrap=not wide, min_width=14 if wide else None)
+        for row in perf_tables.group_rows(perf, top):
+            _row(t, *(row[i] for i in keep))
+        parts.append(t)
+    return parts
+
+
 def _memory(a: TraceAnalysis) -> Table | Group | Text:
     m = a.memory
     if not m.recorded:
@@ -264,6 +293,7 @@ def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
     prec = _precision(a)
     if prec is not None:
         parts.append(prec)
+    parts += _perf(a, top, width)
     parts.append(_memory(a))
     ph = _phases(a, top)
     if ph is not None:

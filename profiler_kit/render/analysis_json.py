@@ -67,6 +67,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
             "low_precision_share": a.precision.low_precision_share,
             "tensor_core_share": a.precision.tensor_core_share,
         },
+        "perf": _plain(a.perf),
         "memory": _plain(a.memory),
         "memory_timeline": _plain(a.memory_timeline),
         "step_timeline": {**_plain(a.step_timeline), "downsampled": a.step_timeline.downsampled},

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render import units
+from profiler_kit.render import perf_tables, units
 from profiler_kit.render.analysis_console import (
     recommendation_lines,
     short_name,
@@ -72,6 +72,14 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
         out += [f"Precision: GEMM + convolution {units.duration(p.eligible_ns)}; fp16/bf16/fp8 "
                 f"{units.percent(p.low_precision_share)}, tensor/matrix cores "
                 f"{units.percent(p.tensor_core_share)}.", ""]
+    out += ["### Perf model", ""] + [line + "  " for line in perf_tables.summary_lines(a.perf)]
+    out.append("")
+    if a.perf.families:
+        out += _table(perf_tables.family_header(a.perf), perf_tables.family_rows(a.perf))
+    if a.perf.groups:
+        rows = [(f"`{r[0]}`", *r[1:]) for r in perf_tables.group_rows(a.perf, top)]
+        out += ["#### Ops by input shape (largest total first)", ""] + _table(
+            perf_tables.group_header(a.perf), rows)
     m = a.memory
     if not m.recorded:
         out += ["Memory: not recorded.", ""]

@@ -49,6 +49,30 @@ def rate(per_s: float | None, unit: str, digits: int = 4) -> str:
     return f"{per_s:.{digits}g} {unit}/s"
 
 
+_DECIMAL = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def decimal_rate(per_s: float | None, unit: str, digits: int = 3) -> str:
+    """Rates with decimal prefixes, as datasheets print them: ``1.5e14, 'FLOP'`` ->
+    ``'150 TFLOP/s'``, ``3.35e12, 'B'`` -> ``'3.35 TB/s'``."""
+    if per_s is None or (isinstance(per_s, float) and math.isnan(per_s)):
+        return "-"
+    for prefix, scale in _DECIMAL:
+        if abs(per_s) >= scale:
+            return f"{per_s / scale:.{digits}g} {prefix}{unit}/s"
+    return f"{per_s:.{digits}g} {unit}/s"
+
+
+def count(n: float | None, unit: str, digits: int = 3) -> str:
+    """A large count with a decimal prefix: ``1.4e11, 'FLOP'`` -> ``'140 GFLOP'``."""
+    if n is None:
+        return "-"
+    for prefix, scale in _DECIMAL:
+        if abs(n) >= scale:
+            return f"{n / scale:.{digits}g} {prefix}{unit}"
+    return f"{n:.{digits}g} {unit}"
+
+
 def speedup(factor: float | None) -> str:
     """``1.5`` -> ``'1.50×'``."""
     if factor is None or (isinstance(factor, float) and math.isnan(factor)):

@@ -1,0 +1,429 @@
+"""How close each op runs to the hardware's limits: achieved FLOP/s and bytes/s per op and shape.
+
+Each op instance with a model (:mod:`perf_model`) gets the GPU time of every kernel,
+memcpy and memset in its subtree (the activities linked to it or to an op below it);
+on a CPU-only trace, the op's own duration. When modelled ops nest
+(``aten::linear`` > ``aten::addmm``), the innermost one counts, so no FLOP or
+nanosecond is counted twice. Instances are grouped by (op, input shapes, dtypes,
+scalar arguments); each group gets its rates, arithmetic intensity, the side of the
+roofline it sits on and its share of the device's peaks (:mod:`device_peaks`).
+GPU activity under no modelled op is listed by the op that launched it, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import numpy as np
+
+from profiler_kit.analysis import intervals
+from profiler_kit.analysis.attribution import GpuActivity
+from profiler_kit.analysis.device_peaks import DevicePeak, compute_peak, device_of
+from profiler_kit.analysis.nesting import OpTree
+from profiler_kit.analysis.nesting import _nearest_self_or_ancestor as nearest_self_or_ancestor
+from profiler_kit.analysis.perf_model import FAMILIES, MATRIX_FAMILIES, MODELS, Cost, op_cost
+from profiler_kit.trace.table import EventTable, RecordedInputs
+
+_TF32 = re.compile(r"tf32", re.IGNORECASE)
+_BACKWARD = re.compile(r"Backward\d*$|^autograd::engine::evaluate_function")
+
+
+class ShapeGroup(msgspec.Struct, frozen=True):
+    """All instances of one op with the same input shapes, dtypes and scalar arguments."""
+
+    op: str
+    family: str  # gemm, convolution, attention, normalization, softmax, elementwise, ...
+    dtype: str  # compute dtype: the first floating-point input's
+    input_dims: list[object]  # as recorded ("Input Dims")
+    input_types: list[object]  # as recorded ("Input type")
+    arguments: list[object]  # as recorded ("Concrete Inputs")
+    backward: bool  # under an autograd backward node
+    count: int
+    total_ns: int  # GPU time of the subtrees (CPU op time on a CPU-only trace)
+    mean_ns: float
+    flops: int  # per instance
+    bytes: int  # per instance
+    flops_per_s: float | None  # achieved: count * flops / total time
+    bytes_per_s: float | None
+    intensity_flops_per_byte: float | None
+    bound: str | None  # "compute" or "memory" at this intensity; None without device peaks
+    peak_flops_per_s: float | None  # the peak for this dtype and family
+    compute_peak_share: float | None  # achieved FLOP/s / peak FLOP/s
+    memory_peak_share: float | None  # achieved bytes/s / peak bandwidth
+    tf32: bool  # fp32 matrix work whose kernels say tf32 (peak: TF32)
+
+
+class FamilyRate(msgspec.Struct, frozen=True):
+    """One family's modelled work: totals, achieved rates and time-weighted peak shares."""
+
+    family: str
+    count: int
+    total_ns: int
+    flops: int
+    bytes: int
+    flops_per_s: float | None
+    bytes_per_s: float | None
+    compute_peak_share: float | None  # FLOPs / sum over groups of (time x that group's peak)
+    memory_peak_share: float | None
+
+
+class Unmodelled(msgspec.Struct, frozen=True):
+    """GPU activity (or CPU op time) under no modelled op, by the op that launched it."""
+
+    op: str
+    count: int  # activities (kernels, copies) or, on a CPU trace, op instances
+    total_ns: int
+    reason: str  # "no model" or "shapes not recorded" or "shapes do not fit the model"
+
+
+class PerfModel(msgspec.Struct, frozen=True):
+    time_source: str  # "gpu" (kernel time of each op's subtree) or "cpu" (op duration)
+    device: str | None  # deviceProperties name
+    peak: DevicePeak | None  # None: unknown device, CPU trace, or no shapes
+    shapes_recorded: bool  # the trace has "Input Dims"
+    ops: int  # modelled op instances with time
+    flops: int
+    bytes: int
+    time_ns: int  # time of the modelled ops
+    flops_per_s: float | None
+    bytes_per_s: float | None
+    gpu_busy_ns: int  # union of all GPU activity (0 on a CPU trace)
+    model_flops_utilization: float | None  # flops / GPU busy / mfu peak
+    mfu_dtype: str | None  # the dtype with the most FLOPs, whose peak MFU uses
+    mfu_peak_flops_per_s: float | None
+    families: tuple[FamilyRate, ...]
+    groups: tuple[ShapeGroup, ...]  # largest total first
+    unmodelled: tuple[Unmodelled, ...]  # largest total first
+    unmodelled_ns: int
+    notes: tuple[str, ...]
+
+
+class Instances(msgspec.Struct, frozen=True):
+    """The counted op instances with time, for rules that look at order and strides."""
+
+    node: np.ndarray  # int64 op tree nodes, in start order
+    family: np.ndarray  # int8 index into perf_model.FAMILIES
+    time_ns: np.ndarray  # int64
+    flops: np.ndarray  # int64 per instance
+    dtype: list[str]
+    peak_share: np.ndarray  # float64 achieved / peak FLOP/s of the instance's group (nan: none)
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+
+NO_INSTANCES = Instances(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8),
+                         np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), [],
+                         np.zeros(0, dtype=np.float64))
+
+
+def empty(table: EventTable, has_gpu: bool, note: str) -> PerfModel:
+    name, peak = device_of(table.meta.device_properties)
+    return PerfModel(
+        time_source="gpu" if has_gpu else "cpu", device=name, peak=peak,
+        shapes_recorded=bool(table.inputs), ops=0, flops=0, bytes=0, time_ns=0,
+        flops_per_s=None, bytes_per_s=None, gpu_busy_ns=0, model_flops_utilization=None,
+        mfu_dtype=None, mfu_peak_flops_per_s=None, families=(), groups=(), unmodelled=(),
+        unmodelled_ns=0, notes=(note,))
+
+
+def analyze_roofline(table: EventTable, tree: OpTree, gpu: GpuActivity) -> PerfModel:
+    """Per-op and per-shape rates of ``table``; costs nothing without recorded shapes."""
+    return measure(table, tree, gpu)[0]
+
+
+def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfModel, Instances]:
+    """The perf model and the instances it counted."""
+    has_gpu = len(gpu) > 0
+    if not table.inputs:
+        return empty(table, has_gpu, "no input shapes in the trace (record_shapes=False): "
+                                     "FLOPs and bytes not modelled"), NO_INSTANCES
+    name_ids = table.name[tree.row]
+    modelled_ids = np.array([i for i, n in enumerate(table.names) if n in MODELS],
+                            dtype=name_ids.dtype)
+    candidates = np.flatnonzero(np.isin(name_ids, modelled_ids))
+    costs: dict[int, Cost] = {}
+    keys: dict[int, tuple[int, RecordedInputs]] = {}
+    cache: dict[tuple[int, RecordedInputs], Cost | None] = {}
+    no_shapes: list[int] = []
+    misfit: list[int] = []
+    for node in candidates.tolist():
+        row = int(tree.row[node])
+        raw = table.inputs.get(row)
+        if raw is None:
+            no_shapes.append(node)
+            continue
+        key = (int(name_ids[node]), raw)
+        if key not in cache:
+            cache[key] = op_cost(table.names[key[0]], table.op_inputs(row))
+        cost = cache[key]
+        if cost is None:
+            misfit.append(node)
+            continue
+        costs[node] = cost
+        keys[node] = key
+
+    n = len(tree)
+    counted = _counted(n, costs, tree.parent)
+    owner_of_node = nearest_self_or_ancestor(counted, tree.parent) if n else \
+        np.zeros(0, dtype=np.int64)
+
+    if has_gpu:
+        time_ns, tf32, unmod = _gpu_time(table, tree, gpu, owner_of_node)
+    else:
+        time_ns = _cpu_time(tree, counted, owner_of_node)
+        tf32 = np.zeros(n, dtype=bool)
+        unmod = _cpu_unmodelled(table, tree, owner_of_node)
+
+    name, peak = device_of(table.meta.device_properties)
+    notes: list[str] = []
+    if has_gpu and peak is None:
+        notes.append(f"device {name!r} is not in the peak table: rates without % of peak"
+                     if name else "no deviceProperties: rates without % of peak")
+    counted_nodes = np.flatnonzero(counted & (time_ns > 0))
+    idle = int((counted & (time_ns == 0)).sum())
+    if idle:
+        notes.append(f"{idle} modelled op instances ran no GPU work (CPU-side tensors): "
+                     f"left out" if has_gpu else f"{idle} modelled ops took no time: left out")
+    groups = _groups(table, tree, counted_nodes, costs, keys, time_ns, tf32, peak)
+    unmodelled = _unmodelled(table, tree, unmod, no_shapes, misfit)
+
+    flops = sum(g.flops * g.count for g in groups)
+    nbytes = sum(g.bytes * g.count for g in groups)
+    total = sum(g.total_ns for g in groups)
+    busy = _gpu_busy(table, gpu) if has_gpu else 0
+    by_dtype: dict[str, int] = {}
+    for g in groups:
+        if g.family in MATRIX_FAMILIES:
+            by_dtype[g.dtype] = by_dtype.get(g.dtype, 0) + g.flops * g.count
+    mfu_dtype = max(by_dtype, key=by_dtype.__getitem__) if by_dtype else None
+    mfu_peak = None
+    if peak is not None and mfu_dtype is not None:
+        mfu_peak = compute_peak(peak, mfu_dtype, True,
+                                any(g.tf32 for g in groups if g.dtype == mfu_dtype))
+    mfu = flops / (busy * 1e-9) / mfu_peak if mfu_peak and busy > 0 else None
+    model = PerfModel(
+        time_source="gpu" if has_gpu else "cpu", device=name, peak=peak, shapes_recorded=True,
+        ops=sum(g.count for g in groups), flops=flops, bytes=nbytes, time_ns=total,
+        flops_per_s=_rate(flops, total), bytes_per_s=_rate(nbytes, total), gpu_busy_ns=busy,
+        model_flops_utilization=mfu, mfu_dtype=mfu_dtype, mfu_peak_flops_per_s=mfu_peak,
+        families=_families(groups, peak), groups=groups, unmodelled=unmodelled,
+        unmodelled_ns=sum(u.total_ns for u in unmodelled), notes=tuple(notes))
+    return model, _instances(tree, counted_nodes, costs, time_ns, peak, tf32)
+
+
+def _instances(tree: OpTree, nodes: np.ndarray, costs: dict[int, Cost], time_ns: np.ndarray,
+               peak: DevicePeak | None, tf32: np.ndarray) -> Instances:
+    order = nodes[np.argsort(tree.start_ns[nodes], kind="stable")]
+    cs = [costs[int(n)] for n in order.tolist()]
+    t = time_ns[order]
+    flops = np.array([c.flops for c in cs], dtype=np.int64)
+    share = np.full(len(order), np.nan)
+    if peak is not None:
+        for i, (c, node) in enumerate(zip(cs, order.tolist(), strict=True)):
+            pk = compute_peak(peak, c.dtype, c.family in MATRIX_FAMILIES, bool(tf32[node]))
+            if pk and t[i] > 0:
+                share[i] = c.flops / (t[i] * 1e-9) / pk
+    return Instances(order, np.array([FAMILIES.index(c.family) for c in cs], dtype=np.int8),
+                     t, flops, [c.dtype for c in cs], share)
+
+
+def _rate(amount: int, ns: int) -> float | None:
+    return amount / (ns * 1e-9) if ns > 0 else None
+
+
+def _counted(n: int, costs: dict[int, Cost], parent: np.ndarray) -> np.ndarray:
+    """The costed nodes with no costed node of their own family below them.
+
+    ``aten::linear`` > ``aten::addmm``: the addmm counts (the op nearest the kernels);
+    ``aten::convolution`` > ``aten::add_`` (the bias): both count, each for its own
+    kernels, since neither models the other's work.
+    """
+    counted = np.zeros(n, dtype=bool)
+    nodes = np.fromiter(costs.keys(), dtype=np.int64, count=len(costs))
+    family = np.array([FAMILIES.index(c.family) for c in costs.values()], dtype=np.int64)
+    for f in np.unique(family).tolist():
+        marked = np.zeros(n, dtype=bool)
+        marked[nodes[family == f]] = True
+        counted |= marked & ~_has_marked_descendant(marked, parent)
+    return counted
+
+
+def _cpu_time(tree: OpTree, counted: np.ndarray, owner_of_node: np.ndarray) -> np.ndarray:
+    """A counted op's duration less that of the counted ops nested in it (a CPU trace)."""
+    dur = (tree.end_ns - tree.start_ns).astype(np.int64)
+    time_ns = np.where(counted, dur, 0)
+    inner = np.flatnonzero(counted & (tree.parent >= 0))
+    outer = owner_of_node[tree.parent[inner]]
+    keep = outer >= 0
+    if keep.any():
+        time_ns = time_ns - np.rint(np.bincount(outer[keep], weights=dur[inner[keep]],
+                                                minlength=len(dur))).astype(np.int64)
+    return np.maximum(time_ns, 0)
+
+
+def _has_marked_descendant(marked: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """For every node, whether some node strictly below it is marked (climbs once per level,
+    stopping where an ancestor is already known to have one)."""
+    has = np.zeros(len(marked), dtype=bool)
+    cur = parent[np.flatnonzero(marked)]
+    while len(cur):
+        cur = cur[cur >= 0]
+        cur = np.unique(cur[~has[cur]])
+        has[cur] = True
+        cur = parent[cur]
+    return has
+
+
+def _gpu_time(table: EventTable, tree: OpTree, gpu: GpuActivity, owner_of_node: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[int, int]]]:
+    """GPU time per counted node, whether its kernels say tf32, and the activity under no
+    counted op by launching op node: node -> (activities, ns)."""
+    n = len(tree)
+    dur = table.dur_ns[gpu.row]
+    linked = gpu.node >= 0
+    owner = np.full(len(gpu), -1, dtype=np.int64)
+    if n:
+        owner[linked] = owner_of_node[gpu.node[linked]]
+    mine = owner >= 0
+    time_ns = np.rint(np.bincount(owner[mine], weights=dur[mine], minlength=n)).astype(np.int64)
+    names = table.name[gpu.row[mine]]
+    uniq, inverse = np.unique(names, return_inverse=True)
+    lut = np.array([bool(_TF32.search(table.names[int(u)])) for u in uniq], dtype=bool)
+    tf32 = np.zeros(n, dtype=bool)
+    if len(uniq):
+        tf32[owner[mine][lut[inverse.reshape(-1)]]] = True
+    rest = linked & ~mine & (gpu.op_node >= 0)
+    launcher = gpu.op_node[rest]
+    unmod: dict[int, tuple[int, int]] = {}
+    if len(launcher):
+        nodes, inv = np.unique(launcher, return_inverse=True)
+        counts = np.bincount(inv)
+        totals = np.rint(np.bincount(inv, weights=dur[rest])).astype(np.int64)
+        unmod = {int(nd): (int(c), int(s)) for nd, c, s in zip(nodes, counts, totals,
+                                                                 strict=True)}
+    return time_ns, tf32, unmod
+
+
+def _cpu_unmodelled(table: EventTable, tree: OpTree, owner_of_node: np.ndarray
+                    ) -> dict[int, tuple[int, int]]:
+    """On a CPU trace: top-level ops (no op above them) with no counted op inside or above.
+
+    Their own duration is the time no model explains.
+    """
+    from profiler_kit.trace.table import Cat
+
+    is_op = table.cat[tree.row] == Cat.CPU_OP
+    top = is_op & (np.where(tree.parent >= 0, tree.op_node[np.maximum(tree.parent, 0)], -1) < 0)
+    counted_below = _has_marked_descendant(owner_of_node == np.arange(len(tree)), tree.parent)
+    sel = np.flatnonzero(top & (owner_of_node < 0) & ~counted_below)
+    dur = tree.end_ns - tree.start_ns
+    return {int(s): (1, int(dur[s])) for s in sel.tolist()}
+
+
+def _gpu_busy(table: EventTable, gpu: GpuActivity) -> int:
+    """Union of GPU activity per device, summed over devices."""
+    busy = 0
+    dev = table.device[gpu.row]
+    for d in np.unique(dev).tolist():
+        rows = gpu.row[dev == d]
+        start = table.ts_ns[rows]
+        busy += intervals.length(start, start + table.dur_ns[rows])
+    return busy
+
+
+def _backward_nodes(table: EventTable, tree: OpTree) -> np.ndarray:
+    """Whether each node runs under an autograd backward node (``AddmmBackward0``, ...)."""
+    ids = table.name[tree.row]
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    lut = np.array([bool(_BACKWARD.search(table.names[int(u)])) for u in uniq], dtype=bool)
+    flag = lut[inverse.reshape(-1)] if len(uniq) else np.zeros(0, dtype=bool)
+    return nearest_self_or_ancestor(flag, tree.parent) >= 0
+
+
+def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, costs: dict[int, Cost],
+            keys: dict[int, tuple[int, RecordedInputs]], time_ns: np.ndarray,
+            tf32: np.ndarray, peak: DevicePeak | None) -> tuple[ShapeGroup, ...]:
+    acc: dict[tuple[int, bytes, bytes, bytes, bool], list] = {}
+    backward_of = _backward_nodes(table, tree)
+    for node in nodes.tolist():
+        name_id, raw = keys[node]
+        backward = bool(backward_of[node])
+        k = (name_id, raw.dims, raw.types, raw.concrete, backward)
+        entry = acc.get(k)
+        if entry is None:
+            acc[k] = [node, 1, int(time_ns[node]), bool(tf32[node])]
+        else:
+            entry[1] += 1
+            entry[2] += int(time_ns[node])
+            entry[3] = entry[3] or bool(tf32[node])
+    out = []
+    for (name_id, _d, _t, _c, backward), (node, count, total, uses_tf32) in acc.items():
+        cost = costs[node]
+        inputs = table.op_inputs(int(tree.row[node]))
+        out.append(_group(table.names[name_id], cost, inputs.dims, inputs.types,
+                          inputs.concrete, backward, count, total, uses_tf32, peak))
+    out.sort(key=lambda g: (-g.total_ns, g.op))
+    return tuple(out)
+
+
+def _group(op: str, cost: Cost, dims: list, types: list, args: list, backward: bool,
+           count: int, total: int, uses_tf32: bool, peak: DevicePeak | None) -> ShapeGroup:
+    fps = _rate(cost.flops * count, total)
+    bps = _rate(cost.bytes * count, total)
+    intensity = cost.flops / cost.bytes if cost.bytes else None
+    matrix = cost.family in MATRIX_FAMILIES
+    pk = compute_peak(peak, cost.dtype, matrix, uses_tf32) if peak is not None else None
+    bound = None
+    if pk and peak is not None and intensity is not None:
+        bound = "compute" if intensity >= pk / peak.memory_bytes_per_s else "memory"
+    elif peak is not None and cost.flops == 0:
+        bound = "memory"
+    return ShapeGroup(
+        op=op, family=cost.family, dtype=cost.dtype, input_dims=dims, input_types=types,
+        arguments=args, backward=backward, count=count, total_ns=total,
+        mean_ns=total / count if count else 0.0, flops=cost.flops,
+        bytes=cost.bytes, flops_per_s=fps, bytes_per_s=bps, intensity_flops_per_byte=intensity,
+        bound=bound, peak_flops_per_s=pk,
+        compute_peak_share=fps / pk if fps is not None and pk and cost.flops else None,
+        memory_peak_share=bps / peak.memory_bytes_per_s if bps is not None and peak else None,
+        tf32=uses_tf32 and cost.dtype == "fp32" and matrix)
+
+
+def _families(groups: tuple[ShapeGroup, ...], peak: DevicePeak | None) -> tuple[FamilyRate, ...]:
+    out = []
+    for family in FAMILIES:
+        mine = [g for g in groups if g.family == family]
+        if not mine:
+            continue
+        flops = sum(g.flops * g.count for g in mine)
+        nbytes = sum(g.bytes * g.count for g in mine)
+        total = sum(g.total_ns for g in mine)
+        attainable = sum(g.total_ns * 1e-9 * g.peak_flops_per_s for g in mine
+                         if g.peak_flops_per_s)
+        out.append(FamilyRate(
+            family=family, count=sum(g.count for g in mine), total_ns=total, flops=flops,
+            bytes=nbytes, flops_per_s=_rate(flops, total), bytes_per_s=_rate(nbytes, total),
+            compute_peak_share=flops / attainable if attainable and flops else None,
+            memory_peak_share=(nbytes / (total * 1e-9) / peak.memory_bytes_per_s
+                               if peak is not None and total else None)))
+    out.sort(key=lambda f: -f.total_ns)
+    return tuple(out)
+
+
+def _unmodelled(table: EventTable, tree: OpTree, unmod: dict[int, tuple[int, int]],
+                no_shapes: list[int], misfit: list[int]) -> tuple[Unmodelled, ...]:
+    missing = set(no_shapes)
+    odd = set(misfit)
+    by: dict[tuple[str, str], list[int]] = {}
+    for node, (count, total) in unmod.items():
+        name = table.names[int(table.name[tree.row[node]])]
+        reason = ("shapes not recorded" if node in missing else
+                  "shapes do not fit the model" if node in odd else "no model")
+        entry = by.setdefault((name, reason), [0, 0])
+        entry[0] += count
+        entry[1] += total
+    out = [Unmodelled(op=n, count=c, total_ns=t, reason=r) for (n, r), (c, t) in by.items()]
+    out.sort(key=lambda u: (-u.total_ns, u.op))
+    return tuple(out)

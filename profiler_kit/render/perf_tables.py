@@ -1,0 +1,103 @@
+"""The perf model's rows as text, shared by the console and Markdown renderers. Formats only."""
+
+from __future__ import annotations
+
+from profiler_kit.analysis.roofline import PerfModel, ShapeGroup
+from profiler_kit.render import units
+
+
+def rate_unit(perf: PerfModel) -> str:
+    """TFLOP/s on a GPU trace, GFLOP/s on a CPU trace (numbers are printed in this unit)."""
+    return "GFLOP/s" if perf.time_source == "cpu" else "TFLOP/s"
+
+
+def flop_rate(perf: PerfModel, per_s: float | None, with_unit: bool = True) -> str:
+    if per_s is None:
+        return "-"
+    scale = 1e9 if perf.time_source == "cpu" else 1e12
+    return f"{per_s / scale:.3g}" + (f" {rate_unit(perf)}" if with_unit else "")
+
+
+def bw_unit(perf: PerfModel) -> str:
+    return "GB/s" if perf.time_source == "cpu" else "TB/s"
+
+
+def bandwidth(perf: PerfModel, per_s: float | None) -> str:
+    scale = 1e9 if perf.time_source == "cpu" else 1e12
+    return "-" if per_s is None else f"{per_s / scale:.3g}"
+
+
+def family_header(perf: PerfModel) -> tuple[str, ...]:
+    return ("class", "count", "time", "FLOPs", rate_unit(perf), bw_unit(perf), "% peak FLOP/s",
+            "% peak BW")
+
+
+def group_header(perf: PerfModel) -> tuple[str, ...]:
+    return ("op", "dtype, input shapes", "count", "total", "mean", rate_unit(perf), bw_unit(perf),
+            "FLOP/B", "bound: % of peak")
+
+
+def summary_lines(perf: PerfModel) -> list[str]:
+    """What was modelled, on which peaks, and the whole-trace figures."""
+    if not perf.shapes_recorded:
+        return ["Perf model: no input shapes in the trace (profile with record_shapes=True)."]
+    where = "GPU time of each op's kernels" if perf.time_source == "gpu" else \
+        "CPU time of each op"
+    lines = [f"Perf model: {perf.ops:,} op instances modelled, "
+             f"{units.count(perf.flops, 'FLOP')} and {units.count(perf.bytes, 'B')} in "
+             f"{units.duration(perf.time_ns)} ({where}): {flop_rate(perf, perf.flops_per_s)}, "
+             f"{units.decimal_rate(perf.bytes_per_s, 'B')}."]
+    p = perf.peak
+    if p is not None:
+        matrix = ", ".join(f"{k} {units.decimal_rate(v, 'FLOP')}"
+                           for k, v in p.matrix_flops_per_s.items())
+        lines.append(f"Peaks of {p.name} (dense, from the datasheet): {matrix}; vector fp32 "
+                     f"{units.decimal_rate(p.fp32_flops_per_s, 'FLOP')}; memory "
+                     f"{units.decimal_rate(p.memory_bytes_per_s, 'B')}.")
+    if perf.model_flops_utilization is not None:
+        lines.append(f"Model FLOP utilization: {units.percent(perf.model_flops_utilization)} "
+                     f"(modelled FLOPs / GPU busy {units.duration(perf.gpu_busy_ns)} / "
+                     f"{perf.mfu_dtype} peak "
+                     f"{units.decimal_rate(perf.mfu_peak_flops_per_s, 'FLOP')}).")
+    if perf.unmodelled:
+        top = ", ".join(f"{u.op} {units.duration(u.total_ns)}" for u in perf.unmodelled[:4])
+        what = "GPU time" if perf.time_source == "gpu" else "CPU time"
+        lines.append(f"Without a model: {units.duration(perf.unmodelled_ns)} of {what} "
+                     f"({top}{', …' if len(perf.unmodelled) > 4 else ''}).")
+    lines += [f"note: {n}" for n in perf.notes]
+    return lines
+
+
+def family_rows(perf: PerfModel) -> list[tuple[str, ...]]:
+    return [(f.family, f"{f.count:,}", units.duration(f.total_ns), units.count(f.flops, "FLOP"),
+             flop_rate(perf, f.flops_per_s, False), bandwidth(perf, f.bytes_per_s),
+             units.percent(f.compute_peak_share), units.percent(f.memory_peak_share))
+            for f in perf.families]
+
+
+def shapes(g: ShapeGroup) -> str:
+    """The dtype and the tensor inputs' shapes, compact: ``bf16 [141,512] [512,512]``."""
+    out = [g.dtype]
+    for d, t in zip(g.input_dims, g.input_types, strict=False):
+        if isinstance(d, list) and all(isinstance(x, int) for x in d) and t not in (
+                "", "Scalar", "ScalarList", "TensorList"):
+            out.append("[" + ",".join(str(x) for x in d) + "]")
+    return " ".join(out)
+
+
+def group_rows(perf: PerfModel, top: int) -> list[tuple[str, ...]]:
+    rows = []
+    for g in perf.groups[:top]:
+        if g.bound == "memory":
+            bound = f"memory: {units.percent(g.memory_peak_share)} BW"
+        elif g.bound == "compute":
+            bound = f"compute: {units.percent(g.compute_peak_share)}"
+        else:
+            bound = "-"
+        rows.append((
+            g.op + (" (bwd)" if g.backward else ""), shapes(g), f"{g.count:,}",
+            units.duration(g.total_ns), units.duration(g.mean_ns),
+            flop_rate(perf, g.flops_per_s, False), bandwidth(perf, g.bytes_per_s),
+            f"{g.intensity_flops_per_byte:.3g}" if g.intensity_flops_per_byte is not None
+            else "-", bound))
+    return rows
