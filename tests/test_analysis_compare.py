@@ -77,3 +77,22 @@ def test_files_named_directly_keep_their_own_name():
     paths = [Path("tests/data/a100_alexnet.json.gz"), Path("elsewhere/run/x.pt.trace.json")]
     assert label_traces(paths, [True, True]) == ["a100_alexnet", "x"]
     assert label_traces(paths, [True, False]) == ["a100_alexnet", "run"]
+
+
+def test_achieved_flops_and_mfu_per_trace_h100_against_mi300():
+    """The same BERT-small inference on H100 and MI300X: modelled FLOPs per second of GPU
+    busy time, and model FLOP utilization against each part's bf16 dense peak."""
+    from profiler_kit.trace.loader import load
+
+    data = Path(__file__).parent / "data"
+    runs = [analyze_table(load(data / f"{gpu}_bert_small.json.gz"), label=gpu)
+            for gpu in ("h100", "mi300")]
+    c = compare(runs)
+    achieved = _metric(c, "modelled_flops_per_s")
+    mfu = _metric(c, "model_flops_utilization")
+    for i, a in enumerate(runs):
+        assert a.perf.flops == runs[0].perf.flops  # same model, same shapes
+        assert achieved.values[i] == a.perf.flops / (a.perf.gpu_busy_ns * 1e-9)
+        peak = {"h100": 989.5e12, "mi300": 1307.4e12}[a.label]
+        assert mfu.values[i] == pytest.approx(achieved.values[i] / peak)
+    assert achieved.unit == "FLOP/s" and achieved.best == 0  # H100 is busy for less time

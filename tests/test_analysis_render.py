@@ -114,3 +114,23 @@ def test_every_json_field_is_documented(analyses):
     text = (Path(__file__).parent.parent / "docs" / "analysis-json.md").read_text()
     missing = sorted(k for k in _keys(doc, set()) if f"`{k}`" not in text)
     assert not missing, f"fields missing from docs/analysis-json.md: {missing}"
+
+
+def test_perf_model_in_every_format():
+    """ViT on H100 (shapes recorded): summary, rate per class and the per-shape table."""
+    vit = api.analyze([DATA / "h100_vit_image_classification.json.gz"])
+    perf = vit[0].perf
+    text = _console_text(vit, None, 120)
+    assert max(len(line) for line in text.splitlines()) <= 120
+    assert f"Perf model: {perf.ops:,} op instances modelled" in text
+    assert "Peaks of H100 SXM" in text
+    assert f"Model FLOP utilization: {100 * perf.model_flops_utilization:.1f} %" in text
+    assert "Achieved rate by class" in text and "Ops by input shape" in text
+    top = perf.groups[0]
+    assert f"{top.flops_per_s / 1e12:.3g}" in text
+    md = analysis_markdown.render(vit)
+    assert "### Perf model" in md and "| `aten::addmm` | bf16 [768] [788,768] [768,768] |" in md
+    doc = json.loads(analysis_json.dumps(vit, None))
+    groups = doc["traces"][0]["perf"]["groups"]
+    assert groups[0]["op"] == top.op and groups[0]["flops"] == top.flops
+    assert doc["traces"][0]["perf"]["peak"]["name"] == "H100 SXM"

@@ -51,6 +51,16 @@ def _peak(a: TraceAnalysis, field: str) -> Value:
     return max(values) if values else None
 
 
+def _achieved_flops(a: TraceAnalysis) -> Value:
+    """Modelled FLOPs per second of GPU busy time (of modelled op time on a CPU trace)."""
+    p = a.perf
+    if not p.ops:
+        return None
+    if p.time_source == "gpu":
+        return p.flops / (p.gpu_busy_ns * 1e-9) if p.gpu_busy_ns else None
+    return p.flops_per_s
+
+
 _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...] = (
     ("step_median_ns", "step time (median)", "ns", "lower", _step),
     ("gpu_busy_ns", "GPU busy", "ns", "lower", _gpu(lambda a: a.timeline.busy_ns)),
@@ -68,6 +78,10 @@ _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...
      _gpu(lambda a: sum(d.exposed_communication_ns for d in a.timeline.devices))),
     ("low_precision_share", "GEMM+conv in fp16/bf16", "fraction", "higher",
      _gpu(lambda a: a.precision.low_precision_share)),
+    ("modelled_flops_per_s", "achieved FLOP/s (modelled ops)", "FLOP/s", "higher",
+     _achieved_flops),
+    ("model_flops_utilization", "model FLOP utilization", "fraction", "higher",
+     lambda a: a.perf.model_flops_utilization),
     ("kernels", "GPU kernels launched", "count", "lower",
      _gpu(lambda a: sum(k.count for k in a.kernels if k.category == "kernel"))),
     ("peak_allocated_bytes", "peak memory allocated", "bytes", "lower",

@@ -62,6 +62,8 @@ def value(v: float | int | str | None, unit: str) -> str:
         return units.percent(v)
     if unit == "count":
         return f"{int(v):,}"
+    if unit == "FLOP/s":
+        return units.decimal_rate(v, "FLOP")
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
