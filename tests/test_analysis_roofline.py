@@ -13,8 +13,8 @@ import pytest
 from profiler_kit.analysis.attribution import attribute_gpu
 from profiler_kit.analysis.device_peaks import compute_peak, match_device
 from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.report import analyze_table
 from profiler_kit.analysis.roofline import analyze_roofline
+from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"
