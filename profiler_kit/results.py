@@ -255,7 +255,9 @@ class RunResult(msgspec.Struct, frozen=True):
 
     @property
     def tensorboard_command(self) -> str:
-        return f"tensorboard --logdir {shlex.quote(str(self.run_dir))}"
+        """The command that shows this run's traces: ``profkit tensorboard`` checks that the
+        PyTorch profiler plugin is there (plain ``tensorboard`` may lack it) and opens it."""
+        return f"profkit tensorboard {shlex.quote(str(self.run_dir))}"
 
     def to_json(self) -> dict[str, Any]:
         """run.json's document; ``skipped``, ``failed`` and ``tensorboard_command`` are

@@ -57,7 +57,7 @@ def test_user_scenario_file_runs_like_a_builtin(capsys, tmp_path) -> None:
     example = HERE.parent / "examples" / "my_scenario.py"
     assert main(["run", str(example), "--out", str(tmp_path), "--batch-size", "4", *QUICK]) == 0
     out = capsys.readouterr().out
-    assert "channels_last" in out and "tensorboard --logdir" in out
+    assert "channels_last" in out and "profkit tensorboard" in out
 
 
 @pytest.mark.slow
@@ -107,8 +107,8 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
         assert s["hotspots"]["convolution"] > 0
     assert doc["strategies"][0]["speedup"] == pytest.approx(1.0)
     summary = (run_dir / "summary.md").read_text()
-    assert "threads+amp" in summary and "tensorboard --logdir" in summary
-    assert f"tensorboard --logdir {run_dir}" in " ".join(out.split())
+    assert "threads+amp" in summary and "profkit tensorboard" in summary
+    assert f"profkit tensorboard {run_dir}" in " ".join(out.split())
 
 
 def test_list_shows_every_scenario_with_strategies_params_and_needs(capsys) -> None:

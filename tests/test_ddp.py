@@ -141,7 +141,7 @@ def test_same_command_runs_under_torchrun(tmp_path: Path) -> None:
         env={**os.environ, "COLUMNS": "120"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("tensorboard --logdir") == 1, "only rank 0 prints"
+    assert done.stdout.count("profkit tensorboard") == 1, "only rank 0 prints"
     (run_dir,) = (tmp_path / "ddp").iterdir()
     record = json.loads((run_dir / "run.json").read_text())
     (w2,) = record["strategies"]

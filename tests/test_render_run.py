@@ -59,7 +59,7 @@ def test_results_table_highlights_the_best_and_flags_noise() -> None:
     assert "skipped streams: needs CUDA; this machine has none" in out
     assert "failed broken: RuntimeError: out of memory" in out
     assert "convolution" in out and "50.0 %" in out
-    assert "tensorboard --logdir traces/concurrent/20260101-000000-abcd" in out
+    assert "profkit tensorboard traces/concurrent/20260101-000000-abcd" in out
     assert "3 MiB" in out
 
 
@@ -94,7 +94,7 @@ def test_summary_markdown_has_every_statistic_and_the_tensorboard_command() -> N
     assert "| strategy | n | median | IQR | mean | p50 | p75 | p90 | p95 | min | max" in md
     assert "**sequential** (best)" in md and "| 300 ns |" in md
     assert "skipped `streams`: needs CUDA" in md
-    assert "tensorboard --logdir traces/concurrent/20260101-000000-abcd" in md
+    assert "profkit tensorboard traces/concurrent/20260101-000000-abcd" in md
     assert "profkit run concurrent" in md
 
 
