@@ -1,102 +1,141 @@
-"""The package's import graph: no cycles (lazy imports included), and the layer rules.
+"""The layers of docs/architecture.md, enforced on the source: which package may import which,
+and no import cycles (imports inside functions count; ``if TYPE_CHECKING:`` blocks do not).
 
-Reads the source with ``ast`` (nothing is imported): every ``import`` anywhere in a
-module counts, except under ``if TYPE_CHECKING:``. Importing ``a.b.c`` counts as an
-edge to ``a.b.c`` only, not to the packages above it, whose ``__init__`` Python runs
-first but which import nothing back here.
+The graph is read from the source with ``ast``, so nothing is imported and every module is
+covered, including the ones a test run never loads.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCES = {"profiler_kit": ROOT / "profiler_kit", "profiler_kit.scenarios": ROOT / "scenarios"}
+import pytest
 
-# layer (a package prefix) -> what it must never import (prefixes), from DESIGN.md "Layout"
-NEVER = {
-    "profiler_kit.trace": ("torch", "profiler_kit.analysis", "profiler_kit.render",
-                           "profiler_kit.measure"),
-    "profiler_kit.analysis": ("torch", "profiler_kit.render", "profiler_kit.measure"),
-    "profiler_kit.ddp_benchmark": ("torch", "profiler_kit.measure"),
-    "profiler_kit.render": ("torch", "profiler_kit.measure"),
-    "profiler_kit.measure": ("profiler_kit.render",),
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "profiler_kit"
+TORCH = ("torch", "torchvision")
+
+# layer -> layers (or top-level modules) it may import from profiler_kit; third-party
+# imports are free except torch, which only the measuring side and the scenarios load.
+# ("__init__" is the package root, which holds only the version.)
+MAY_IMPORT: dict[str, set[str]] = {
+    "trace": {"trace", "errors"},
+    "analysis": {"analysis", "trace", "errors"},
+    "ddp_benchmark": {"ddp_benchmark", "results", "errors", "artifacts", "__init__"},
+    "render": {"render", "analysis", "results", "ddp_benchmark", "scenario_info", "errors",
+               "trace", "__init__"},
 }
-# torch-free contracts: what readers of run.json and `profkit list` import
-TORCH_FREE = ("profiler_kit.scenario", "profiler_kit.results", "profiler_kit.errors",
-              "profiler_kit.artifacts", "profiler_kit.scenario_info",
-              "profiler_kit.measure.distributed")
+NEVER_TORCH = {"trace", "analysis", "ddp_benchmark", "render", "results", "scenario",
+               "errors", "artifacts", "scenario_info", "cli", "api", "commands"}
+# what workloads import from the launcher stays light: torch is imported by the workload
+TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
+NEVER_RENDER = {"trace", "analysis", "ddp_benchmark", "measure", "results", "scenario",
+                "errors", "artifacts", "scenario_info"}
 
 
-def modules() -> dict[str, Path]:
+def _modules() -> dict[str, Path]:
+    """Every module of the package, scenarios included (installed as profiler_kit.scenarios)."""
     found: dict[str, Path] = {}
-    for prefix, folder in SOURCES.items():
-        for path in folder.rglob("*.py"):
-            parts = list(path.relative_to(folder).with_suffix("").parts)
+    for base, prefix in ((ROOT / PACKAGE, PACKAGE), (ROOT / "scenarios", f"{PACKAGE}.scenarios")):
+        for path in sorted(base.rglob("*.py")):
+            parts = list(path.relative_to(base).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
-            name = ".".join([prefix, *parts])
-            if name == "profiler_kit.scenarios" and path.parent == SOURCES["profiler_kit"]:
-                continue
-            found[name] = path
+            found[".".join([prefix, *parts])] = path
     return found
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
+MODULES = _modules()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            yield from (n for child in node.orelse for n in _imports_in(child))
+def _import_nodes(tree: ast.AST):
+    """Import statements anywhere in the tree except under ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
             continue
-        yield from _imports_in(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
-def _imports_in(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        yield node
-    else:
-        yield from _imports(node)
+def _resolve(name: str) -> str:
+    """The longest known module that ``name`` names or lies in (a package's attribute)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
 
 
-def imported(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules ``name`` imports: known modules, or the top-level name of others."""
+def imports_of(module: str) -> set[str]:
+    """Fully qualified names that ``module`` imports (modules of ours resolved to modules)."""
+    path = MODULES[module]
     is_package = path.name == "__init__.py"
-    out: set[str] = set()
-    for node in _imports(ast.parse(path.read_text(), str(path))):
+    names: set[str] = set()
+    for node in _import_nodes(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
+            names.update(alias.name for alias in node.names)
             continue
         base = node.module or ""
         if node.level:
-            package = name if is_package else name.rpartition(".")[0]
-            for _ in range(node.level - 1):
-                package = package.rpartition(".")[0]
-            base = f"{package}.{base}" if base else package
+            anchor = module.split(".")
+            anchor = anchor if is_package else anchor[:-1]
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join([*anchor, base]) if base else ".".join(anchor)
         for alias in node.names:
-            sub = f"{base}.{alias.name}"
-            out.add(sub if sub in known else base)
-    return out
+            full = f"{base}.{alias.name}"
+            names.add(full if full in MODULES else base)
+    return {(_resolve(n) or n) if n.startswith(PACKAGE) else n for n in names}
 
 
-def graph() -> dict[str, set[str]]:
-    found = modules()
-    known = set(found)
-    return {name: imported(name, path, known) for name, path in found.items()}
+GRAPH = {m: {i for i in imports_of(m) if i in MODULES and i != m} for m in MODULES}
 
 
-def _within(module: str, prefix: str) -> bool:
-    return module == prefix or module.startswith(prefix + ".")
+def layer(module: str) -> str:
+    """The layer a module belongs to: the first name below ``profiler_kit``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
 
 
-def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan), or self-imports."""
+def test_the_source_is_found():
+    assert f"{PACKAGE}.trace.loader" in MODULES
+    assert f"{PACKAGE}.scenarios.concurrent" in MODULES
+    assert any(layer(m) == "measure" for m in MODULES)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer(m) in NEVER_TORCH
+                                          or m in TORCH_FREE_MODULES))
+def test_torch_free_layers_never_import_torch(module):
+    bad = sorted(i for i in imports_of(module) if i.split(".")[0] in TORCH)
+    assert not bad, f"{module} ({layer(module)} layer) imports {bad}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer(m) in NEVER_RENDER))
+def test_only_commands_and_api_import_render(module):
+    bad = sorted(i for i in GRAPH[module] if layer(i) == "render")
+    assert not bad, f"{module} ({layer(module)} layer) imports the renderers {bad}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer(m) in MAY_IMPORT))
+def test_layers_import_only_what_they_may(module):
+    allowed = MAY_IMPORT[layer(module)]
+    bad = sorted(i for i in GRAPH[module] if layer(i) not in allowed)
+    assert not bad, f"{module} ({layer(module)} layer) may import only {sorted(allowed)}: {bad}"
+
+
+def test_commands_are_listed_by_the_cli_and_never_import_it():
+    assert not [m for m in MODULES if layer(m) == "commands" and f"{PACKAGE}.cli" in GRAPH[m]]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -107,9 +146,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in edges.get(v, ()):
-            if w not in edges:
-                continue
+        for w in sorted(graph[v]):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -123,57 +160,31 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
                 component.append(w)
                 if w == v:
                     break
-            if len(component) > 1 or v in edges.get(v, ()):
+            if len(component) > 1:
                 found.append(sorted(component))
 
-    for v in sorted(edges):
+    for v in sorted(graph):
         if v not in index:
             visit(v)
     return found
 
 
-def test_the_walk_sees_lazy_imports_and_skips_type_checking_ones(tmp_path: Path) -> None:
-    source = tmp_path / "mod.py"
-    source.write_text(
+def test_no_import_cycles():
+    assert _cycles(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_imports_in_functions_count_and_type_checking_imports_do_not():
+    tree = ast.parse(
         "from typing import TYPE_CHECKING\n"
-        "from . import sibling\n"
-        "if TYPE_CHECKING:\n"
-        "    from profiler_kit.results import RunResult\n"
-        "else:\n"
-        "    import json\n"
-        "def f():\n"
-        "    from profiler_kit.measure import runner\n"
-    )
-    known = {"pkg.mod", "pkg.sibling", "profiler_kit.measure.runner"}
-    assert imported("pkg.mod", source, known) == {
-        "typing", "pkg.sibling", "json", "profiler_kit.measure.runner"}
-    edges = graph()
-    assert "profiler_kit.measure.runner" in edges["profiler_kit.api"]
-    assert "profiler_kit.scenarios.pipeline.workload" in edges["profiler_kit.scenarios.pipeline"]
-
-
-def test_no_import_cycles() -> None:
-    assert cycles(graph()) == []
-
-
-def test_a_cycle_is_found() -> None:
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-
-
-def test_layers_import_only_what_they_may() -> None:
-    broken = []
-    for module, targets in graph().items():
-        for layer, never in NEVER.items():
-            if not _within(module, layer):
-                continue
-            broken += [f"{module} -> {t}" for t in sorted(targets)
-                       if any(_within(t, n) for n in never)]
-        if any(module == m for m in TORCH_FREE) and "torch" in targets:
-            broken.append(f"{module} -> torch")
-    assert broken == []
-
-
-def test_commands_do_not_import_the_cli() -> None:
-    edges = graph()
-    assert [m for m, targets in edges.items()
-            if _within(m, "profiler_kit.commands") and "profiler_kit.cli" in targets] == []
+        "if TYPE_CHECKING:\n    import torch\n"
+        "def f():\n    import numpy\n    from . import sibling\n")
+    found = [(type(n).__name__, getattr(n, "module", None), n.names[0].name)
+             for n in _import_nodes(tree)]
+    assert sorted(found, key=str) == sorted([("ImportFrom", "typing", "TYPE_CHECKING"),
+                                             ("Import", None, "numpy"),
+                                             ("ImportFrom", None, "sibling")], key=str)
