@@ -48,7 +48,7 @@ def test_transposes_and_helpers_are_not_eligible_on_mi300():
     assert left_out and all(n.startswith("SubTensorOp") for n in left_out)
     assert sum(int(table.dur_ns[r]) for r in gpu.row[classed & ~eligible]) == p.excluded_ns
     assert all("transpose" not in n and "SubTensorOp" not in n for n, _ in p.fp32_simt_top)
-    assert a.gpu.ns("copy") >= raw_kernel_ns("mi300_resnet_act_checkpoint.json.gz",
+    assert a.trace_gpu.ns("copy") >= raw_kernel_ns("mi300_resnet_act_checkpoint.json.gz",
                                              lambda n: "transpose" in n)
     assert p.source == "mixed"  # ops with Input type, and kernels no op is linked to
     assert 0 < p.low_precision_share <= 1 and 0 < p.tensor_core_share <= 1

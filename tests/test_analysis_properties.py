@@ -41,14 +41,26 @@ def test_analysis_invariants_on_random_tables(evs, mem):
                                                      "computeMajor": 8, "warpSize": 32}])
     a = analyze_table(table)
     gpu_durs = [e.dur for e in evs if e.cat in (Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET)]
-    assert a.gpu.total_ns == sum(gpu_durs) == sum(c.total_ns for c in a.gpu.classes)
+    whole = a.trace_gpu
+    assert whole.total_ns == sum(gpu_durs) == sum(c.total_ns for c in whole.classes)
+    assert a.gpu.total_ns <= whole.total_ns  # the steps' share of it
     assert sum(k.count for k in a.kernels) == len(gpu_durs)
-    for d in a.timeline.devices:
-        assert 0 <= d.busy_ns <= d.window_ns
-        assert d.idle_ns == d.window_ns - d.busy_ns
-        assert d.multi_stream_ns <= d.busy_ns
-        assert 0 <= d.exposed_communication_ns <= d.communication_busy_ns
-    assert a.timeline.busy_ns <= sum(gpu_durs)
+    for tl in (a.timeline, a.trace_timeline):
+        for d in tl.devices:
+            assert 0 <= d.busy_ns <= d.window_ns
+            assert d.idle_ns == d.window_ns - d.busy_ns
+            assert d.multi_stream_ns <= d.busy_ns
+            assert 0 <= d.exposed_communication_ns <= d.communication_busy_ns
+        assert tl.busy_ns <= sum(gpu_durs)
+    for phases in (a.phases, a.trace_phases):
+        for p in phases.phases:
+            assert p.share_of_window is None or 0 <= p.share_of_window <= 1
+            assert p.gpu_share_of_window is None or 0 <= p.gpu_share_of_window <= 1
+            assert p.cpu_total_ns <= p.cpu_sum_ns
+    for launches in (a.launches, a.trace_launches):
+        for s in launches.streams:
+            assert s.idle_ns == s.host_wait_ns + s.kernel_wait_ns + s.other_wait_ns
+        assert launches.launched + launches.unlinked <= len(gpu_durs)
     cpu_durs = sum(e.dur for e in evs if e.cat == Cat.CPU_OP)
     assert 0 <= a.cpu.total_ns <= cpu_durs
     assert a.cpu.count == sum(1 for e in evs if e.cat == Cat.CPU_OP)

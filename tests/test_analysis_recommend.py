@@ -47,12 +47,35 @@ def test_fp32_matmul_rule_needs_tensor_core_gpu():
                                                                     device_properties=v100))
 
 
-def test_launch_bound_many_short_kernels():
-    short = [kernel("k", i * 20, 5) for i in range(rules.SHORT_KERNEL_MIN_COUNT)]
-    r = fired(make_table(short))["launch_bound"]
-    assert r.measured == 1.0
-    long = [kernel("k", i * 30_000, 20_000) for i in range(rules.SHORT_KERNEL_MIN_COUNT)]
-    assert "launch_bound" not in fired(make_table(long))
+def test_launch_bound_fires_on_measured_host_wait_and_launch_calls():
+    n = rules.LAUNCH_BOUND_MIN_LAUNCHES
+    # each kernel (5 ns) starts 5 ns after its launch call (10 ns) ends; the next call
+    # starts long after: the GPU waits on the host
+    starved = [op("aten::add", 0, n * 1000)]
+    for i in range(n):
+        starved += [launch(i * 1000, corr=i + 1, dur=10), kernel("k", i * 1000 + 15, 5, corr=i + 1)]
+    r = fired(make_table(starved))["launch_bound"]
+    assert r.measured >= rules.HOST_WAIT_SHARE and r.scope == "gpu:0"
+    ev = {e.label: e.value for e in r.evidence}
+    assert ev["median launch call (CPU)"] == 10 and ev["median kernel"] == 5
+    assert ev["median launch delay"] == 5
+    assert ev["idle waiting for launches (host wait)"] == (n - 1) * 995
+    # the same launches, queued ahead of long kernels: no host wait, no rule
+    fed = [op("aten::add", 0, n * 20)]
+    for i in range(n):
+        fed += [launch(i * 20, corr=i + 1, dur=10),
+                kernel("k", 100_000 + i * 20_000, 20_000, corr=i + 1)]
+    assert "launch_bound" not in fired(make_table(fed))
+
+
+def test_launch_bound_is_quiet_on_a_busy_gpu():
+    """MI300 ResNet: the GPU is hardly idle; the rule must not fire."""
+    from pathlib import Path
+
+    from profiler_kit.trace.loader import load
+
+    a = analyze_table(load(Path(__file__).parent / "data" / "mi300_resnet_act_checkpoint.json.gz"))
+    assert "launch_bound" not in {r.rule for r in a.recommendations}
 
 
 def test_memcpy_share():

@@ -32,7 +32,7 @@ def test_console_fits_the_width_and_shows_every_section(analyses, width):
     text = _console_text(analyses, compare(analyses), width)
     assert max(len(line) for line in text.splitlines()) <= width
     for heading in ("GPU timeline", "GPU time by class", "Top GPU kernels",
-                    "CPU ops by self time", "Phases (record_function)", "Recommendations",
+                    "CPU ops by self time", "Phases (record_function", "Recommendations",
                     "Memory", "Comparison (baseline: a100_ddp_nccl_rank0"):
         assert heading in text
     assert "GPU mostly idle [gpu:0]: 23.8 % < 50.0 % (low_gpu_utilization)" in text
@@ -134,3 +134,23 @@ def test_perf_model_in_every_format():
     groups = doc["traces"][0]["perf"]["groups"]
     assert groups[0]["op"] == top.op and groups[0]["flops"] == top.flops
     assert doc["traces"][0]["perf"]["peak"]["name"] == "H100 SXM"
+
+
+def test_steps_window_and_whole_trace_marks():
+    """The device-side step time leads; a trace without steps is marked in comparisons."""
+    steps, whole = api.analyze([DATA / "mi300_resnet_act_checkpoint.json.gz",
+                                DATA / "a100_alexnet.json.gz"])
+    c = compare([steps, whole])
+    assert c.windows == ("steps", "trace")
+    text = _console_text([steps, whole], c, 100)
+    assert "device-side median 19 ms" in text and "CPU-side median 16 ms" in text
+    assert "GPU timeline (steps: GPU work launched in the ProfilerStep# spans)" in text
+    assert "whole trace: busy 84 ms of 86.6 ms" in text
+    assert "a100_alexnet †" in text and "cover" in text and "the whole trace window" in text
+    assert "gpu:2: idle" in text and "launch delay median" in text
+    md = analysis_markdown.render([steps, whole], c)
+    assert "a100_alexnet †" in md and "cover the whole trace window" in md
+    assert "### GPU idle causes and kernel launches" in md
+    doc = analysis_json.document([steps, whole], c)
+    assert doc["comparison"]["windows"] == ["steps", "trace"]
+    assert [t["window"] for t in doc["traces"]] == ["steps", "trace"]

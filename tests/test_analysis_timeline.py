@@ -114,19 +114,34 @@ def test_empty_table_does_not_crash():
     assert s.source == "window" and s.median_ns == 0 and s.spread is None
 
 
-def test_phases_sum_cpu_and_gpu_spans_and_skip_steps():
+def _phases(t, window):
+    tree = build_op_tree(t)
+    return analyze_phases(t, tree, attribute_gpu(t, tree), window)
+
+
+def test_phases_are_unions_with_gpu_work_launched_inside_and_skip_steps():
     t = make_table([
         op("ProfilerStep#1", 0, 1000, cat=Cat.USER_ANNOTATION),
         op("forward", 0, 300, cat=Cat.USER_ANNOTATION),
         op("forward", 500, 200, cat=Cat.USER_ANNOTATION),
         op("backward", 300, 150, cat=Cat.USER_ANNOTATION),
+        op("allreduce", 600, 300, cat=Cat.USER_ANNOTATION, tid=2),  # async: overlapping
+        op("allreduce", 650, 300, cat=Cat.USER_ANNOTATION, tid=3),
+        launch(10, corr=1), launch(520, corr=2), launch(310, corr=3),
+        launch(10, corr=4, tid=2),  # another thread: not inside forward
+        kernel("k1", 100, 100, corr=1), kernel("k2", 150, 100, corr=2),  # overlap 50
+        kernel("k3", 400, 10, corr=3), kernel("k4", 900, 10, corr=4),
         kernel("forward", 10, 400, cat=Cat.GPU_USER_ANNOTATION),
     ])
-    ph = {p.name: p for p in analyze_phases(t, 1000).phases}
-    assert set(ph) == {"forward", "backward"}
-    assert (ph["forward"].count, ph["forward"].cpu_total_ns, ph["forward"].gpu_total_ns) == \
-        (2, 500, 400)
-    assert ph["backward"].share_of_window == 0.15
+    ph = {p.name: p for p in _phases(t, (0, 1000)).phases}
+    assert set(ph) == {"forward", "backward", "allreduce"}
+    fwd = ph["forward"]
+    assert (fwd.count, fwd.cpu_total_ns, fwd.gpu_total_ns, fwd.gpu_span_ns) == (2, 500, 150, 400)
+    assert ph["backward"].share_of_window == 0.15 and ph["backward"].gpu_total_ns == 10
+    ar = ph["allreduce"]
+    assert (ar.cpu_sum_ns, ar.cpu_total_ns) == (600, 350)  # the union, not the sum
+    clipped = {p.name: p for p in _phases(t, (0, 700)).phases}
+    assert clipped["allreduce"].cpu_total_ns == 100 and clipped["forward"].cpu_total_ns == 500
 
 
 def test_hotspots_per_device_when_several_gpus():

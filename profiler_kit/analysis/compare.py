@@ -34,6 +34,9 @@ class Comparison(msgspec.Struct, frozen=True):
     labels: tuple[str, ...]
     baseline: int
     metrics: tuple[Metric, ...]
+    # per trace, what its figures cover: "steps", or "trace" (no steps: the whole window,
+    # which renderers mark, since it is not comparable with a per-step median)
+    windows: tuple[str, ...] = ()
 
 
 def _step(a: TraceAnalysis) -> Value:
@@ -76,6 +79,11 @@ _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...
      _gpu(lambda a: sum(d.comm_compute_overlap_ns for d in a.timeline.devices))),
     ("exposed_communication_ns", "communication exposed", "ns", "lower",
      _gpu(lambda a: sum(d.exposed_communication_ns for d in a.timeline.devices))),
+    ("host_wait_ns", "GPU idle waiting for launches", "ns", "lower",
+     _gpu(lambda a: sum(d.host_wait_ns for d in a.launches.devices) if a.launches else None)),
+    ("launch_delay_p50_ns", "launch delay (median)", "ns", "lower",
+     _gpu(lambda a: a.launches.launch_delay.p50_ns
+          if a.launches and a.launches.launch_delay else None)),
     ("low_precision_share", "GEMM+conv in fp16/bf16", "fraction", "higher",
      _gpu(lambda a: a.precision.low_precision_share)),
     ("modelled_flops_per_s", "achieved FLOP/s (modelled ops)", "FLOP/s", "higher",
@@ -113,7 +121,8 @@ def compare(analyses: Sequence[TraceAnalysis], baseline: str | int | None = None
             key, label = f"cpu_{klass}_self_ns", f"CPU {klass} (self)"
         if any(v for v in values):
             metrics.append(_metric(key, label, "ns", "lower", values, base))
-    return Comparison(labels=labels, baseline=base, metrics=tuple(metrics))
+    return Comparison(labels=labels, baseline=base, metrics=tuple(metrics),
+                      windows=tuple(a.window for a in analyses))
 
 
 def _baseline_index(

@@ -14,7 +14,9 @@ activities on a stream is
 * kernel wait when it is shorter than ``KERNEL_WAIT_NS`` (back-to-back launch overhead);
 * other otherwise (waiting on an event, another stream, a synchronization...).
 
-A device's figures are the sums over its streams.
+A device's idle causes are the same rules on its whole timeline: each gap between its
+busy periods (no activity on any of its streams) is classed by the activity that ends
+it, so they add up to the device's idle time between its first and last activity.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class StreamLaunches(msgspec.Struct, frozen=True):
 
 
 class DeviceLaunches(msgspec.Struct, frozen=True):
-    """One device: idle causes summed over its streams, and its launch delays."""
+    """One device: the causes of its idle time (gaps between its busy periods), and its
+    launch delays."""
 
     device: int
     idle_ns: int
@@ -116,15 +119,14 @@ def analyze_launches(table: EventTable, gpu: GpuActivity,
     devices: list[DeviceLaunches] = []
     for dev in distinct(device).tolist():
         on_dev = device == dev
-        totals = np.zeros(4, dtype=np.int64)
         for st in distinct(stream[on_dev]).tolist():
             on = np.flatnonzero(on_dev & (stream == st))
-            s = _stream(int(dev), int(st), start[on], end[on], l_start[on], linked[on])
-            streams.append(s)
-            totals += (s.idle_ns, s.host_wait_ns, s.kernel_wait_ns, s.other_wait_ns)
+            streams.append(_stream(int(dev), int(st), start[on], end[on], l_start[on],
+                                   linked[on]))
+        on = np.flatnonzero(on_dev)
+        causes = _gaps(start[on], end[on], l_start[on], linked[on], union=True)
         devices.append(DeviceLaunches(
-            int(dev), *(int(x) for x in totals),
-            launch_delay=distribution(delay[on_dev & linked]),
+            int(dev), *causes, launch_delay=distribution(delay[on_dev & linked]),
         ))
     return Launches(
         launched=int(linked.sum()),
@@ -136,19 +138,32 @@ def analyze_launches(table: EventTable, gpu: GpuActivity,
     )
 
 
-def _stream(device: int, stream: int, start: np.ndarray, end: np.ndarray,
-            l_start: np.ndarray, linked: np.ndarray) -> StreamLaunches:
+def _gaps(start: np.ndarray, end: np.ndarray, l_start: np.ndarray, linked: np.ndarray,
+          union: bool) -> tuple[int, int, int, int]:
+    """Idle, host wait, kernel wait and other wait between activities in start order.
+
+    With ``union``, a gap runs from the end of everything before (the busy union) and only
+    positive gaps count; without, from the previous activity's end (HTA's per-stream sum).
+    """
     order = np.argsort(start, kind="stable")
     s, e, ls, lk = start[order], end[order], l_start[order], linked[order]
-    gap = s[1:] - e[:-1]
-    host = lk[1:] & (ls[1:] > e[:-1])
-    kernel = ~host & (gap < KERNEL_WAIT_NS)
-    other = ~host & ~kernel
-    q_max, q_mean = _queue(ls[lk], s[lk])
+    prev_end = np.maximum.accumulate(e)[:-1] if union else e[:-1]
+    gap = s[1:] - prev_end
+    count = gap > 0 if union else np.ones(len(gap), dtype=bool)
+    host = count & lk[1:] & (ls[1:] > prev_end)
+    kernel = count & ~host & (gap < KERNEL_WAIT_NS)
+    other = count & ~host & ~kernel
+    return (int(gap[count].sum()), int(gap[host].sum()), int(gap[kernel].sum()),
+            int(gap[other].sum()))
+
+
+def _stream(device: int, stream: int, start: np.ndarray, end: np.ndarray,
+            l_start: np.ndarray, linked: np.ndarray) -> StreamLaunches:
+    idle, host, kernel, other = _gaps(start, end, l_start, linked, union=False)
+    q_max, q_mean = _queue(l_start[linked], start[linked])
     return StreamLaunches(
-        device=device, stream=stream, activities=int(len(s)),
-        idle_ns=int(gap.sum()), host_wait_ns=int(gap[host].sum()),
-        kernel_wait_ns=int(gap[kernel].sum()), other_wait_ns=int(gap[other].sum()),
+        device=device, stream=stream, activities=int(len(start)),
+        idle_ns=idle, host_wait_ns=host, kernel_wait_ns=kernel, other_wait_ns=other,
         max_queue_length=q_max, mean_queue_length=q_mean,
     )
 

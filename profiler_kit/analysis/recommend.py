@@ -16,6 +16,7 @@ import numpy as np
 from profiler_kit.analysis import classify, intervals
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.launches import Launches
 from profiler_kit.analysis.memory import Memory
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.precision import Precision
@@ -27,9 +28,9 @@ from profiler_kit.trace.table import Cat, EventTable
 LOW_UTILIZATION = 0.5  # GPU busy / window below this
 LOW_PRECISION_ELIGIBLE = 0.10  # GEMM+conv share of GPU time above which precision matters
 LOW_PRECISION_SHARE = 0.5  # low-precision share of GEMM+conv time below this
-SHORT_KERNEL_NS = 10_000  # a kernel shorter than 10 µs is mostly launch overhead
-SHORT_KERNEL_SHARE = 0.5  # share of kernels that are short
-SHORT_KERNEL_MIN_COUNT = 100
+HOST_WAIT_SHARE = 0.2  # GPU idle waiting for launches / GPU window, above which launch-bound
+LAUNCH_BOUND_KERNEL_RATIO = 2.0  # median kernel at most this many median launch calls
+LAUNCH_BOUND_MIN_LAUNCHES = 100
 MEMCPY_SHARE = 0.10  # memcpy time / GPU activity time
 DATALOADER_SHARE = 0.10  # data-loader time / steps window
 EXPOSED_COMM_SHARE = 0.10  # communication not overlapped with computation / device window
@@ -79,6 +80,7 @@ def recommend(
     steps: Steps,
     precision: Precision,
     memory: Memory,
+    launches: Launches | None = None,
 ) -> Findings:
     """Evaluate every rule; return those that fired and notes about those that could not run."""
     recs: list[Recommendation] = []
@@ -88,7 +90,7 @@ def recommend(
     else:
         recs += _utilization(timeline)
         recs += _precision(precision, gpu_breakdown)
-        recs += _launch_bound(table, gpu, timeline)
+        recs += _launch_bound(table, gpu, timeline, launches)
         recs += _memcpy(gpu_breakdown)
         recs += _exposed_comm(timeline)
         recs += _fp32_matmul(table, precision, gpu_breakdown, notes)
@@ -138,25 +140,49 @@ def _precision(precision: Precision, gpu_bd: Breakdown) -> list[Recommendation]:
     )]
 
 
-def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline) -> list[Recommendation]:
-    kernels = gpu.row[table.cat[gpu.row] == Cat.KERNEL]
-    if len(kernels) < SHORT_KERNEL_MIN_COUNT:
+def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline,
+                  launches: Launches | None) -> list[Recommendation]:
+    """The GPU waits for the CPU to launch work: much of its window is host wait (idle
+    while the next activity's launch call had not started, see
+    :mod:`profiler_kit.analysis.launches`) and kernels run hardly longer than their
+    launch calls take."""
+    if launches is None or launches.launched < LAUNCH_BOUND_MIN_LAUNCHES \
+            or launches.cpu_launch is None or launches.launch_delay is None:
         return []
-    dur = table.dur_ns[kernels]
-    short = float((dur < SHORT_KERNEL_NS).mean())
-    if short < SHORT_KERNEL_SHARE:
+    out = []
+    kernel_rows = gpu.row[table.cat[gpu.row] == Cat.KERNEL]
+    if not len(kernel_rows):
         return []
-    return [Recommendation(
-        rule="launch_bound", scope="trace",
-        title="Many short kernels (launch-bound)",
-        advice="Most kernels run for less than their launch cost: fuse them (torch.compile), "
-               "capture them in CUDA graphs, or give each kernel more work (larger batches).",
-        measured=short, threshold=SHORT_KERNEL_SHARE, fires_when="above", unit="fraction",
-        evidence=(Evidence("kernels", len(kernels), "count"),
-                  Evidence("shorter than", SHORT_KERNEL_NS, "ns"),
-                  Evidence("median kernel", int(np.median(dur)), "ns"),
-                  Evidence("GPU idle share", timeline.idle_share or 0.0, "fraction")),
-    )]
+    median_kernel = float(np.median(table.dur_ns[kernel_rows]))
+    median_call = launches.cpu_launch.p50_ns
+    by_device = {d.device: d for d in launches.devices}
+    for d in timeline.devices:
+        dl = by_device.get(d.device)
+        if dl is None or d.window_ns <= 0:
+            continue
+        host_share = dl.host_wait_ns / d.window_ns
+        if host_share < HOST_WAIT_SHARE or median_kernel > LAUNCH_BOUND_KERNEL_RATIO * median_call:
+            continue
+        ev = [Evidence("GPU idle share", d.idle_share or 0.0, "fraction"),
+              Evidence("idle waiting for launches (host wait)", dl.host_wait_ns, "ns"),
+              Evidence("idle between back-to-back kernels (kernel wait)", dl.kernel_wait_ns,
+                       "ns"),
+              Evidence("GPU window", d.window_ns, "ns"),
+              Evidence("median launch call (CPU)", median_call, "ns"),
+              Evidence("median kernel", median_kernel, "ns")]
+        if dl.launch_delay is not None:
+            ev += [Evidence("median launch delay", dl.launch_delay.p50_ns, "ns"),
+                   Evidence("p90 launch delay", dl.launch_delay.p90_ns, "ns")]
+        out.append(Recommendation(
+            rule="launch_bound", scope=_dev(d.device),
+            title="GPU waits for kernel launches (launch-bound)",
+            advice="The CPU cannot launch kernels as fast as the GPU runs them: fuse them "
+                   "(torch.compile), capture them in CUDA graphs, or give each kernel more "
+                   "work (larger batches).",
+            measured=host_share, threshold=HOST_WAIT_SHARE, fires_when="above",
+            unit="fraction", evidence=tuple(ev),
+        ))
+    return out
 
 
 def _memcpy(gpu_bd: Breakdown) -> list[Recommendation]:

@@ -2,7 +2,9 @@
 
 Busy time is the union of kernel, memcpy and memset intervals (not their sum), so
 concurrent streams are not double-counted. A device's window runs from its first
-GPU activity to the end of its last; idle is the window minus busy time.
+GPU activity to the end of its last, or is given (the GPU-side steps window, see
+:mod:`profiler_kit.analysis.steps`); idle is the window minus busy time. Every figure
+is measured inside the window, so none exceeds it.
 """
 
 from __future__ import annotations
@@ -63,20 +65,26 @@ class Timeline(msgspec.Struct, frozen=True):
         return (window - self.busy_ns) / window if window > 0 else None
 
 
-def analyze_timeline(table: EventTable, gpu: GpuActivity) -> Timeline:
-    """Busy/idle per device and stream, and stream/device/communication overlaps."""
+def analyze_timeline(table: EventTable, gpu: GpuActivity, mask: np.ndarray | None = None,
+                     window: tuple[int, int] | None = None) -> Timeline:
+    """Busy/idle per device and stream, and stream/device/communication overlaps, of the
+    activities in ``mask`` (all by default), inside ``window`` (default: each device's
+    first start to last end)."""
     if len(table):
         trace_start = int(table.ts_ns.min())
         trace_window = int((table.ts_ns + table.dur_ns).max()) - trace_start
     else:
         trace_start, trace_window = 0, 0
-    rows = gpu.row
+    sel = np.ones(len(gpu), dtype=bool) if mask is None else mask
+    rows = gpu.row[sel]
     start = table.ts_ns[rows]
     end = start + table.dur_ns[rows]
+    if window is not None:
+        start, end = np.clip(start, *window), np.clip(end, *window)
     device = table.device[rows]
     stream = table.stream[rows]
     cat = table.cat[rows]
-    comm = gpu.klass == classify.CLASS_INDEX[classify.COMMUNICATION]
+    comm = gpu.klass[sel] == classify.CLASS_INDEX[classify.COMMUNICATION]
     is_kernel = cat == Cat.KERNEL
 
     devices: list[DeviceTimeline] = []
@@ -87,8 +95,8 @@ def analyze_timeline(table: EventTable, gpu: GpuActivity) -> Timeline:
         busy_u = intervals.union(s, e)
         device_unions.append(busy_u)
         busy = int((busy_u[1] - busy_u[0]).sum())
-        w0, w1 = int(s.min()), int(e.max())
-        window = w1 - w0
+        w0, w1 = (int(s.min()), int(e.max())) if window is None else window
+        span = w1 - w0
         stream_unions = []
         streams = []
         for st in distinct(stream[on]).tolist():
@@ -105,10 +113,10 @@ def analyze_timeline(table: EventTable, gpu: GpuActivity) -> Timeline:
             DeviceTimeline(
                 device=int(dev),
                 window_start_ns=w0,
-                window_ns=window,
+                window_ns=span,
                 busy_ns=busy,
-                idle_ns=window - busy,
-                idle_share=(window - busy) / window if window > 0 else None,
+                idle_ns=span - busy,
+                idle_share=(span - busy) / span if span > 0 else None,
                 kernel_busy_ns=intervals.length(start[on & is_kernel], end[on & is_kernel]),
                 memcpy_busy_ns=intervals.length(start[mem], end[mem]),
                 streams=tuple(sorted(streams, key=lambda x: -x.busy_ns)),

@@ -2,6 +2,11 @@
 
 This is what ``profkit analyze``, ``profkit compare`` and ``profkit run``'s summary
 read. It holds raw numbers only (ns, bytes, fractions); renderers format them.
+
+Windows: with ``ProfilerStep#`` spans, the GPU figures (``gpu``, ``timeline``,
+``phases``, ``launches``) cover the GPU activities launched in the steps, over the
+GPU-side steps window, and the ``trace_*`` fields the whole trace; without steps both
+describe the whole trace (``window`` says which).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import attribute_gpu
@@ -20,6 +26,7 @@ from profiler_kit.analysis.hotspots import (
     gpu_breakdown,
     kernel_table,
 )
+from profiler_kit.analysis.launches import Launches, analyze_launches
 from profiler_kit.analysis.memory import Memory, analyze_memory
 from profiler_kit.analysis.memory_timeline import MemoryTimeline, memory_timeline
 from profiler_kit.analysis.nesting import build_op_tree
@@ -29,7 +36,7 @@ from profiler_kit.analysis.precision import Precision, analyze_precision
 from profiler_kit.analysis.recommend import Recommendation, recommend
 from profiler_kit.analysis.roofline import PerfModel, measure
 from profiler_kit.analysis.step_timeline import StepTimeline, step_timeline
-from profiler_kit.analysis.steps import Steps, analyze_steps
+from profiler_kit.analysis.steps import Steps, analyze_steps, cpu_steps, step_of_activities
 from profiler_kit.analysis.timeline import Timeline, analyze_timeline
 from profiler_kit.trace.table import EventTable
 
@@ -77,6 +84,14 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     step_timeline: StepTimeline  # one representative step as intervals on lanes
     # the rank's collectives and steps, for the job view across ranks (None: not computed)
     communication: RankSummary | None = None
+    # "steps": gpu, gpu_by_device, timeline, phases and launches cover the steps (the
+    # activities launched in them, over the GPU-side steps window); "trace": the whole trace
+    window: str = "trace"
+    trace_gpu: Breakdown | None = None  # the whole trace's figures (same as above for "trace")
+    trace_timeline: Timeline | None = None
+    trace_phases: Phases | None = None
+    launches: Launches | None = None  # launch statistics and idle causes, in ``window``
+    trace_launches: Launches | None = None
 
     @property
     def has_gpu(self) -> bool:
@@ -87,25 +102,54 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
     """Run every analysis on one event table."""
     tree = build_op_tree(table)
     gpu = attribute_gpu(table, tree)
-    gpu_bd = gpu_breakdown(table, gpu, top=top)
+    steps = analyze_steps(table, gpu)
+    in_steps = None  # mask of the activities launched in the steps
+    window = "trace"
+    unlinked_steps = False
+    if steps.source == "ProfilerStep":
+        in_steps = step_of_activities(table, gpu, cpu_steps(table)) >= 0
+        if len(gpu) and not in_steps.any():
+            in_steps, unlinked_steps = None, True  # nothing to tell the steps' work apart
+        else:
+            window = "steps"
+    gpu_window = (steps.gpu_window_start_ns, steps.gpu_window_end_ns) \
+        if steps.gpu_window_start_ns is not None else None
+    trace_bd = gpu_breakdown(table, gpu, top=top)
+    gpu_bd = gpu_breakdown(table, gpu, in_steps, top=top) if in_steps is not None else trace_bd
     devices = distinct(table.device[gpu.row])
     by_device: tuple[tuple[int, Breakdown], ...] = ()
     if len(devices) > 1:
+        sel = np.ones(len(gpu), dtype=bool) if in_steps is None else in_steps
         by_device = tuple(
-            (int(d), gpu_breakdown(table, gpu, table.device[gpu.row] == d, top=top))
+            (int(d), gpu_breakdown(table, gpu, sel & (table.device[gpu.row] == d), top=top))
             for d in devices.tolist()
         )
-    timeline = analyze_timeline(table, gpu)
-    steps = analyze_steps(table, gpu)
+    trace_timeline = analyze_timeline(table, gpu)
+    trace_launches = analyze_launches(table, gpu)
+    trace_window = (trace_timeline.trace_start_ns,
+                    trace_timeline.trace_start_ns + trace_timeline.trace_window_ns)
+    trace_phases = analyze_phases(table, tree, gpu, trace_window)
+    if in_steps is not None:
+        timeline = analyze_timeline(table, gpu, in_steps, gpu_window) if gpu_window \
+            else analyze_timeline(table, gpu, in_steps)
+        launches = analyze_launches(table, gpu, in_steps)
+        phases = analyze_phases(table, tree, gpu, (steps.start_ns, steps.end_ns),
+                                gpu_window, in_steps)
+    else:
+        timeline, launches, phases = trace_timeline, trace_launches, trace_phases
     precision = analyze_precision(table, gpu, top=top)
     memory = analyze_memory(table, tree, top=max(top, 10))
-    phases = analyze_phases(table, steps.end_ns - steps.start_ns)
-    findings = recommend(table, tree, gpu, gpu_bd, timeline, steps, precision, memory)
+    findings = recommend(table, tree, gpu, gpu_bd, timeline, steps, precision, memory,
+                         launches)
     perf, instances = measure(table, tree, gpu)
     meta = table.meta
     notes = list(findings.notes)
     if steps.source == "window":
-        notes.insert(0, "no ProfilerStep# spans: step figures describe the whole trace window")
+        notes.insert(0, "no ProfilerStep# spans: step and GPU figures describe the whole "
+                        "trace window")
+    if unlinked_steps:
+        notes.insert(0, "no GPU activity is linked to a launch inside the steps (no runtime "
+                        "correlation): GPU figures describe the whole trace window")
     return TraceAnalysis(
         path=str(meta.path),
         label=label or meta.trace_name or str(meta.path),
@@ -136,6 +180,12 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         memory_timeline=memory_timeline(table),
         step_timeline=step_timeline(table, tree, gpu, steps),
         communication=summarize_rank(table, label=label or meta.trace_name, steps=steps),
+        window=window,
+        trace_gpu=trace_bd,
+        trace_timeline=trace_timeline,
+        trace_phases=trace_phases,
+        launches=launches,
+        trace_launches=trace_launches,
     )
 
 

@@ -15,6 +15,7 @@ from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.recommend import Evidence, Recommendation
 from profiler_kit.analysis.steps import STEP_PARTS, StepBreakdown
+from profiler_kit.analysis.timeline import DeviceTimeline
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
 
@@ -111,7 +112,7 @@ def step_breakdown_line(b: StepBreakdown) -> str:
 def _timeline(a: TraceAnalysis) -> Table | None:
     if not a.timeline.devices:
         return None
-    t = Table(title="GPU timeline", **_TABLE)
+    t = Table(title=f"GPU timeline ({window_label(a)})", **_TABLE)
     for col in ("device", "window", "busy", "idle", "idle %", "2+ str.", "comm.", "exposed"):
         t.add_column(col, justify="left" if col == "device" else "right", no_wrap=True)
     for d in a.timeline.devices:
@@ -128,8 +129,48 @@ def _timeline(a: TraceAnalysis) -> Table | None:
         lines.append(f"gpu:{d.device} busy per stream: {streams}{more}")
     if len(a.timeline.devices) > 1:
         lines.append(f"time with 2+ devices busy: {units.duration(a.timeline.multi_device_ns)}")
+    if a.window == "steps" and a.trace_timeline is not None:
+        lines += [trace_timeline_line(d) for d in a.trace_timeline.devices]
     t.caption = "\n".join(lines)
     t.caption_justify = "left"
+    return t
+
+
+def trace_timeline_line(d: DeviceTimeline) -> str:
+    return (f"gpu:{d.device} whole trace: busy {units.duration(d.busy_ns)} of "
+            f"{units.duration(d.window_ns)} (idle {units.percent(d.idle_share)}), "
+            f"exposed communication {units.duration(d.exposed_communication_ns)}")
+
+
+def launch_lines(a: TraceAnalysis) -> list[str]:
+    """Idle causes per stream and launch statistics (HTA's definitions), as lines."""
+    la = a.launches
+    if la is None or not la.streams:
+        return []
+    lines = [
+        f"gpu:{d.device}: idle {units.duration(d.idle_ns)} = host wait "
+        f"{units.duration(d.host_wait_ns)} + kernel wait {units.duration(d.kernel_wait_ns)} + "
+        f"other {units.duration(d.other_wait_ns)}" for d in la.devices]
+    for s in la.streams:
+        lines.append(
+            f"gpu:{s.device} stream {s.stream}: idle {units.duration(s.idle_ns)} = host wait "
+            f"{units.duration(s.host_wait_ns)} + kernel wait {units.duration(s.kernel_wait_ns)}"
+            f" + other {units.duration(s.other_wait_ns)}; queue up to {s.max_queue_length:,}")
+    if la.launch_delay is not None and la.cpu_launch is not None:
+        d, c = la.launch_delay, la.cpu_launch
+        lines.append(
+            f"launches: {la.launched:,} linked; launch delay median {units.duration(d.p50_ns)}"
+            f", p90 {units.duration(d.p90_ns)}; launch call median {units.duration(c.p50_ns)}"
+            f", p90 {units.duration(c.p90_ns)}")
+    return lines
+
+
+def _launches(a: TraceAnalysis) -> Text | None:
+    lines = launch_lines(a)
+    if not lines:
+        return None
+    t = Text(f"GPU idle causes and kernel launches ({window_label(a)})\n", style="bold")
+    t.append("\n".join(lines))
     return t
 
 
@@ -173,7 +214,8 @@ def _precision(a: TraceAnalysis) -> Text | None:
     return Text(
         f"Precision of GEMM + convolution kernels ({units.duration(p.eligible_ns)}): "
         f"fp16/bf16/fp8 {units.percent(p.low_precision_share)}; "
-        f"tensor cores incl. tf32 {units.percent(p.tensor_core_share)}"
+        f"tensor cores incl. tf32 {units.percent(p.tensor_core_share)} "
+        f"(data types from {precision_source(p.source)})"
     )
 
 
@@ -206,6 +248,17 @@ def _perf(a: TraceAnalysis, top: int, width: int) -> list:
     return parts
 
 
+def precision_source(source: str) -> str:
+    return {"input_type": "the ops' Input type", "kernel_name": "kernel names",
+            "mixed": "the ops' Input type and kernel names"}.get(source, source)
+
+
+def window_label(a: TraceAnalysis) -> str:
+    """What the GPU figures of ``a`` cover, in words."""
+    return ("steps: GPU work launched in the ProfilerStep# spans" if a.window == "steps"
+            else "whole trace")
+
+
 def _memory(a: TraceAnalysis) -> Table | Group | Text:
     m = a.memory
     if not m.recorded:
@@ -231,16 +284,21 @@ def _memory(a: TraceAnalysis) -> Table | Group | Text:
 def _phases(a: TraceAnalysis, top: int) -> Table | None:
     if not a.phases.phases:
         return None
-    t = Table(title="Phases (record_function)", **_TABLE)
+    t = Table(title=f"Phases (record_function; {window_label(a)})", **_TABLE)
     t.add_column("annotation", overflow="fold")
     t.add_column("count", justify="right")
     t.add_column("CPU time", justify="right")
-    t.add_column("GPU time", justify="right")
     t.add_column("of window", justify="right")
+    t.add_column("GPU work", justify="right")
+    t.add_column("of GPU window", justify="right")
     for p in a.phases.phases[:top]:
         _row(t, short_name(p.name, 60), f"{p.count:,}", units.duration(p.cpu_total_ns),
-                  units.duration(p.gpu_total_ns) if p.gpu_total_ns else "-",
-                  units.percent(p.share_of_window))
+             units.percent(p.share_of_window),
+             units.duration(p.gpu_total_ns) if p.gpu_total_ns else "-",
+             units.percent(p.gpu_share_of_window) if p.gpu_total_ns else "-")
+    t.caption = ("CPU time: union of the spans; GPU work: busy time of the GPU activities "
+                 "launched inside them")
+    t.caption_justify = "left"
     return t
 
 
@@ -285,8 +343,12 @@ def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
     tl = _timeline(a)
     if tl is not None:
         parts.append(tl)
+    lt = _launches(a) if a.has_gpu else None
+    if lt is not None:
+        parts.append(lt)
     if a.has_gpu:
-        parts.append(_breakdown("GPU time by class", a.gpu, "kernels", width))
+        parts.append(_breakdown(f"GPU time by class ({window_label(a)})", a.gpu, "kernels",
+                                width))
         for dev, bd in a.gpu_by_device:
             parts.append(_breakdown(f"GPU time by class, gpu:{dev}", bd, "kernels", width))
         parts.append(_kernels(a, top, width))
@@ -313,12 +375,21 @@ def comparison_table(c: Comparison) -> Table:
     t = Table(title=Text(f"Comparison (baseline: {c.labels[c.baseline]}; best in bold green)"),
               **_TABLE)
     t.add_column("metric")
+    whole = [i for i, w in enumerate(c.windows) if w == "trace"]
     for i, label in enumerate(c.labels):
-        t.add_column(Text(label + (" (baseline)" if i == c.baseline else "")), justify="right",
-                     overflow="fold")
+        mark = " †" if i in whole else ""
+        t.add_column(Text(label + mark + (" (baseline)" if i == c.baseline else "")),
+                     justify="right", overflow="fold")
     for m in c.metrics:
         _row(t, m.label, *(_cell(m, i, c.baseline) for i in range(len(c.labels))))
+    if whole:
+        t.caption = WHOLE_TRACE_NOTE
+        t.caption_justify = "left"
     return t
+
+
+WHOLE_TRACE_NOTE = ("† no ProfilerStep# steps (or no GPU work linked to them): its figures, "
+                    "step time included, cover the whole trace window")
 
 
 def _cell(m: Metric, i: int, baseline: int) -> Text:

@@ -13,6 +13,8 @@ import msgspec
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.job import JobView
+from profiler_kit.analysis.launches import Launches
+from profiler_kit.analysis.timeline import Timeline
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 
 SCHEMA = "profkit.analysis/2"
@@ -53,12 +55,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "cpu_hotspots": _plain(a.cpu),
         "kernels": _plain(a.kernels),
         "attribution": _plain(a.attribution),
-        "timeline": {
-            **_plain(tl),
-            "busy_ns": tl.busy_ns,
-            "window_ns": tl.window_ns,
-            "idle_share": tl.idle_share,
-        },
+        "timeline": _timeline(tl),
         "precision": {
             **_plain(a.precision),
             "fp32_simt_top": [{"name": n, "total_ns": ns} for n, ns in a.precision.fp32_simt_top],
@@ -72,10 +69,32 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "memory_timeline": _plain(a.memory_timeline),
         "step_timeline": {**_plain(a.step_timeline), "downsampled": a.step_timeline.downsampled},
         "phases": _plain(a.phases.phases),
+        "window": a.window,
+        "launches": _launches(a.launches),
+        "trace": {
+            "gpu_hotspots": _plain(a.trace_gpu),
+            "timeline": _timeline(a.trace_timeline),
+            "phases": _plain(a.trace_phases.phases) if a.trace_phases else [],
+            "launches": _launches(a.trace_launches),
+        },
         "recommendations": _plain(a.recommendations),
         "notes": list(a.notes),
         "communication": _communication(a),
     }
+
+
+def _timeline(tl: Timeline | None) -> dict[str, Any] | None:
+    if tl is None:
+        return None
+    return {**_plain(tl), "busy_ns": tl.busy_ns, "window_ns": tl.window_ns,
+            "idle_share": tl.idle_share}
+
+
+def _launches(launches: Launches | None) -> dict[str, Any] | None:
+    if launches is None:
+        return None
+    return {**_plain(launches), "idle_ns": launches.idle_ns,
+            "host_wait_share": launches.host_wait_share}
 
 
 def _communication(a: TraceAnalysis) -> dict[str, Any] | None:
@@ -100,6 +119,7 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
     if comparison is not None:
         comp = {
             "labels": list(comparison.labels),
+            "windows": list(comparison.windows),
             "baseline": comparison.labels[comparison.baseline],
             "metrics": [
                 {**_plain(m), "best": comparison.labels[m.best] if m.best is not None else None}

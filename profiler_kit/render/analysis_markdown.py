@@ -9,10 +9,15 @@ from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
 from profiler_kit.render.analysis_console import (
+    WHOLE_TRACE_NOTE,
+    launch_lines,
+    precision_source,
     recommendation_lines,
     short_name,
     step_breakdown_line,
+    trace_timeline_line,
     value,
+    window_label,
 )
 
 
@@ -58,10 +63,16 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
                  units.percent(d.idle_share), units.duration(d.multi_stream_ns),
                  units.duration(d.communication_busy_ns),
                  units.duration(d.exposed_communication_ns)] for d in a.timeline.devices]
-        out += ["### GPU timeline", ""] + _table(
+        out += [f"### GPU timeline ({window_label(a)})", ""] + _table(
             ["device", "window", "busy", "idle", "2+ streams", "comm.", "comm. exposed"], rows)
+        if a.window == "steps" and a.trace_timeline is not None:
+            out += [trace_timeline_line(d) + "." for d in a.trace_timeline.devices] + [""]
+    lines = launch_lines(a)
+    if lines:
+        out += [f"### GPU idle causes and kernel launches ({window_label(a)})", ""]
+        out += [f"- {line}" for line in lines] + [""]
     if a.has_gpu:
-        out += _breakdown("GPU time by class", a.gpu, "kernels")
+        out += _breakdown(f"GPU time by class ({window_label(a)})", a.gpu, "kernels")
         rows = [[f"`{short_name(k.name)}`", k.klass, f"{k.count:,}", units.duration(k.total_ns)]
                 for k in a.kernels[:top]]
         out += ["### Top GPU kernels", ""] + _table(["kernel", "class", "count", "total"], rows)
@@ -71,7 +82,8 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
     if p.eligible_ns:
         out += [f"Precision: GEMM + convolution {units.duration(p.eligible_ns)}; fp16/bf16/fp8 "
                 f"{units.percent(p.low_precision_share)}, tensor/matrix cores "
-                f"{units.percent(p.tensor_core_share)}.", ""]
+                f"{units.percent(p.tensor_core_share)} (data types from "
+                f"{precision_source(p.source)}).", ""]
     out += ["### Perf model", ""] + [line + "  " for line in perf_tables.summary_lines(a.perf)]
     out.append("")
     if a.perf.families:
@@ -94,9 +106,14 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
                 f"`{o.name}` {units.nbytes(o.allocated_bytes)}" for o in m.top_ops[:5]), ""]
     if a.phases.phases:
         rows = [[f"`{ph.name}`", f"{ph.count:,}", units.duration(ph.cpu_total_ns),
-                 units.duration(ph.gpu_total_ns) if ph.gpu_total_ns else "-"]
+                 units.percent(ph.share_of_window),
+                 units.duration(ph.gpu_total_ns) if ph.gpu_total_ns else "-",
+                 units.percent(ph.gpu_share_of_window) if ph.gpu_total_ns else "-"]
                 for ph in a.phases.phases[:top]]
-        out += ["### Phases", ""] + _table(["annotation", "count", "CPU time", "GPU time"], rows)
+        out += [f"### Phases ({window_label(a)})", ""] + _table(
+            ["annotation", "count", "CPU time", "of window", "GPU work", "of GPU window"], rows)
+        out += ["CPU time: union of the spans; GPU work: busy time of the GPU activities "
+                "launched inside them.", ""]
     out += ["### Recommendations", ""]
     if not a.recommendations:
         out.append("None fired.")
@@ -108,7 +125,9 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
 
 
 def comparison_section(c: Comparison) -> list[str]:
-    header = ["metric"] + [lab + (" (baseline)" if i == c.baseline else "")
+    whole = {i for i, w in enumerate(c.windows) if w == "trace"}
+    header = ["metric"] + [lab + (" †" if i in whole else "")
+                           + (" (baseline)" if i == c.baseline else "")
                            for i, lab in enumerate(c.labels)]
     rows = []
     for m in c.metrics:
@@ -119,7 +138,8 @@ def comparison_section(c: Comparison) -> list[str]:
                 text += f" ({units.signed_percent(m.deltas[i])})"
             cells.append(f"**{text}**" if m.best == i else text)
         rows.append(cells)
-    return ["## Comparison", "", "Best value in bold.", ""] + _table(header, rows)
+    note = [WHOLE_TRACE_NOTE + ".", ""] if whole else []
+    return ["## Comparison", "", "Best value in bold.", ""] + _table(header, rows) + note
 
 
 def render(analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
