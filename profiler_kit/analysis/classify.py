@@ -160,37 +160,66 @@ _TYPE_ARG = re.compile(
     r"|^(?:std|c10|cub|at::detail|at_cuda_detail|torch::headeronly)::"
     r"|^(?:at::native::)?(?:anon::)?(?:opaquetype|array|tensorinfo|genericpackedtensoraccessor)",
 )
-_CALLED = re.compile(r"([A-Za-z_]\w*)(?:<[^<>()]*>)?\(")
+_IDENT_END = re.compile(r"[A-Za-z_]\w*\Z")
 _WRAPPERS = frozenset({"lambda", "operator", "gpu_kernel_impl", "gpu_kernel_impl_nocast",
                        "gpu_kernel", "func_wrapper_t", "decltype"})
 _ANON = "(anonymous namespace)"
 
 
+_ANGLES = re.compile(r"[<>]")
+_PARENS = re.compile(r"[()]")
+_DELIMS = re.compile(r"[<>(){},]")
+_NAME_STOP = re.compile(r"[ (<]")
+
+
 def _close(s: str, i: int, open_c: str, close_c: str) -> int:
     """Index of the bracket closing the one at ``i`` (``len(s)`` when unbalanced)."""
     depth = 0
-    for j in range(i, len(s)):
-        c = s[j]
-        if c == open_c:
+    for m in (_ANGLES if open_c == "<" else _PARENS).finditer(s, i):
+        if m.group() == open_c:
             depth += 1
-        elif c == close_c:
+        else:
             depth -= 1
             if depth == 0:
-                return j
+                return m.start()
     return len(s)
+
+
+def _first_called(arg: str) -> str:
+    """The first function named in ``arg`` that is not a wrapper: the identifier before a
+    ``(`` (its template arguments, if any, skipped)."""
+    for m in _PARENS.finditer(arg):
+        if m.group() != "(":
+            continue
+        j = m.start()
+        if j and arg[j - 1] == ">":  # name<...>(
+            depth = 0
+            while j > 0:
+                j -= 1
+                if arg[j] == ">":
+                    depth += 1
+                elif arg[j] == "<":
+                    depth -= 1
+                    if depth == 0:
+                        break
+        ident = _IDENT_END.search(arg, max(j - 120, 0), j)
+        if ident and ident.group() not in _WRAPPERS:
+            return ident.group()
+    return ""
 
 
 def _split_args(s: str) -> list[str]:
     """Top-level comma-separated template arguments."""
     out, depth, start = [], 0, 0
-    for j, c in enumerate(s):
+    for m in _DELIMS.finditer(s):
+        c = m.group()
         if c in "<({":
             depth += 1
         elif c in ">)}":
             depth -= 1
-        elif c == "," and depth == 0:
-            out.append(s[start:j].strip())
-            start = j + 1
+        elif depth == 0:
+            out.append(s[start:m.start()].strip())
+            start = m.end()
     out.append(s[start:].strip())
     return [a for a in out if a]
 
@@ -219,12 +248,17 @@ def kernel_parts(name: str) -> tuple[str, str]:
     start, i, n = 0, 0, len(s)
     args = ""
     while i < n:
-        c = s[i]
+        m = _NAME_STOP.search(s, i)
+        if m is None:
+            i = n
+            break
+        i = m.start()
+        c = m.group()
         if c == " ":
             start = i + 1
         elif c == "(":
             break
-        elif c == "<":
+        else:  # "<"
             j = _close(s, i, "<", ">")
             if s.startswith("::", j + 1):  # a templated scope: the name goes on
                 i = j + 1
@@ -246,9 +280,9 @@ def _functor(args: str, depth: int = 0) -> str:
     for arg in _split_args(args):
         if _TYPE_ARG.search(arg.lower()):
             continue
-        called = [m for m in _CALLED.findall(arg) if m not in _WRAPPERS]
+        called = _first_called(arg)
         if called:
-            return called[0]
+            return called
         base = _base(arg)
         if base in _WRAPPERS and depth < 3:
             cut = arg.find("<")

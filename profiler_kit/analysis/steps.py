@@ -129,7 +129,8 @@ def _stats(durs: np.ndarray) -> StepStats:
 
 def cpu_steps(table: EventTable) -> list[tuple[int, int, int]]:
     """(number, start, duration) of every CPU-side ``ProfilerStep#N`` span, by number."""
-    step_names = {i: int(m.group(1)) for i, n in enumerate(table.names) if (m := _STEP.match(n))}
+    step_names = {i: int(m.group(1)) for i, n in enumerate(table.names)
+                  if n.startswith("ProfilerStep#") and (m := _STEP.match(n))}
     found: dict[int, tuple[int, int, int]] = {}
     if step_names:
         ids = np.fromiter(step_names.keys(), dtype=np.int64)
@@ -266,7 +267,8 @@ def _gpu_step_spans(table: EventTable) -> tuple[int, int] | None:
     rows = table.rows(Cat.GPU_USER_ANNOTATION)
     if not len(rows):
         return None
-    ids = np.array([i for i, n in enumerate(table.names) if _STEP.match(n)], dtype=np.int64)
+    ids = np.array([i for i, n in enumerate(table.names)
+                    if n.startswith("ProfilerStep#") and _STEP.match(n)], dtype=np.int64)
     rows = rows[np.isin(table.name[rows], ids)]
     if not len(rows):
         return None
