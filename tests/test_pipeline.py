@@ -247,6 +247,55 @@ def test_gpu_bubble_is_device_idle_within_steps():
     bubble = rank_bubble(make_table(events))
     assert bubble.busy_ns == 400 + 100
     assert bubble.idle_share == pytest.approx(0.5)
+    assert bubble.p2p_ns == 100  # the part of the SendRecv kernel inside the step
+
+
+def test_gpu_bubble_counts_work_not_annotations_and_shows_p2p():
+    from analysis_tables import kernel
+
+    events = [
+        op("ProfilerStep#1", 0, 1000, cat=Cat.USER_ANNOTATION),
+        kernel("## forward ##", 0, 1000, cat=Cat.GPU_USER_ANNOTATION),  # a span, not work
+        kernel("volta_sgemm", 100, 300),
+        kernel("ncclDevKernel_SendRecv", 600, 200),  # waiting for a neighbour, on the GPU
+    ]
+    bubble = rank_bubble(make_table(events))
+    assert bubble.busy_ns == 300 + 200 and bubble.p2p_ns == 200
+    assert bubble.idle_share == pytest.approx(0.5)
+
+
+def test_gpu_bubble_on_the_a100_ddp_trace():
+    """Kernels, copies and sets over the CPU-side steps, recomputed from the raw JSON."""
+    import gzip
+    import json
+    from decimal import Decimal
+
+    path = Path(__file__).parent / "data" / "a100_ddp_nccl_rank0.json.gz"
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+    def ns(us):
+        return int(Decimal(str(us)) * 1000)
+
+    steps = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                   if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+                   and e["name"].startswith("ProfilerStep#"))
+    work = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                  if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    busy = 0
+    for lo, hi in steps:  # the steps do not overlap
+        end = lo
+        for s, e in work:
+            s, e = max(s, lo, end), min(e, hi)
+            if e > s:
+                busy += e - s
+                end = e
+    step_ns = sum(hi - lo for lo, hi in steps)
+    from profiler_kit.trace.loader import load
+
+    bubble = rank_bubble(load(path))
+    assert (bubble.step_ns, bubble.busy_ns) == (step_ns, busy)
+    assert bubble.idle_share == pytest.approx(1 - busy / step_ns)
+    assert 0.7 < bubble.idle_share < 0.8  # GPU-side annotations counted as busy gave 0.34
 
 
 # --- the core check: every strategy trains like one process -----------------------------

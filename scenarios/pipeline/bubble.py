@@ -4,8 +4,10 @@ Definition (per rank, over the profiled steps, i.e. the ``ProfilerStep#`` spans,
 the whole trace when it has none):
 
 - With GPU activity in the trace: the share of the step time during which the
-  rank's GPU runs no kernel, copy or set (the union of GPU activity, clipped to
-  the steps).
+  rank's GPU runs no kernel, copy or set (the union of those activities, clipped to
+  the steps; GPU-side ``record_function`` spans are annotations, not work). Time in
+  P2P send/recv kernels (a stage waiting for its neighbour's activations or
+  gradients) is busy time, and is also given on its own (``p2p_ns``).
 - CPU only: the share of the step time during which the rank has communication
   outstanding (``gloo:recv``/``gloo:send``/``nccl:*`` spans, ``c10d::*`` ops:
   the communication class of the analysis layer) and runs no computation op
@@ -19,6 +21,7 @@ analysis layer's step, interval and classification helpers.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,10 +30,13 @@ import numpy as np
 from profiler_kit.analysis import intervals
 from profiler_kit.analysis.classify import COMMUNICATION, classify_op
 from profiler_kit.analysis.steps import analyze_steps
-from profiler_kit.trace.table import GPU_CATS, Cat, EventTable
+from profiler_kit.trace.table import Cat, EventTable
 
 CPU_BASIS = "cpu: communication outstanding, no computation"
 GPU_BASIS = "gpu: no kernel, copy or set running"
+GPU_WORK = (Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET)  # not gpu_user_annotation spans
+_P2P = re.compile(r"sendrecv|send_recv|nccl(?:dev)?kernel_(?:send|recv)|rccl.*(?:send|recv)",
+                  re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class RankBubble:
     idle_ns: int  # time counted as bubble (see the module docstring)
     idle_share: float | None  # idle_ns / step_ns; None for an empty window
     basis: str  # CPU_BASIS or GPU_BASIS
+    p2p_ns: int = 0  # GPU time in P2P send/recv kernels within the steps (part of busy_ns)
 
 
 def _segments(table: EventTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,12 +90,17 @@ def rank_bubble(table: EventTable) -> RankBubble:
         ends = np.array([steps.end_ns], dtype=np.int64)
     window = intervals.union(starts, ends)
     step_ns = _length(window)
-    gpu = np.flatnonzero(np.isin(table.cat, np.array([int(c) for c in GPU_CATS], np.int8)))
+    gpu = np.flatnonzero(np.isin(table.cat, np.array([int(c) for c in GPU_WORK], np.int8)))
+    p2p_ns = 0
     if len(gpu):
         busy = _clip(_segments(table, gpu), window)
         busy_ns = _length(busy)
         idle_ns = step_ns - busy_ns
         basis = GPU_BASIS
+        p2p_ids = np.array([i for i, n in enumerate(table.names) if _P2P.search(n[:200])],
+                           dtype=np.int64)
+        p2p = gpu[np.isin(table.name[gpu], p2p_ids)]
+        p2p_ns = _length(_clip(_segments(table, p2p), window))
     else:
         comm_names = np.array([classify_op(n) == COMMUNICATION for n in table.names], dtype=bool)
         is_comm = comm_names[table.name] if len(table) else np.zeros(0, dtype=bool)
@@ -103,7 +115,7 @@ def rank_bubble(table: EventTable) -> RankBubble:
     share = idle_ns / step_ns if step_ns > 0 else None
     return RankBubble(path=table.meta.path, rank=table.meta.rank, steps=len(steps.steps),
                       step_ns=step_ns, busy_ns=busy_ns, idle_ns=idle_ns, idle_share=share,
-                      basis=basis)
+                      basis=basis, p2p_ns=p2p_ns)
 
 
 def trace_bubbles(paths: list[str | Path]) -> list[RankBubble]:

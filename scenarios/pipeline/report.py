@@ -25,7 +25,7 @@ def bubble_rows(strategy: Any, run_dir: Path) -> list[dict[str, Any]]:
     return [
         {"rank": b.rank, "trace": Path(b.path).name, "steps": b.steps, "step_ns": b.step_ns,
          "busy_ns": b.busy_ns, "idle_ns": b.idle_ns, "idle_share": b.idle_share,
-         "basis": b.basis}
+         "basis": b.basis, "p2p_ns": b.p2p_ns}
         for b in trace_bubbles(traces)
     ]
 
