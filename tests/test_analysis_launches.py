@@ -118,6 +118,10 @@ def test_queue_and_waits_by_hand():
     assert s.kernel_wait_ns == 10
     assert s.host_wait_ns == 500_100 - 210
     assert s.other_wait_ns == 0
+    # over time: 32 slices of 10 .. 500_100 (15_628 ns each); two queued in the first,
+    # one in the last, none between
+    assert (s.queue_start_ns, s.queue_bin_ns) == (10, 15_628)
+    assert s.queue_max_by_bin == (2,) + (0,) * 30 + (1,)
     launches = analyze_launches(t, gpu)
     assert launches.launch_delay is not None
     assert sorted([100 - 20, 160 - 40, 500_100 - 500_010]) == [80, 90, 120]
@@ -127,9 +131,11 @@ def test_queue_and_waits_by_hand():
 @pytest.mark.parametrize("name", EXACT + ROUNDED)
 def test_kernel_breakdown_by_type(name):
     """HTA's GPU kernel breakdown: per kernel type (communication, memory, computation)
-    the same totals as profkit's classes and kernel table: per named kernel equal on the
-    traces with whole microseconds, per type within 1 µs per kernel there; on the others HTA's sums are of durations it rounds down to whole
+    and per named kernel, the same totals as profkit's classes and kernel table. Per
+    named kernel equal on the traces with whole microseconds, per type within 1 µs per
+    kernel there; on the others HTA's sums are of durations it rounds down to whole
     microseconds (up to 2 µs per kernel observed), so per type within 2 µs per kernel."""
+
     from profiler_kit.analysis.trace_analysis import analyze_table
 
     ref = hta(name)

@@ -28,6 +28,7 @@ from profiler_kit.analysis.arrays import distinct, percentile
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.trace.table import EventTable
 
+QUEUE_BINS = 32
 KERNEL_WAIT_NS = 30_000  # HTA's consecutive_kernel_delay default (30, in its microseconds)
 
 
@@ -55,6 +56,11 @@ class StreamLaunches(msgspec.Struct, frozen=True):
     other_wait_ns: int
     max_queue_length: int  # most activities launched and not yet started at once
     mean_queue_length: float  # time-weighted over the stream's first launch to last start
+    # the queue length over time: its maximum in each of QUEUE_BINS equal slices of the
+    # stream's first launch to last start (empty when nothing was launched)
+    queue_start_ns: int = 0
+    queue_bin_ns: int = 0
+    queue_max_by_bin: tuple[int, ...] = ()
 
 
 class DeviceLaunches(msgspec.Struct, frozen=True):
@@ -160,25 +166,45 @@ def _gaps(start: np.ndarray, end: np.ndarray, l_start: np.ndarray, linked: np.nd
 def _stream(device: int, stream: int, start: np.ndarray, end: np.ndarray,
             l_start: np.ndarray, linked: np.ndarray) -> StreamLaunches:
     idle, host, kernel, other = _gaps(start, end, l_start, linked, union=False)
-    q_max, q_mean = _queue(l_start[linked], start[linked])
+    q_max, q_mean, q_start, q_bin, q_series = _queue(l_start[linked], start[linked])
     return StreamLaunches(
         device=device, stream=stream, activities=int(len(start)),
         idle_ns=idle, host_wait_ns=host, kernel_wait_ns=kernel, other_wait_ns=other,
-        max_queue_length=q_max, mean_queue_length=q_mean,
+        max_queue_length=q_max, mean_queue_length=q_mean, queue_start_ns=q_start,
+        queue_bin_ns=q_bin, queue_max_by_bin=q_series,
     )
 
 
-def _queue(launch_ts: np.ndarray, start_ts: np.ndarray) -> tuple[int, float]:
+def _queue(launch_ts: np.ndarray, start_ts: np.ndarray
+           ) -> tuple[int, float, int, int, tuple[int, ...]]:
     """Most and time-weighted mean activities launched but not started (launches first
-    at equal times, as a launch precedes its own start)."""
+    at equal times, as a launch precedes its own start), and the most in each time bin."""
     if not len(launch_ts):
-        return 0, 0.0
+        return 0, 0.0, 0, 0, ()
     times = np.concatenate([launch_ts, start_ts])
     steps = np.concatenate([np.ones(len(launch_ts), np.int64),
                             -np.ones(len(start_ts), np.int64)])
     order = np.lexsort((-steps, times))
     times, steps = times[order], steps[order]
     depth = np.cumsum(steps)
-    span = int(times[-1] - times[0])
+    t0 = int(times[0])
+    span = int(times[-1]) - t0
     mean = float((depth[:-1] * np.diff(times)).sum() / span) if span > 0 else 0.0
-    return int(depth.max()), mean
+    bin_ns = max(-(-span // QUEUE_BINS), 1)
+    bins = np.minimum((times - t0) // bin_ns, QUEUE_BINS - 1)
+    series = np.zeros(QUEUE_BINS, dtype=np.int64)
+    np.maximum.at(series, bins, depth)
+    # a bin with no event keeps the length the previous one ended with
+    # bins ascend with time: the last event of bin b is just before the first of b + 1
+    ends = np.searchsorted(bins, np.arange(QUEUE_BINS), side="right") - 1
+    last = depth[np.maximum(ends, 0)]
+    seen = np.zeros(QUEUE_BINS, dtype=bool)
+    seen[bins] = True
+    carry = 0
+    for i in range(QUEUE_BINS):
+        if seen[i]:
+            series[i] = max(series[i], carry)
+            carry = int(last[i])
+        else:
+            series[i] = carry
+    return int(depth.max()), mean, t0, int(bin_ns), tuple(int(x) for x in series)
