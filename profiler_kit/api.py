@@ -229,12 +229,13 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
         device: str = "auto", strategies: Sequence[str] | None = None,
         opt_in: Sequence[str] = (), amp: bool = False, options: MeasureOptions | None = None,
         out: str | os.PathLike[str] = "traces", seed: int = 0, argv: list[str] | None = None,
-        observer: RunObserver | None = None) -> RunResult:
+        observer: RunObserver | None = None, force: bool = False) -> RunResult:
     """Measure every strategy of ``scenario`` (a built-in name, a .py path or a Scenario)
     and write ``<out>/<scenario>/<run-id>/``: traces, key averages, run.json, summary.md.
 
     ``params`` values may be Python values or command-line strings; sweep parameters
-    take lists. Bad input raises ``UsageError`` before anything runs. Imports torch.
+    take lists. Bad input raises ``UsageError`` before anything runs, output paths
+    included (an existing file profkit wrote is replaced only with ``force``). Imports torch.
     """
     from profiler_kit.measure import runner
     from profiler_kit.render.run_markdown import render_markdown
@@ -244,7 +245,7 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
     sc = scenario if isinstance(scenario, _Scenario) else load(str(scenario))
     return runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
                       amp=amp, options=options, out=out, seed=seed, argv=argv,
-                      observer=observer, summary=render_markdown)
+                      observer=observer, summary=render_markdown, force=force)
 
 
 def list_scenarios() -> list[ScenarioInfo]:

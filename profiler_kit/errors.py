@@ -18,3 +18,15 @@ class UsageError(ProfkitError):
 
 class TraceError(ProfkitError):
     """A trace that cannot be read: the message names the file and the problem."""
+
+
+class OutputError(ProfkitError):
+    """A file that cannot be written: the message names the path and the problem.
+
+    Exit status 2 when found before the work starts, 1 once the work is done (what
+    finished is kept).
+    """
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -230,6 +230,8 @@ class RunResult(msgspec.Struct, frozen=True):
     finished_at: str | None = None
     interrupted: bool = False
     seed: int = 0
+    # secondary reports that could not be written (one line each); the run itself stands
+    report_errors: tuple[str, ...] = ()
 
     @property
     def skipped(self) -> list[StrategyResult]:
@@ -247,11 +249,19 @@ class RunResult(msgspec.Struct, frozen=True):
         return [point_dir_name(p) for p in self.points] or [""]
 
     @property
+    def nothing_ran(self) -> bool:
+        """Every strategy was skipped: the run measured nothing."""
+        return bool(self.strategies) and len(self.skipped) == len(self.strategies)
+
+    @property
     def exit_status(self) -> int:
-        """130 when interrupted, 1 when a strategy failed, else 0."""
+        """130 when interrupted, 2 when nothing could run, 1 when a strategy failed or a
+        report could not be written, else 0."""
         if self.interrupted:
             return 130
-        return 1 if self.failed else 0
+        if self.nothing_ran:
+            return 2
+        return 1 if self.failed or self.report_errors else 0
 
     @property
     def tensorboard_command(self) -> str:
@@ -284,6 +294,7 @@ class RunResult(msgspec.Struct, frozen=True):
             "skipped": [{"name": s.name, "point": s.point, "reason": s.reason}
                         for s in self.skipped],
             "failed": [{"name": s.name, "point": s.point, "error": s.error} for s in self.failed],
+            "report_errors": list(self.report_errors),
             "tensorboard_command": self.tensorboard_command,
         }
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,7 +73,7 @@ class DDP(Scenario):
               sweep=True, min_value=0.0),
         distributed.RANK_TIMEOUT_PARAM,
         Param("json_report", str, "",
-              "also copy the run's ddp_report.json to this file"),
+              "also copy the run's ddp_report.json to this file (- for stdout)", output=True),
     )
     strategies = tuple(strategies_for(DEFAULT_WORLD_SIZE))
     baseline = BASELINE
@@ -112,13 +111,14 @@ class DDP(Scenario):
 
     def finish_run(self, result: RunResult) -> None:
         """Write ``ddp_report.json`` into the run folder (and a copy to ``--json-report``)."""
+        from profiler_kit import outputs
         from profiler_kit.ddp_benchmark.report import write_for_run
 
         written = write_for_run(result)
         copy_to = str(result.params.get("json_report") or "")
         if copy_to:
-            Path(copy_to).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(written, copy_to)
+            target = None if copy_to == outputs.STDOUT else Path(copy_to)
+            outputs.write(target, written.read_text(encoding="utf-8"))
 
 
 class DDPWorkload(Workload):

@@ -34,6 +34,34 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="processes to use: traces analyzed at once, or parts of one large "
                         "trace loaded at once (default: one per core)")
+    p.add_argument("--force", action="store_true",
+                   help="replace output files profkit wrote earlier (never traces, inputs "
+                        "or other files)")
+
+
+OUTPUT_FLAGS = (("json", "--json"), ("markdown", "--markdown"), ("html", "--html"))
+
+
+def output_targets(args: argparse.Namespace) -> dict[str, object]:
+    """Every output file the arguments name, checked before any work (see
+    ``profiler_kit.outputs``): attribute name -> path, or None for stdout."""
+    from profiler_kit import outputs
+
+    if args.top < 1:
+        from profiler_kit.errors import UsageError
+
+        raise UsageError(f"--top must be at least 1, not {args.top}")
+    jobs(args)
+    targets = {name: outputs.check(getattr(args, name, None), flag, inputs=args.paths,
+                                   force=args.force)
+               for name, flag in OUTPUT_FLAGS if getattr(args, name, None) is not None}
+    outputs.check_distinct((flag, targets.get(name)) for name, flag in OUTPUT_FLAGS)
+    to_stdout = [flag for name, flag in OUTPUT_FLAGS if name in targets and targets[name] is None]
+    if len(to_stdout) > 1:
+        from profiler_kit.errors import UsageError
+
+        raise UsageError(f"{' and '.join(to_stdout)}: only one output can go to stdout (-)")
+    return targets
 
 
 def jobs(args: argparse.Namespace) -> int | None:
@@ -45,38 +73,26 @@ def jobs(args: argparse.Namespace) -> int | None:
 
 
 def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True,
-         jobs: tuple = ()) -> int:
-    """Hand the results to the renderers the arguments ask for.
+         jobs: tuple = (), targets: dict | None = None) -> int:
+    """Hand the results to the renderers the arguments ask for, into ``targets`` (from
+    :func:`output_targets`, checked before the work).
 
     The console shows every analysis (``full``) or only the comparison; it stays
-    quiet when the JSON goes to stdout, so the output can be piped.
+    quiet when a report goes to stdout, so the output can be piped.
     """
-    from pathlib import Path
+    from profiler_kit import outputs
 
-    from profiler_kit.errors import UsageError
-
-    inputs = {f.resolve() for f in (Path(a.path) for a in analyses)}
-    for out in (args.json, args.markdown):
-        if out and out != "-" and Path(out).resolve() in inputs:
-            raise UsageError(f"{out}: refusing to overwrite an input trace")
-    if args.json is not None:
+    if targets is None:
+        targets = output_targets(args)
+    if "json" in targets:
         from profiler_kit.render.analysis_json import dumps
 
-        text = dumps(analyses, comparison, jobs)
-        if args.json == "-":
-            import sys
-
-            sys.stdout.write(text)
-        else:
-            from profiler_kit.artifacts import write_report
-
-            write_report(args.json, text)
-    if args.markdown:
-        from profiler_kit.artifacts import write_report
+        outputs.write(targets["json"], dumps(analyses, comparison, jobs))
+    if "markdown" in targets:
         from profiler_kit.render.analysis_markdown import render as markdown
 
-        write_report(args.markdown, markdown(analyses, comparison, top=args.top))
-    if args.json != "-":
+        outputs.write(targets["markdown"], markdown(analyses, comparison, top=args.top))
+    if None not in targets.values():
         from rich.console import Console
 
         from profiler_kit.render.analysis_console import comparison_table, render, render_jobs
@@ -96,36 +112,32 @@ def analyze(args: argparse.Namespace) -> int:
 
     if args.summary_only:
         return summary_only(args)
+    targets = output_targets(args)
     if find_summary_files(args.paths):  # summaries written elsewhere: the job view only
         return emit(args, [], None, jobs=api.job_view(api.summarize(args.paths,
-                                                                    jobs=jobs(args))))
+                                                                    jobs=jobs(args))),
+                    targets=targets)
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
-    return emit(args, analyses, comparison, jobs=analyses.jobs)
+    return emit(args, analyses, comparison, jobs=analyses.jobs, targets=targets)
 
 
 def summary_only(args: argparse.Namespace) -> int:
     """Write the rank summaries (schema ``profkit.rank-summaries/1``) and say where."""
     import sys
-    from pathlib import Path
 
-    from profiler_kit import api
+    from profiler_kit import api, outputs
     from profiler_kit.analysis import summaries
     from profiler_kit.errors import UsageError
 
-    if args.markdown:
-        raise UsageError("--summary-only writes JSON only (--json FILE), not --markdown")
+    if args.markdown or getattr(args, "html", None):
+        raise UsageError("--summary-only writes JSON only (--json FILE), not --markdown/--html")
+    target = output_targets(args).get("json")
     found = api.summarize(args.paths, jobs=jobs(args))
     data = summaries.dumps(found)
-    if args.json in (None, "-"):
-        sys.stdout.write(data.decode())
+    outputs.write(target, data.decode())
+    if target is None:
         return 0
-    inputs = {Path(s.path).resolve() for s in found}
-    if Path(args.json).resolve() in inputs:
-        raise UsageError(f"{args.json}: refusing to overwrite an input trace")
-    from profiler_kit.artifacts import write_report
-
-    write_report(args.json, data.decode())
     sys.stderr.write(f"{len(found)} rank summaries ({len(data):,} bytes) written to "
                      f"{args.json}\n")
     return 0

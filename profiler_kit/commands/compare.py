@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from profiler_kit.commands import Command
-from profiler_kit.commands.analyze import add_output_arguments, emit, jobs
+from profiler_kit.commands.analyze import add_output_arguments, emit, jobs, output_targets
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,9 +17,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def compare(args: argparse.Namespace) -> int:
     from profiler_kit import api
 
+    targets = output_targets(args)
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     return emit(args, analyses, api.compare(analyses, args.baseline), full=False,
-                jobs=analyses.jobs)
+                jobs=analyses.jobs, targets=targets)
 
 
 COMMAND = Command("compare", "traces or strategies side by side: step time, hotspots, idle, "

@@ -17,25 +17,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "of PyTorch's DDP benchmark")
     p.add_argument("test", metavar="TEST", help="the report compared against BASE")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                   help="write the diff as JSON to FILE, or to stdout when FILE is left out")
+                   help="write the diff as JSON (schema profkit.diff/1) to FILE, or to stdout "
+                        "when FILE is left out")
+    p.add_argument("--force", action="store_true",
+                   help="replace a diff JSON profkit wrote earlier (never the reports read)")
+
+
+DIFF_SCHEMA = "profkit.diff/1"
 
 
 def diff(args: argparse.Namespace) -> int:
-    from profiler_kit import api
+    from profiler_kit import api, outputs
 
+    target = outputs.check(args.json, "--json", inputs=(args.base, args.test), force=args.force)
     result = api.diff(args.base, args.test)
     if args.json is not None:
-        import sys
-
         import msgspec
 
-        from profiler_kit.artifacts import write_report
-
-        text = msgspec.json.format(msgspec.json.encode(result), indent=1).decode() + "\n"
-        if args.json == "-":
-            sys.stdout.write(text)
+        document = {"schema": DIFF_SCHEMA, **msgspec.to_builtins(result)}
+        text = msgspec.json.format(msgspec.json.encode(document), indent=1).decode() + "\n"
+        outputs.write(target, text)
+        if target is None:
             return 0
-        write_report(args.json, text)
     from rich.console import Console
 
     from profiler_kit.render.diff_console import render

@@ -35,6 +35,9 @@ def _add_generic(p: argparse.ArgumentParser) -> None:
                    help="auto (default: cuda when present), cpu, cuda or cuda:N")
     p.add_argument("--out", default=s, metavar="DIR",
                    help="output folder (default traces/); each run gets a new sub-folder")
+    p.add_argument("--force", action="store_true", default=s,
+                   help="replace report files profkit wrote earlier that the scenario's output "
+                        "options name (e.g. --json-report); never traces or other files")
     p.add_argument("--seed", type=int, default=s, help="seed for weights and inputs (default 0)")
     p.add_argument("--strategies", default=s, metavar="A,B",
                    help="run only these strategies (comma-separated)")
@@ -128,11 +131,16 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
             scenario, params, device=opts.get("device", "auto"), strategies=names,
             opt_in=opt_in, amp=bool(opts.get("amp", False)), options=options,
             out=opts.get("out", "traces"), seed=opts.get("seed", 0),
-            argv=["profkit", *sys.argv[1:]], observer=bars,
+            argv=["profkit", *sys.argv[1:]], observer=bars, force=bool(opts.get("force")),
         )
     run_console.render(console, result)
     for table in scenario.console_tables(result):
         console.print(table)
+    for line in result.report_errors:
+        print(f"profkit: error: {line}", file=sys.stderr)
+    if result.nothing_ran:
+        reasons = "; ".join(f"{s.name}: {s.reason}" for s in result.strategies)
+        print(f"profkit: error: nothing could run ({reasons})", file=sys.stderr)
     return result.exit_status
 
 

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 from msgspec.structs import replace
 
-from profiler_kit import artifacts, results
+from profiler_kit import artifacts, outputs, results
 from profiler_kit.analysis import hotspot_summary
-from profiler_kit.errors import UsageError
+from profiler_kit.errors import OutputError, UsageError
 from profiler_kit.measure import devices, equivalence
 from profiler_kit.measure.distributed import is_output_rank
 from profiler_kit.measure.distributed.launch import run_strategy
@@ -212,6 +212,7 @@ def run(
     argv: list[str] | None = None,
     observer: RunObserver | None = None,
     summary: Callable[[RunResult], str] | None = None,
+    force: bool = False,
 ) -> RunResult:
     """Measure every selected strategy of ``scenario`` at every point; write the run folder
     (run.json, traces, key averages, the scenario's own reports, and ``summary(result)``
@@ -221,21 +222,47 @@ def run(
     and the others still run; Ctrl-C ends the run with what finished recorded and
     ``interrupted`` set. Under torchrun every rank runs this; only rank 0 keeps a run
     folder (the other ranks write their traces into rank 0's strategy folders, see
-    :mod:`profiler_kit.measure.distributed`).
+    :mod:`profiler_kit.measure.distributed`). Output paths (``out`` and the scenario's
+    output parameters) are checked before anything runs; an existing file among the
+    latter is replaced only with ``force`` (see :mod:`profiler_kit.outputs`). A report
+    the scenario cannot write after the run is recorded in ``report_errors``.
     """
     if not is_output_rank():
         quiet_out = tempfile.mkdtemp(prefix="profkit-rank-")
         try:
             return _measure_run(scenario, params, device, strategies, opt_in, amp, options,
-                                quiet_out, seed, argv, observer)
+                                quiet_out, seed, argv, observer, force)
         finally:
             shutil.rmtree(quiet_out, ignore_errors=True)
     result = _measure_run(scenario, params, device, strategies, opt_in, amp, options, out,
-                          seed, argv, observer)
+                          seed, argv, observer, force)
     result = _scenario_extras(scenario, result)
     if summary is not None:
-        artifacts.write_text_atomic(result.run_dir / artifacts.SUMMARY_MD, summary(result))
+        try:
+            artifacts.write_text_atomic(result.run_dir / artifacts.SUMMARY_MD, summary(result))
+        except OSError as exc:
+            result = replace(result, report_errors=(
+                *result.report_errors,
+                str(outputs.write_error(result.run_dir / artifacts.SUMMARY_MD, exc))))
     return result
+
+
+def check_outputs(scenario: Scenario, params: Mapping[str, Any], out: str | Path,
+                  force: bool) -> None:
+    """Before anything runs: the output folder can take a run folder, and every output
+    parameter names a file that may be written."""
+    outputs.check_folder(out, "--out")
+    for p in scenario.params:
+        value = params.get(p.name)
+        if p.output and isinstance(value, str) and value:
+            outputs.check(value, p.flag, force=force)
+
+
+def _new_run_dir(out: str | Path, scenario: Scenario) -> Path:
+    try:
+        return artifacts.new_run_dir(out, scenario.name)
+    except OSError as exc:
+        raise outputs.write_error(exc.filename or out, exc, after_work=False) from None
 
 
 def _scenario_extras(scenario: Scenario, result: RunResult) -> RunResult:
@@ -247,18 +274,26 @@ def _scenario_extras(scenario: Scenario, result: RunResult) -> RunResult:
         result = replace(result, environment={**result.environment, **extra})
     result = scenario.annotate_run(result)
     artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
-    scenario.finish_run(result)
+    try:
+        scenario.finish_run(result)
+    except (OutputError, OSError) as exc:  # the run and its summary stand without it
+        line = str(exc) if isinstance(exc, OutputError) else str(
+            outputs.write_error(getattr(exc, "filename", None) or result.run_dir, exc))
+        result = replace(result, report_errors=(*result.report_errors, line))
+        artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
     return result
 
 
 def _measure_run(scenario: Scenario, params: Mapping[str, Any] | None, device: str,
                  strategies: Sequence[str] | None, opt_in: Sequence[str], amp: bool,
                  options: MeasureOptions | None, out: str | Path, seed: int,
-                 argv: list[str] | None, observer: RunObserver | None) -> RunResult:
+                 argv: list[str] | None, observer: RunObserver | None,
+                 force: bool = False) -> RunResult:
     options = options or MeasureOptions()
     validate_options(options)
     device = devices.resolve(device)
     resolved = resolve_params(scenario, params or {}, device)
+    check_outputs(scenario, resolved, out, force)
     points = points_of(scenario, resolved)
     plans = []
     for point in points:
@@ -267,7 +302,7 @@ def _measure_run(scenario: Scenario, params: Mapping[str, Any] | None, device: s
         chosen = select_strategies(scenario, point_params, strategies, opt_in, amp)
         plans.append((point, point_params, chosen))
 
-    run_dir = artifacts.new_run_dir(out, scenario.name)
+    run_dir = _new_run_dir(out, scenario)
     state = _Run(RunResult(
         run_dir=run_dir,
         scenario=scenario.name,

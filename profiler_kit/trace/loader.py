@@ -13,7 +13,6 @@ naming the file and the problem; odd events inside a good file are skipped and c
 from __future__ import annotations
 
 import gc
-import gzip
 import os
 import zlib
 from pathlib import Path
@@ -30,7 +29,7 @@ from profiler_kit.trace.schema import decode_whole, json_problem
 from profiler_kit.trace.source import read_all, read_small
 from profiler_kit.trace.table import EventTable
 
-__all__ = ["load", "load_simple", "find_traces", "TraceError"]
+__all__ = ["load", "load_simple", "find_traces", "looks_like_trace", "TraceError"]
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = frozenset({"run.json", "key_averages.json", "key_averages.json.gz"})
@@ -106,7 +105,7 @@ def find_traces(path: str | os.PathLike[str]) -> list[Path]:
     if not p.exists():
         raise TraceError(f"{p}: no such file or folder")
     found = sorted(f for f in p.rglob("*") if f.is_file() and not _hidden(f.relative_to(p))
-                   and _looks_like_trace(f))
+                   and looks_like_trace(f))
     if not found:
         raise TraceError(f"{p}: no trace files (*.json or *.json.gz with traceEvents) found")
     return found
@@ -117,7 +116,9 @@ def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
-def _looks_like_trace(f: Path) -> bool:
+def looks_like_trace(f: Path) -> bool:
+    """A trace by its name (``*.pt.trace.json[.gz]``) or by a ``traceEvents`` key near
+    the start; a truncated ``.gz`` is read as far as it goes."""
     name = f.name
     if not name.endswith(TRACE_SUFFIXES) or name in NOT_TRACES:
         return False
@@ -127,13 +128,17 @@ def _looks_like_trace(f: Path) -> bool:
 
 
 def _head(f: Path) -> bytes:
-    """The first MB of a file's (decompressed) content; empty when unreadable."""
+    """The first MB of a file's (decompressed) content, as far as it can be read (a
+    truncated or corrupt ``.gz`` gives what decompresses before the damage)."""
     try:
         with open(f, "rb") as fh:
             raw = fh.read(SNIFF_BYTES)
-        if raw[:2] == b"\x1f\x8b":
-            with gzip.open(f, "rb") as gz:
-                return gz.read(SNIFF_BYTES)
+    except OSError:
+        return b""
+    if raw[:2] != b"\x1f\x8b":
         return raw
-    except (OSError, EOFError, zlib.error):
+    inflate = zlib.decompressobj(wbits=31)
+    try:
+        return inflate.decompress(raw, SNIFF_BYTES)
+    except zlib.error:
         return b""
