@@ -27,11 +27,11 @@ MAY_IMPORT: dict[str, set[str]] = {
                "trace", "__init__"},
 }
 NEVER_TORCH = {"trace", "analysis", "ddp_benchmark", "render", "results", "scenario",
-               "errors", "artifacts", "scenario_info", "cli", "api", "commands"}
+               "errors", "artifacts", "outputs", "scenario_info", "cli", "api", "commands"}
 # what workloads import from the launcher stays light: torch is imported by the workload
 TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
 NEVER_RENDER = {"trace", "analysis", "ddp_benchmark", "measure", "results", "scenario",
-                "errors", "artifacts", "scenario_info"}
+                "errors", "artifacts", "outputs", "scenario_info"}
 
 
 def _modules() -> dict[str, Path]:
