@@ -3,6 +3,7 @@ hand, stragglers, mixed jobs, duplicate and missing ranks, offset clocks."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from profiler_kit.analysis.collectives import Call, GroupInfo, RankStep, RankSummary
@@ -28,6 +29,10 @@ def summary(rank: int, calls: list[tuple[int, int]], world: int = 2, folder: str
         groups=groups or (GroupInfo("0", tuple(range(world))),), on_device=False, steps=steps,
         window_start_ns=0, window_end_ns=len(calls) * step_ms * MS, calls=tuple(out),
         exposed_ns=sum(e - s for s, e in calls) * MS if exposed else 0)
+
+
+def _with_calls(s: RankSummary, extra: list[Call]) -> RankSummary:
+    return msgspec.structs.replace(s, calls=s.calls + tuple(extra))
 
 
 def test_wait_transfer_and_straggler_by_hand() -> None:
@@ -157,6 +162,9 @@ def test_every_job_json_field_is_documented() -> None:
     from profiler_kit.render import analysis_json
 
     steps_ranks = [summary(r, [(10 + 30 * r, 60)]) for r in (0, 1)]
+    steps_ranks = [_with_calls(s, [Call("send" if s.rank == 0 else "recv", "0", 0,
+                                        70 * MS, 80 * MS, 64, "float", 0, ())])
+                   for s in steps_ranks]
     doc = analysis_json.document([], None, analyze_jobs(steps_ranks))
     keys: set[str] = set()
 
@@ -171,6 +179,63 @@ def test_every_job_json_field_is_documented() -> None:
 
     walk(doc["jobs"])
     assert doc["jobs"][0]["straggler"] is not None
+    assert doc["jobs"][0]["pipeline"]["transfers"]
     text = (Path(__file__).parent.parent / "docs" / "analysis-json.md").read_text()
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"fields missing from docs/analysis-json.md: {missing}"
+
+
+def _stage(rank: int, steps: list[tuple[int, int, int]], calls: list[tuple[str, int, int]],
+           world: int = 2) -> RankSummary:
+    """A pipeline rank: steps as (start, dur, busy) and send/recv calls as (kind, start,
+    end), all in ms."""
+    return RankSummary(
+        path=f"/pipe/rank{rank}.json", label=f"rank{rank}", rank=rank, world_size=world,
+        backend="gloo", host=None, groups=(GroupInfo("0", tuple(range(world))),),
+        on_device=False,
+        steps=tuple(RankStep(k, s * MS, d * MS, None, None, b * MS, 0)
+                    for k, (s, d, b) in enumerate(steps)),
+        window_start_ns=0, window_end_ns=1000 * MS,
+        calls=tuple(Call(kind, "0", i, s * MS, e * MS, 4096, "float", 0, ())
+                    for i, (kind, s, e) in enumerate(calls)),
+        exposed_ns=0)
+
+
+def test_pipeline_pairs_waits_and_bubbles_by_hand() -> None:
+    # stage 0 computes 0-40, sends at 40 (ends 45); stage 1 waits in recv from 5 to 45,
+    # then computes 45-95; the step window is 0-100 on both ranks
+    r0 = _stage(0, [(0, 100, 40)], [("send", 40, 45)])
+    r1 = _stage(1, [(0, 100, 50)], [("recv", 5, 45)])
+    job = analyze_job([r0, r1])
+    p = job.pipeline
+    assert p is not None and p.unmatched_calls == 0
+    (t,) = p.transfers
+    assert (t.src, t.dst, t.waiting_rank) == (0, 1, 1)
+    assert t.wait_ns == 35 * MS and t.transfer_ns == 5 * MS
+    assert t.busbw_bytes_per_s == pytest.approx(4096 / 0.005)
+    s0, s1 = p.stages
+    assert (s0.busy_ns, s0.bubble_ns, s0.bubble_share) == (40 * MS, 60 * MS, 0.6)
+    assert (s1.busy_ns, s1.bubble_ns, s1.recv_wait_ns, s1.send_wait_ns) == (
+        50 * MS, 50 * MS, 35 * MS, 0)
+    # one aligned window of 100 ms for 2 ranks, 90 ms of computation
+    assert (p.window_ns, p.bubble_ns) == (200 * MS, 110 * MS)
+    assert p.bubble_share == pytest.approx(110 / 200)
+
+
+def test_pipeline_of_three_ranks_pairs_by_nearest_end() -> None:
+    # 0 -> 1 ends at 45, 1 -> 2 ends at 95; each recv pairs with the send ending with it
+    r0 = _stage(0, [(0, 100, 40)], [("send", 40, 45)], world=3)
+    r1 = _stage(1, [(0, 100, 50)], [("recv", 5, 45), ("send", 90, 95)], world=3)
+    r2 = _stage(2, [(0, 100, 5)], [("recv", 10, 96)], world=3)
+    p = analyze_job([r0, r1, r2]).pipeline
+    assert p is not None and p.unmatched_calls == 0
+    assert [(t.src, t.dst, t.wait_ns) for t in p.transfers] == [(0, 1, 35 * MS),
+                                                                (1, 2, 80 * MS)]
+    assert [t.transfer_ns for t in p.transfers] == [5 * MS, 6 * MS]
+
+
+def test_unpaired_sends_are_counted() -> None:
+    r0 = _stage(0, [(0, 100, 40)], [("send", 40, 45), ("send", 50, 55)])
+    r1 = _stage(1, [(0, 100, 50)], [("recv", 5, 45)])
+    p = analyze_job([r0, r1]).pipeline
+    assert p is not None and len(p.transfers) == 1 and p.unmatched_calls == 1

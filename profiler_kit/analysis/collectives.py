@@ -80,6 +80,12 @@ class RankStep(msgspec.Struct, frozen=True, array_like=True):
     start_ns: int
     dur_ns: int  # CPU side: the ProfilerStep span
     device_dur_ns: int | None  # device side (analysis.steps); None without GPU activity
+    device_start_ns: int | None = None
+    # in the step's window (device side where there is one): computation (union; GPU
+    # kernels other than communication, or CPU ops other than communication on the CPU)
+    # and point-to-point calls (union)
+    busy_ns: int = 0
+    p2p_ns: int = 0
 
 
 class KindTotal(msgspec.Struct, frozen=True):
@@ -129,7 +135,8 @@ def summarize_rank(table: EventTable, label: str | None = None,
         steps = analyze_steps(table, attribute_gpu(table, build_op_tree(table)))
     step_numbers = [s.number for s in steps.steps]
     step_starts = np.array([s.start_ns for s in steps.steps], dtype=np.int64)
-    compute = _computation(table, on_device) if events else (np.zeros(0, np.int64),) * 2
+    kernels_run = bool(len(table)) and bool((table.cat == Cat.KERNEL).any())
+    compute = _computation(table, on_device or kernels_run, kernels)
     calls: list[Call] = []
     counters: dict[tuple[str, bool], int] = {}
     exposed_starts: list[np.ndarray] = []
@@ -183,7 +190,7 @@ def summarize_rank(table: EventTable, label: str | None = None,
         host=_str(dist.get("host_name")),
         groups=tuple(groups),
         on_device=on_device,
-        steps=_rank_steps(steps),
+        steps=_rank_steps(steps, compute, _p2p_union(calls)),
         window_start_ns=w0,
         window_end_ns=w1,
         calls=tuple(calls),
@@ -217,7 +224,8 @@ def _is_comm_kernel(c: CommEvent) -> bool:
     return "Collective name" in c.args or c.name.lower().startswith(_GPU_KERNELS)
 
 
-def _computation(table: EventTable, on_device: bool) -> tuple[np.ndarray, np.ndarray]:
+def _computation(table: EventTable, on_device: bool, comm_kernels: list[CommEvent]
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The union of the rank's computation: non-communication kernels on the GPU, or
     non-communication CPU ops."""
     if on_device:
@@ -225,7 +233,7 @@ def _computation(table: EventTable, on_device: bool) -> tuple[np.ndarray, np.nda
         comm_names = [i for i, n in enumerate(table.names)
                       if n.lower().startswith(_GPU_KERNELS)]
         keep = ~np.isin(table.name[rows], np.array(comm_names, dtype=np.int32))
-        comm_starts = {(c.ts_ns, c.stream) for c in table.comms if c.cat == Cat.KERNEL}
+        comm_starts = {(c.ts_ns, c.stream) for c in comm_kernels}
         rows = rows[keep]
         if comm_starts:  # kernels that name a collective only in their args
             rows = np.array([r for r in rows.tolist()
@@ -253,11 +261,36 @@ def _minus(start: int, end: int, busy: tuple[np.ndarray, np.ndarray]
     return bounds_s[keep].astype(np.int64), bounds_e[keep].astype(np.int64)
 
 
-def _rank_steps(steps: Steps) -> tuple[RankStep, ...]:
-    """The steps, device side as :func:`analyze_steps` measures it (None on the CPU)."""
+def _rank_steps(steps: Steps, compute: tuple[np.ndarray, np.ndarray],
+                p2p: tuple[np.ndarray, np.ndarray]) -> tuple[RankStep, ...]:
+    """The steps, device side as :func:`analyze_steps` measures it (None on the CPU),
+    with the computation and point-to-point time inside each step's window."""
     device = steps.device is not None
-    return tuple(RankStep(s.number, s.start_ns, s.dur_ns, s.device_dur_ns if device else None)
-                 for s in steps.steps)
+    out = []
+    for s in steps.steps:
+        lo, hi = (s.device_start_ns, s.device_start_ns + s.device_dur_ns) if device else (
+            s.start_ns, s.start_ns + s.dur_ns)
+        out.append(RankStep(s.number, s.start_ns, s.dur_ns,
+                            s.device_dur_ns if device else None,
+                            s.device_start_ns if device else None,
+                            _clipped(compute, lo, hi), _clipped(p2p, lo, hi)))
+    return tuple(out)
+
+
+def _p2p_union(calls: list[Call]) -> tuple[np.ndarray, np.ndarray]:
+    p2p = [c for c in calls if c.kind in P2P]
+    return intervals.union(np.array([c.start_ns for c in p2p], dtype=np.int64),
+                           np.array([c.end_ns for c in p2p], dtype=np.int64))
+
+
+def _clipped(segments: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> int:
+    """Length of the disjoint sorted ``segments`` inside ``[lo, hi)``."""
+    s, e = segments
+    a = int(np.searchsorted(e, lo, side="right"))
+    b = int(np.searchsorted(s, hi, side="left"))
+    if a >= b:
+        return 0
+    return int((np.minimum(e[a:b], hi) - np.maximum(s[a:b], lo)).sum())
 
 
 def _groups(dist: dict[str, Any], world: int | None) -> list[GroupInfo]:

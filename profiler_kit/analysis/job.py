@@ -19,10 +19,16 @@ Reads summaries only (never traces), so it runs wherever the summaries are.
   waited), and how long per step the others waited for it.
 - **Exposed communication** (no computation beside it) split into the part spent
   waiting and the part transferring.
+- **Pipelines.** Each send is paired with the recv on another rank that overlaps it and
+  ends nearest to it, of the same size; per rank its busy time, bubble (step window
+  without computation) and time in point-to-point calls; and the pipeline's bubble on
+  one aligned timeline (per step, the first rank's start to the last rank's end, for
+  every rank, minus their computation).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import PurePath
@@ -31,12 +37,20 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import intervals
-from profiler_kit.analysis.bandwidth import P2P, algbw_bytes_per_s, busbw_bytes_per_s
-from profiler_kit.analysis.collectives import Call, RankSummary
+from profiler_kit.analysis.bandwidth import (
+    P2P,
+    RECV,
+    SEND,
+    algbw_bytes_per_s,
+    busbw_bytes_per_s,
+)
+from profiler_kit.analysis.collectives import Call, RankStep, RankSummary
 
 # an instance counts for the straggler verdict when someone waited this long for it
 MIN_WAIT_NS = 10_000
 STRAGGLER_SHARE = 0.5  # "last in most collectives": more than this share
+# ... and the others wait for it at least this share of the median step (with steps)
+STRAGGLER_MIN_STEP_SHARE = 0.01
 # size buckets of the per-type summary: [low, high) in bytes
 SIZE_BUCKETS = ((0, 64 << 10), (64 << 10, 1 << 20), (1 << 20, 16 << 20), (16 << 20, 256 << 20),
                 (256 << 20, 1 << 62))
@@ -112,6 +126,50 @@ class ClockShift(msgspec.Struct, frozen=True):
     shift_ns: int  # subtracted from the rank's times
 
 
+class P2PTransfer(msgspec.Struct, frozen=True, array_like=True):
+    """A send matched with its recv on another rank."""
+
+    src: int
+    dst: int
+    size_bytes: int | None
+    step: int | None  # the sender's step
+    send_start_ns: int
+    recv_start_ns: int
+    end_ns: int  # the later end
+    wait_ns: int  # the earlier side's wait for the other
+    waiting_rank: int
+    transfer_ns: int  # later end - later start
+    busbw_bytes_per_s: float | None  # size / transfer (the bus factor of send/recv is 1)
+
+
+class StageTotals(msgspec.Struct, frozen=True):
+    """One rank (a pipeline stage, or several) over its steps."""
+
+    rank: int
+    steps: int
+    window_ns: int  # summed step windows (device side where there is one)
+    busy_ns: int  # computation in them
+    bubble_ns: int  # window - busy: no computation
+    bubble_share: float | None
+    p2p_ns: int  # point-to-point calls in them (union)
+    recv_wait_ns: int  # waiting in matched recvs for the sender
+    send_wait_ns: int  # waiting in matched sends for the receiver
+
+
+class PipelineView(msgspec.Struct, frozen=True):
+    """Point-to-point traffic between the ranks, and where the pipeline sits idle."""
+
+    transfers: tuple[P2PTransfer, ...]
+    unmatched_calls: int  # sends and recvs without a partner (and NCCL SendRecv kernels)
+    median_busbw_bytes_per_s: float | None
+    stages: tuple[StageTotals, ...]
+    # the whole pipeline on one aligned timeline: per step, the window from the first
+    # rank's start to the last rank's end, times the ranks, minus their computation
+    window_ns: int
+    bubble_ns: int
+    bubble_share: float | None
+
+
 class JobView(msgspec.Struct, frozen=True):
     """The ranks of one job, aligned."""
 
@@ -132,6 +190,7 @@ class JobView(msgspec.Struct, frozen=True):
     clock_shifts: tuple[ClockShift, ...]  # empty: the clocks agreed
     clock_reference: str | None  # the instance the clocks were aligned at
     warnings: tuple[str, ...]
+    pipeline: PipelineView | None = None  # when the ranks send and receive
 
 
 def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]], list[str]]:
@@ -246,8 +305,11 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
     straggler = None
     if significant:
         top, count = max(last_counts.items(), key=lambda kv: (kv[1], -kv[0]))
-        if count > STRAGGLER_SHARE * significant and len(ranks) > 1:
-            straggler = Straggler(top, count, significant, caused[top] / step_count)
+        per_step = caused[top] / step_count
+        durs = [d for st in steps for d in st.dur_ns]
+        enough = not durs or per_step >= STRAGGLER_MIN_STEP_SHARE * float(np.median(durs))
+        if count > STRAGGLER_SHARE * significant and len(ranks) > 1 and enough:
+            straggler = Straggler(top, count, significant, per_step)
     per_rank = []
     for r in ranks:
         m = by_rank[r]
@@ -278,7 +340,125 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
         clock_shifts=tuple(shifts),
         clock_reference=reference,
         warnings=tuple(notes),
+        pipeline=_pipeline(members, shift, steps),
     )
+
+
+def _pipeline(members: Sequence[RankSummary], shift: dict[int, int],
+              steps: tuple[StepAcross, ...]) -> PipelineView | None:
+    """Sends matched with recvs, per-stage busy/bubble/P2P time, the pipeline's bubble."""
+    if not any(c.kind in P2P for m in members for c in m.calls):
+        return None
+    transfers, unmatched = _match_p2p(members, shift)
+    recv_wait: Counter[int] = Counter()
+    send_wait: Counter[int] = Counter()
+    for t in transfers:
+        (send_wait if t.waiting_rank == t.src else recv_wait)[t.waiting_rank] += t.wait_ns
+    stages = []
+    for m in members:
+        r = m.rank
+        window = sum(_window(s)[1] - _window(s)[0] for s in m.steps)
+        busy = sum(s.busy_ns for s in m.steps)
+        stages.append(StageTotals(
+            rank=r, steps=len(m.steps), window_ns=window, busy_ns=busy,  # type: ignore[arg-type]
+            bubble_ns=window - busy, bubble_share=(window - busy) / window if window else None,
+            p2p_ns=sum(s.p2p_ns for s in m.steps), recv_wait_ns=recv_wait[r],  # type: ignore[index]
+            send_wait_ns=send_wait[r]))  # type: ignore[index]
+    # the whole pipeline: steps every rank has, on the aligned clocks
+    by_rank = {m.rank: {s.number: s for s in m.steps} for m in members}
+    total_window = total_busy = 0
+    for st in steps:
+        if len(st.ranks) != len(members):
+            continue
+        spans = [_window(by_rank[r][st.number]) for r in st.ranks]
+        offs = [shift.get(r, 0) for r in st.ranks]
+        lo = min(a - o for (a, _), o in zip(spans, offs, strict=True))
+        hi = max(b - o for (_, b), o in zip(spans, offs, strict=True))
+        total_window += (hi - lo) * len(st.ranks)
+        total_busy += sum(by_rank[r][st.number].busy_ns for r in st.ranks)
+    bws = [t.busbw_bytes_per_s for t in transfers if t.busbw_bytes_per_s is not None]
+    return PipelineView(
+        transfers=tuple(transfers), unmatched_calls=unmatched,
+        median_busbw_bytes_per_s=float(np.median(bws)) if bws else None,
+        stages=tuple(stages), window_ns=total_window, bubble_ns=total_window - total_busy,
+        bubble_share=(total_window - total_busy) / total_window if total_window else None)
+
+
+def _window(step: RankStep) -> tuple[int, int]:
+    """A step's window on its rank's clock: device side where there is one."""
+    if step.device_start_ns is not None and step.device_dur_ns is not None:
+        return step.device_start_ns, step.device_start_ns + step.device_dur_ns
+    return step.start_ns, step.start_ns + step.dur_ns
+
+
+def _match_p2p(members: Sequence[RankSummary], shift: dict[int, int]
+               ) -> tuple[list[P2PTransfer], int]:
+    """Sends paired with recvs on other ranks; the pairs, and the calls left over.
+
+    Traces name no peer, so between two ranks the k-th send of one pairs with the k-th
+    recv of the other (of the same size); among more ranks, each send pairs with the
+    recv of the same size on another rank that ends nearest to it (the two sides of a
+    transfer end together)."""
+    sends, recvs = [], []
+    unmatched = 0
+    for m in members:
+        off = shift.get(m.rank, 0)  # type: ignore[arg-type]
+        for c in m.calls:
+            item = (c.end_ns - off, c.start_ns - off, m.rank, c)
+            if c.kind == SEND:
+                sends.append(item)
+            elif c.kind == RECV:
+                recvs.append(item)
+            elif c.kind in P2P:
+                unmatched += 1  # a fused send/recv kernel: no side to pair
+    pairs: list[tuple[tuple, tuple]] = []
+    ranks = {m.rank for m in members}
+    if len(ranks) == 2:
+        for a in ranks:
+            out_a = sorted((s for s in sends if s[2] == a), key=lambda x: x[1])
+            in_b = sorted((r for r in recvs if r[2] != a), key=lambda x: x[1])
+            n = min(len(out_a), len(in_b))
+            pairs += [(out_a[k], in_b[k]) for k in range(n)
+                      if _same_size(out_a[k][3], in_b[k][3])]
+        unmatched += len(sends) + len(recvs) - 2 * len(pairs)
+    else:
+        recvs.sort(key=lambda x: x[0])
+        ends = [r[0] for r in recvs]
+        used = [False] * len(recvs)
+        for send in sorted(sends, key=lambda x: x[0]):
+            best, best_d = -1, None
+            i = bisect_left(ends, send[0])
+            for direction in (-1, 1):
+                j = i if direction == 1 else i - 1
+                while 0 <= j < len(recvs):
+                    d = abs(recvs[j][0] - send[0])
+                    if best_d is not None and d > best_d:
+                        break
+                    if not used[j] and recvs[j][2] != send[2] and _same_size(send[3],
+                                                                             recvs[j][3]):
+                        best, best_d = j, d
+                    j += direction
+            if best < 0:
+                unmatched += 1
+                continue
+            used[best] = True
+            pairs.append((send, recvs[best]))
+        unmatched += used.count(False)
+    out = []
+    for (s_end, s_start, src, call), (r_end, r_start, dst, rc) in pairs:
+        last = max(s_start, r_start)
+        end = max(s_end, r_end)
+        transfer = end - last
+        size = call.size_bytes if call.size_bytes is not None else rc.size_bytes
+        out.append(P2PTransfer(src, dst, size, call.step, s_start, r_start, end,
+                               abs(r_start - s_start), src if s_start < r_start else dst,
+                               transfer, busbw_bytes_per_s(SEND, size, transfer, 2)))
+    out.sort(key=lambda t: min(t.send_start_ns, t.recv_start_ns))
+    return out, unmatched
+
+
+def _same_size(a: Call, b: Call) -> bool:
+    return a.size_bytes is None or b.size_bytes is None or a.size_bytes == b.size_bytes
 
 
 def _signature(s: RankSummary) -> tuple:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from profiler_kit.analysis.collectives import KindTotal
-from profiler_kit.analysis.job import JobView, Straggler
+from profiler_kit.analysis.job import JobView, PipelineView, Straggler
 from profiler_kit.render import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
@@ -95,11 +95,41 @@ def job_view(j: JobView) -> Panel:
         parts.append(kinds)
     if j.steps:
         parts.append(_steps(j))
+    if j.pipeline is not None:
+        parts.extend(_pipeline(j.pipeline))
     return Panel(Group(*parts), box=box.ROUNDED, expand=True)
 
 
+def _pipeline(p: PipelineView) -> list:
+    out: list = []
+    line = Text("Pipeline: ", style="bold")
+    line.append(f"{len(p.transfers):,} sends matched with their recvs"
+                + (f" ({p.unmatched_calls:,} calls unmatched)" if p.unmatched_calls else "")
+                + f"; median bandwidth {bandwidth(p.median_busbw_bytes_per_s)}")
+    out.append(line)
+    if p.bubble_share is not None:
+        out.append(Text(f"Pipeline bubble (all ranks on one timeline, per step from the first "
+                        f"rank's start to the last rank's end): {units.percent(p.bubble_share)} "
+                        f"({units.duration(p.bubble_ns)} of {units.duration(p.window_ns)} "
+                        "rank-time without computation)"))
+    t = Table(title="Stages (per rank, over its steps)", **_TABLE)
+    for col in ("rank", "steps", "busy", "bubble", "bubble %", "in send/recv", "recv wait",
+                "send wait"):
+        t.add_column(col, justify="right")
+    for s in p.stages:
+        stepped = s.steps > 0  # busy, bubble and send/recv time are measured over steps
+        t.add_row(str(s.rank), str(s.steps),
+                  *(units.duration(v) if stepped else "-" for v in (s.busy_ns, s.bubble_ns)),
+                  units.percent(s.bubble_share),
+                  units.duration(s.p2p_ns) if stepped else "-",
+                  units.duration(s.recv_wait_ns), units.duration(s.send_wait_ns))
+    out.append(t)
+    return out
+
+
 def _steps(j: JobView) -> Table:
-    t = Table(title="Steps across ranks (CPU side; device side in brackets)", **_TABLE)
+    t = Table(title="Steps across ranks (CPU side; device side in brackets)", **_TABLE,
+              min_width=60)
     t.add_column("step", justify="right")
     show = len(j.ranks) <= MAX_STEP_COLUMNS
     if show:
