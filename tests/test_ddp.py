@@ -106,6 +106,14 @@ def test_run_measures_ranks_and_writes_the_report(tmp_path: Path) -> None:
     assert env["backend"] == "gloo" and env["launcher"] == "spawn"
     assert env["interconnect_topology"] or "no interconnect topology" in env["interconnect_note"]
 
+    # the job view of the two ranks, from their traces, in run.json and the summary
+    job = json.loads((result.run_dir / "run.json").read_text())["strategies"][0]["info"]["job"]
+    assert job["ranks"] == [0, 1] and job["steps"] == 2 and job["collectives"] > 0
+    assert set(job["wait_per_step_ns"]) == {"0", "1"}
+    assert job["exposed_wait_per_rank_per_step_ns"] >= 0
+    assert "exposed communication per rank per step" in (
+        result.run_dir / "summary.md").read_text()
+
     report_path = result.run_dir / "ddp_report.json"  # written by the run itself
     report = json.loads(report_path.read_text())
     assert json.loads(copy.read_text()) == report

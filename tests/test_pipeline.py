@@ -414,6 +414,10 @@ def test_profkit_run_pipeline_end_to_end(tmp_path):
             assert b.steps == 1 and b.idle_share is not None and 0 <= b.idle_share < 1
         shares = s.info["idle_share_by_rank"]
         assert shares == [b["idle_share"] for b in s.info["bubble"]] and len(shares) == 2
+        job = s.info["job"]  # the job view of the two ranks
+        assert job["ranks"] == [0, 1] and job["steps"] == 1
+    gpipe_job = by_name["gpipe"].info["job"]
+    assert gpipe_job["p2p_transfers"] > 0 and 0 <= gpipe_job["pipeline_bubble_share"] <= 1
     record = json.loads((result.run_dir / "run.json").read_text())
     gpipe_record = next(s for s in record["strategies"] if s["name"] == "gpipe")
     assert len(gpipe_record["info"]["idle_share_by_rank"]) == 2
@@ -453,6 +457,37 @@ def test_results_tables_show_the_idle_share_of_every_rank():
     assert "idle per rank" in buf.getvalue() and "43.0 % / 19.0 %" in buf.getvalue()
     markdown = render_markdown(result)
     assert "idle per rank" in markdown and "| 43.0 % / 19.0 % |" in markdown
+
+
+def test_results_show_the_straggler_and_wait_transfer_lines():
+    import io
+
+    from rich.console import Console
+
+    from profiler_kit.render import run_console
+    from profiler_kit.render.run_markdown import render_markdown
+    from profiler_kit.results import RunResult, StrategyResult, stats
+
+    samples = [100_000_000] * 3
+    job = {"ranks": [0, 1], "straggler": {"rank": 1, "last_arrivals": 3, "instances": 4,
+                                          "others_wait_per_step_ns": 12_500_000},
+           "exposed_wait_per_rank_per_step_ns": 6_250_000,
+           "exposed_transfer_per_rank_per_step_ns": 1_000_000,
+           "pipeline_bubble_share": 0.25}
+    result = RunResult(
+        run_dir=Path("traces/pipeline/x"), scenario="pipeline", description="d",
+        baseline="gpipe", item_unit="samples", device="cpu", params={}, sweep=(), points=(),
+        options={}, environment={}, started_at="t0",
+        strategies=(StrategyResult(name="gpipe", status="ok", samples_ns=tuple(samples),
+                                   stats=stats(samples), info={"job": job}),),
+    )
+    buf = io.StringIO()
+    run_console.render(Console(file=buf, width=300, color_system=None), result)
+    line = ("gpipe: straggler rank 1 (last in 3 of 4 collectives; the others wait 12.5 ms per "
+            "step for it); exposed communication per rank per step: wait 6.25 ms, transfer "
+            "1 ms; pipeline bubble 25.0 %")
+    assert line in buf.getvalue()
+    assert f"- {line}" in render_markdown(result)
 
 
 class FixedLoss:

@@ -32,6 +32,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import PurePath
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -191,6 +192,32 @@ class JobView(msgspec.Struct, frozen=True):
     clock_reference: str | None  # the instance the clocks were aligned at
     warnings: tuple[str, ...]
     pipeline: PipelineView | None = None  # when the ranks send and receive
+
+
+def run_info(job: JobView) -> dict[str, Any]:
+    """The job view in a few numbers, as plain JSON data (a run's ``info["job"]``):
+    per step, averaged over the ranks where it says "per rank"."""
+    n = max(job.step_count, 1)
+    ranks = max(len(job.per_rank), 1)
+    s = job.straggler
+    p = job.pipeline
+    return {
+        "ranks": list(job.ranks),
+        "missing_ranks": list(job.missing_ranks),
+        "steps": job.step_count,
+        "collectives": len(job.instances),
+        "straggler": None if s is None else {
+            "rank": s.rank, "last_arrivals": s.last_arrivals, "instances": s.instances,
+            "others_wait_per_step_ns": s.others_wait_per_step_ns},
+        "wait_per_step_ns": {str(r.rank): r.wait_per_step_ns for r in job.per_rank},
+        "exposed_wait_per_rank_per_step_ns":
+            sum(r.exposed_wait_ns for r in job.per_rank) / ranks / n,
+        "exposed_transfer_per_rank_per_step_ns":
+            sum(r.exposed_transfer_ns for r in job.per_rank) / ranks / n,
+        "pipeline_bubble_share": None if p is None else p.bubble_share,
+        "p2p_transfers": None if p is None else len(p.transfers),
+        "warnings": list(job.warnings),
+    }
 
 
 def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]], list[str]]:

@@ -14,7 +14,7 @@ from rich.text import Text
 from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render import units
-from profiler_kit.render.workload_rows import has_phases, workload_rows
+from profiler_kit.render.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import (
     FAILED,
     INTERRUPTED,
@@ -188,6 +188,11 @@ def render(console: Console, result: RunResult) -> None:
         if phases is not None:
             heading("Median time per phase" if has_phases(result, point) else "Workload")
             console.print(phases)
+        jobs = job_lines(result, point)
+        if jobs:
+            heading("Ranks (from the traces; profkit analyze the folder for more)")
+            for line in jobs:
+                console.print(line, highlight=False, markup=False)
     sweep = sweep_table(result)
     if sweep is not None:
         heading("Median step time across the sweep")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render import units
-from profiler_kit.render.workload_rows import has_phases, workload_rows
+from profiler_kit.render.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import OK, RunResult, StrategyResult, best
 
 
@@ -102,6 +102,9 @@ def render_markdown(result: RunResult) -> str:
         phases = _phases(result, point)
         if phases:
             lines += phases + [""]
+        jobs = job_lines(result, point)
+        if jobs:
+            lines += ["Ranks (from the traces):", ""] + [f"- {line}" for line in jobs] + [""]
     problems = [f"- skipped `{s.label}`: {s.reason}" for s in result.skipped]
     problems += [f"- failed `{s.label}`: {s.error}" for s in result.failed]
     if problems:

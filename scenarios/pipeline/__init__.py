@@ -150,10 +150,12 @@ class PipelineScenario(Scenario):
         return {"distributed": distributed.environment(device)}
 
     def annotate_run(self, result: RunResult) -> RunResult:
-        """Add each rank's bubble, from its trace, to every measured strategy's info."""
+        """Add each rank's bubble, and the job view (straggler, waiting against
+        transferring, send/recv pairs), from the traces, to every measured strategy's info."""
+        from ..job_info import annotate_jobs
         from .report import annotate
 
-        return annotate(result)
+        return annotate_jobs(annotate(result))
 
     def finish_run(self, result: RunResult) -> None:
         """Write pipeline_report.json (throughput, speed-up, bubble per rank) into the run."""
