@@ -68,8 +68,12 @@ def job_view(j: JobView) -> Panel:
     parts.append(head)
     for w in j.warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
-    parts.append(straggler_line(j.straggler, j.step_count))
-    parts.append(wait_transfer_line(j))
+    if j.instances:
+        parts.append(straggler_line(j.straggler, j.step_count))
+        parts.append(wait_transfer_line(j))
+    else:
+        parts.append(Text("No collective matched across the ranks: no straggler verdict, no "
+                          "wait/transfer split", style="dim"))
     per = Table(title="Per rank (matched collectives)", **_TABLE)
     for col in ("rank", "trace", "collectives", "wait/step", "wait", "transfer", "exposed wait",
                 "exposed transfer", "last", "others wait for it/step"):
@@ -102,7 +106,7 @@ def job_view(j: JobView) -> Panel:
 
 def _pipeline(p: PipelineView) -> list:
     out: list = []
-    line = Text("Pipeline: ", style="bold")
+    line = Text("Send/recv (pipeline stages): ", style="bold")
     line.append(f"{len(p.transfers):,} sends matched with their recvs"
                 + (f" ({p.unmatched_calls:,} calls unmatched)" if p.unmatched_calls else "")
                 + f"; median bandwidth {bandwidth(p.median_busbw_bytes_per_s)}")
