@@ -102,6 +102,13 @@ class DDP(Scenario):
         """Backend, launcher and interconnect topology, for run.json's environment."""
         return {"distributed": distributed.environment(device)}
 
+    def annotate_run(self, result: RunResult) -> RunResult:
+        """Add each multi-rank configuration's job view (straggler, waiting against
+        transferring), from its traces, to its info."""
+        from .job_info import annotate_jobs
+
+        return annotate_jobs(result)
+
     def console_tables(self, result: RunResult) -> list[Any]:
         """The run in the layout of PyTorch's DDP benchmark (percentiles, examples/s)."""
         from profiler_kit.ddp_benchmark.report import build

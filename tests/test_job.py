@@ -239,3 +239,14 @@ def test_unpaired_sends_are_counted() -> None:
     r1 = _stage(1, [(0, 100, 50)], [("recv", 5, 45)])
     p = analyze_job([r0, r1]).pipeline
     assert p is not None and len(p.transfers) == 1 and p.unmatched_calls == 1
+
+
+def test_a_folder_of_summaries_gives_the_job_view(tmp_path, capsys) -> None:
+    from profiler_kit.cli import main
+
+    calls = {0: [(10, 60), (110, 160)], 1: [(50, 60), (150, 160)]}
+    for rank, c in calls.items():  # one file per rank, as one process per trace writes
+        (tmp_path / f"rank{rank}.json").write_bytes(dumps([summary(rank, c)]))
+    assert main(["analyze", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Straggler: rank 1" in out and "2 of 2 ranks" in out

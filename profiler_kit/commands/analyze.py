@@ -108,18 +108,39 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
 
 def analyze(args: argparse.Namespace) -> int:
     from profiler_kit import api
-    from profiler_kit.analysis.summaries import find_summary_files
 
     if args.summary_only:
         return summary_only(args)
     targets = output_targets(args)
-    if find_summary_files(args.paths):  # summaries written elsewhere: the job view only
+    if _only_summaries(args.paths):  # summaries written elsewhere: the job view only
         return emit(args, [], None, jobs=api.job_view(api.summarize(args.paths,
                                                                     jobs=jobs(args))),
                     targets=targets)
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
     return emit(args, analyses, comparison, jobs=analyses.jobs, targets=targets)
+
+
+def _only_summaries(paths: list[str]) -> bool:
+    """Whether every path is a rank-summaries file, or a folder of them without traces."""
+    from pathlib import Path
+
+    from profiler_kit.analysis.summaries import find_summary_files, is_summary_file
+    from profiler_kit.errors import TraceError
+    from profiler_kit.trace.loader import find_traces
+
+    for p in map(Path, paths):
+        if p.is_dir():
+            if not find_summary_files([p]):
+                return False
+            try:
+                find_traces(p)
+            except TraceError:
+                continue
+            return False
+        if not is_summary_file(p):
+            return False
+    return True
 
 
 def summary_only(args: argparse.Namespace) -> int:
