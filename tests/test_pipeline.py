@@ -469,10 +469,12 @@ def test_results_show_the_straggler_and_wait_transfer_lines():
     from profiler_kit.results import RunResult, StrategyResult, stats
 
     samples = [100_000_000] * 3
-    job = {"ranks": [0, 1], "straggler": {"rank": 1, "last_arrivals": 3, "instances": 4,
-                                          "others_wait_per_step_ns": 12_500_000},
+    job = {"ranks": [0, 1], "collectives": 4,
+           "straggler": {"rank": 1, "last_arrivals": 3, "instances": 4,
+                         "others_wait_per_step_ns": 12_500_000},
            "exposed_wait_per_rank_per_step_ns": 6_250_000,
            "exposed_transfer_per_rank_per_step_ns": 1_000_000,
+           "p2p_transfers": 8, "p2p_wait_per_rank_per_step_ns": 2_000_000,
            "pipeline_bubble_share": 0.25}
     result = RunResult(
         run_dir=Path("traces/pipeline/x"), scenario="pipeline", description="d",
@@ -485,7 +487,7 @@ def test_results_show_the_straggler_and_wait_transfer_lines():
     run_console.render(Console(file=buf, width=300, color_system=None), result)
     line = ("gpipe: straggler rank 1 (last in 3 of 4 collectives; the others wait 12.5 ms per "
             "step for it); exposed communication per rank per step: wait 6.25 ms, transfer "
-            "1 ms; pipeline bubble 25.0 %")
+            "1 ms; 8 send/recv pairs, waiting 2 ms per rank per step; pipeline bubble 25.0 %")
     assert line in buf.getvalue()
     assert f"- {line}" in render_markdown(result)
 

@@ -215,6 +215,8 @@ def run_info(job: JobView) -> dict[str, Any]:
         "exposed_transfer_per_rank_per_step_ns":
             sum(r.exposed_transfer_ns for r in job.per_rank) / ranks / n,
         "pipeline_bubble_share": None if p is None else p.bubble_share,
+        "p2p_wait_per_rank_per_step_ns": None if p is None else
+            sum(st.recv_wait_ns + st.send_wait_ns for st in p.stages) / ranks / n,
         "p2p_transfers": None if p is None else len(p.transfers),
         "warnings": list(job.warnings),
     }

@@ -74,17 +74,18 @@ def job_view(j: JobView) -> Panel:
     else:
         parts.append(Text("No collective matched across the ranks: no straggler verdict, no "
                           "wait/transfer split", style="dim"))
-    per = Table(title="Per rank (matched collectives)", **_TABLE)
-    for col in ("rank", "trace", "collectives", "wait/step", "wait", "transfer", "exposed wait",
-                "exposed transfer", "last", "others wait for it/step"):
-        per.add_column(col, justify="left" if col == "trace" else "right")
-    for r in j.per_rank:
-        per.add_row(str(r.rank), Text(r.label), f"{r.instances:,}",
-                    units.duration(r.wait_per_step_ns), units.duration(r.wait_ns),
-                    units.duration(r.transfer_ns), units.duration(r.exposed_wait_ns),
-                    units.duration(r.exposed_transfer_ns), f"{r.last_arrivals:,}",
-                    units.duration(r.caused_wait_per_step_ns))
-    parts.append(per)
+    if j.instances:
+        per = Table(title="Per rank (matched collectives)", **_TABLE)
+        for col in ("rank", "trace", "collectives", "wait/step", "wait", "transfer", "exposed wait",
+                    "exposed transfer", "last", "others wait for it/step"):
+            per.add_column(col, justify="left" if col == "trace" else "right")
+        for r in j.per_rank:
+            per.add_row(str(r.rank), Text(r.label), f"{r.instances:,}",
+                        units.duration(r.wait_per_step_ns), units.duration(r.wait_ns),
+                        units.duration(r.transfer_ns), units.duration(r.exposed_wait_ns),
+                        units.duration(r.exposed_transfer_ns), f"{r.last_arrivals:,}",
+                        units.duration(r.caused_wait_per_step_ns))
+        parts.append(per)
     if j.kinds:
         kinds = Table(title="Collectives by type and size (wait, transfer: per rank, summed)",
                       **_TABLE)

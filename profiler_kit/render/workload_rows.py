@@ -53,25 +53,36 @@ def idle_cell(shares: object) -> str:
 
 def job_lines(result: RunResult, point: str) -> list[str]:
     """One line per strategy with a job view in its info (``info["job"]``, from its ranks'
-    traces): the straggler, and its exposed communication split into waiting and
-    transferring."""
+    traces): the straggler, its exposed communication split into waiting and
+    transferring, and for pipelines the send/recv waits and the bubble."""
     lines = []
     for s in result.at(point):
         job = s.info.get("job") if s.status == OK else None
         if not isinstance(job, dict):
             continue
         straggler = job.get("straggler")
-        if straggler:
+        parts = []
+        if not job.get("collectives"):
+            pass  # no collective matched: nothing to say about stragglers or exposure
+        elif straggler:
             verdict = (f"straggler rank {straggler['rank']} (last in "
                        f"{straggler['last_arrivals']} of {straggler['instances']} collectives; "
                        f"the others wait {units.duration(straggler['others_wait_per_step_ns'])}"
                        " per step for it)")
         else:
             verdict = "no straggler"
-        line = (f"{s.name}: {verdict}; exposed communication per rank per step: wait "
-                f"{units.duration(job.get('exposed_wait_per_rank_per_step_ns'))}, transfer "
-                f"{units.duration(job.get('exposed_transfer_per_rank_per_step_ns'))}")
+        if job.get("collectives"):
+            parts.append(verdict)
+            parts.append("exposed communication per rank per step: wait "
+                         f"{units.duration(job.get('exposed_wait_per_rank_per_step_ns'))}, "
+                         "transfer "
+                         f"{units.duration(job.get('exposed_transfer_per_rank_per_step_ns'))}")
+        if job.get("p2p_transfers"):
+            parts.append(f"{job['p2p_transfers']} send/recv pairs, waiting "
+                         f"{units.duration(job.get('p2p_wait_per_rank_per_step_ns'))} per rank "
+                         "per step")
         if job.get("pipeline_bubble_share") is not None:
-            line += f"; pipeline bubble {units.percent(job['pipeline_bubble_share'])}"
-        lines.append(line)
+            parts.append(f"pipeline bubble {units.percent(job['pipeline_bubble_share'])}")
+        if parts:
+            lines.append(f"{s.name}: " + "; ".join(parts))
     return lines
