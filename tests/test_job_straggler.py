@@ -11,7 +11,7 @@ import pytest
 
 from profiler_kit import api
 from profiler_kit.cli import main
-from profiler_kit.measure import MeasureOptions
+from profiler_kit.measure.passes import MeasureOptions
 
 HERE = Path(__file__).parent
 SCENARIO = HERE / "user_scenarios" / "straggler.py"

@@ -8,11 +8,11 @@ from typing import Any
 
 import torch
 
-from profiler_kit import distributed
-from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy
+from profiler_kit.measure import distributed
+from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload
 
 
-class StragglerWorkload:
+class StragglerWorkload(Workload):
     def __init__(self, config: RunConfig) -> None:
         torch.manual_seed(0)
         self.rank = config.rank
@@ -32,9 +32,6 @@ class StragglerWorkload:
 
     def outputs(self) -> list[Any]:
         return [self.w]
-
-    def close(self) -> None:
-        pass
 
 
 class Straggler(Scenario):
