@@ -67,6 +67,11 @@ def test_analysis_invariants_on_random_tables(evs, mem):
     a_ = a.attribution
     assert a_.by_correlation + a_.by_external_id + a_.unlinked == len(gpu_durs)
     assert a.memory.recorded == bool(mem)
+    st = a.step_terms  # the step decomposition is exact, and idle is never negative
+    assert st.window_ns == sum(st.busy_ns.values()) - st.overlap_ns + st.idle_ns
+    assert 0 <= st.idle_ns <= st.window_ns
+    if st.side == "device":
+        assert st.overlap_ns >= 0
     for r in a.recommendations:
         if r.fires_when == "above":
             assert r.measured >= r.threshold

@@ -14,6 +14,8 @@ from pathlib import Path
 import msgspec
 
 from profiler_kit.analysis import classify
+from profiler_kit.analysis.op_diff import OpDiff, op_diff
+from profiler_kit.analysis.step_diff import StepDiff, step_diff
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import UsageError
 
@@ -37,6 +39,8 @@ class Comparison(msgspec.Struct, frozen=True):
     # per trace, what its figures cover: "steps", or "trace" (no steps: the whole window,
     # which renderers mark, since it is not comparable with a per-step median)
     windows: tuple[str, ...] = ()
+    ops: OpDiff | None = None  # op and kernel names added, removed, changed
+    steps: StepDiff | None = None  # the step-time change of each trace, term by term
 
 
 def _step(a: TraceAnalysis) -> Value:
@@ -121,8 +125,10 @@ def compare(analyses: Sequence[TraceAnalysis], baseline: str | int | None = None
             key, label = f"cpu_{klass}_self_ns", f"CPU {klass} (self)"
         if any(v for v in values):
             metrics.append(_metric(key, label, "ns", "lower", values, base))
+    ops = op_diff(labels, [a.names for a in analyses], base)
+    steps = step_diff(labels, [a.step_terms for a in analyses], base, ops)
     return Comparison(labels=labels, baseline=base, metrics=tuple(metrics),
-                      windows=tuple(a.window for a in analyses))
+                      windows=tuple(a.window for a in analyses), ops=ops, steps=steps)
 
 
 def _baseline_index(

@@ -30,12 +30,14 @@ from profiler_kit.analysis.launches import Launches, analyze_launches
 from profiler_kit.analysis.memory import Memory, analyze_memory
 from profiler_kit.analysis.memory_timeline import MemoryTimeline, memory_timeline
 from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.op_diff import NameProfile, name_profile
 from profiler_kit.analysis.perf_rules import perf_recommendations
 from profiler_kit.analysis.phases import Phases, analyze_phases
 from profiler_kit.analysis.precision import Precision, analyze_precision
 from profiler_kit.analysis.recommend import Recommendation, recommend
 from profiler_kit.analysis.roofline import PerfModel, measure
 from profiler_kit.analysis.step_timeline import StepTimeline, step_timeline
+from profiler_kit.analysis.step_diff import StepTerms, decompose
 from profiler_kit.analysis.steps import Steps, analyze_steps, cpu_steps, step_of_activities
 from profiler_kit.analysis.timeline import Timeline, analyze_timeline
 from profiler_kit.trace.table import EventTable
@@ -82,6 +84,8 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     notes: tuple[str, ...]
     memory_timeline: MemoryTimeline  # allocated/reserved over time per device
     step_timeline: StepTimeline  # one representative step as intervals on lanes
+    names: NameProfile  # count and time per op and kernel name over the steps
+    step_terms: StepTerms  # step time decomposed into class busy time, overlap and idle
     # the rank's collectives and steps, for the job view across ranks (None: not computed)
     communication: RankSummary | None = None
     # "steps": gpu, gpu_by_device, timeline, phases and launches cover the steps (the
@@ -179,6 +183,8 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         notes=tuple(notes),
         memory_timeline=memory_timeline(table),
         step_timeline=step_timeline(table, tree, gpu, steps),
+        names=name_profile(table, tree, gpu, steps),
+        step_terms=decompose(table, tree, gpu, steps),
         communication=summarize_rank(table, label=label or meta.trace_name, steps=steps),
         window=window,
         trace_gpu=trace_bd,

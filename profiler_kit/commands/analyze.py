@@ -95,14 +95,15 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     if None not in targets.values():
         from rich.console import Console
 
-        from profiler_kit.render.analysis_console import comparison_table, render, render_jobs
+        from profiler_kit.render.analysis_console import comparison_view, render, render_jobs
 
+        console = Console()
         if full:
-            render(Console(), analyses, comparison, top=args.top, jobs=jobs)
+            render(console, analyses, comparison, top=args.top, jobs=jobs)
         else:
             if comparison is not None:
-                Console().print(comparison_table(comparison))
-            render_jobs(Console(), jobs)
+                console.print(comparison_view(comparison, args.top, console.width))
+            render_jobs(console, jobs)
     return 0
 
 

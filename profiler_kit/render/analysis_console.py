@@ -18,6 +18,8 @@ from profiler_kit.analysis.steps import STEP_PARTS, StepBreakdown
 from profiler_kit.analysis.timeline import DeviceTimeline
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
+from profiler_kit.render.diff_views import diff_table, verdict_lines, waterfall_table
+from profiler_kit.render.names import short_name
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold"}
@@ -31,23 +33,6 @@ def _row(table: Table, *cells: str | Text) -> None:
 def _name_width(console_width: int) -> int:
     """Room left for a name column beside four fixed columns, inside the panel."""
     return max(24, console_width - 46)
-
-
-def short_name(name: str, width: int = 70) -> str:
-    """A kernel or op name cut to fit: no ``void``, no argument list, ``…`` when cut."""
-    if name.startswith("void "):
-        name = name[5:]
-    name = name.replace("(anonymous namespace)::", "")
-    depth = 0
-    for i, ch in enumerate(name):  # drop the parameter list after the template arguments
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0 and i > 0 and name[i - 1] != " " and name.endswith(")"):
-            name = name[:i]
-            break
-    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def value(v: float | int | str | None, unit: str) -> str:
@@ -399,6 +384,26 @@ def _cell(m: Metric, i: int, baseline: int) -> Text:
     return Text(text, style="bold green" if m.best == i else "")
 
 
+def comparison_view(c: Comparison, top: int = 10, width: int = 120) -> Group:
+    """The comparison table, then per trace its step-time waterfall, the kernels and ops
+    that changed most, and the verdict lines last, where the eye lands."""
+    parts: list = [comparison_table(c)]
+    if c.steps is not None:
+        base = c.labels[c.baseline]
+        parts += [waterfall_table(w, base) for w in c.steps.waterfalls if w is not None]
+    for kind in ("kernels", "ops"):
+        table = diff_table(c, kind, top, width)
+        if table is not None:
+            parts.append(table)
+    lines = verdict_lines(c)
+    if lines:
+        verdict = Text("Verdict\n", style="bold")
+        for line in lines:
+            verdict.append(f"{line}\n")
+        parts.append(verdict)
+    return Group(*parts)
+
+
 def render(console: Console, analyses: Sequence[TraceAnalysis],
            comparison: Comparison | None = None, top: int = 10,
            jobs: Sequence[JobView] = ()) -> None:
@@ -406,7 +411,7 @@ def render(console: Console, analyses: Sequence[TraceAnalysis],
     for a in analyses:
         console.print(Panel(trace_view(a, top, console.width), box=box.ROUNDED, expand=True))
     if comparison is not None:
-        console.print(comparison_table(comparison))
+        console.print(comparison_view(comparison, top, console.width))
     render_jobs(console, jobs)
 
 

@@ -16,6 +16,7 @@ from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.launches import Launches
 from profiler_kit.analysis.timeline import Timeline
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
+from profiler_kit.render.diff_views import verdict_line
 
 SCHEMA = "profkit.analysis/2"
 
@@ -77,6 +78,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
             "phases": _plain(a.trace_phases.phases) if a.trace_phases else [],
             "launches": _launches(a.trace_launches),
         },
+        "step_terms": _plain(a.step_terms),
         "recommendations": _plain(a.recommendations),
         "notes": list(a.notes),
         "communication": _communication(a),
@@ -125,6 +127,17 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
                 {**_plain(m), "best": comparison.labels[m.best] if m.best is not None else None}
                 for m in comparison.metrics
             ],
+            "ops": _plain(comparison.ops),
+            "steps": None if comparison.steps is None else {
+                "baseline": comparison.labels[comparison.steps.baseline],
+                "side": comparison.steps.side,
+                "waterfalls": [
+                    None if w is None else {**_plain(w), "verdict": verdict_line(w)}
+                    for w in comparison.steps.waterfalls
+                ],
+            },
+            "verdicts": [verdict_line(w) for w in (comparison.steps.waterfalls
+                                                   if comparison.steps else ()) if w],
         }
     return {
         "schema": SCHEMA,

@@ -13,12 +13,18 @@ from profiler_kit.render.analysis_console import (
     launch_lines,
     precision_source,
     recommendation_lines,
-    short_name,
     step_breakdown_line,
     trace_timeline_line,
     value,
     window_label,
 )
+from profiler_kit.render.diff_views import (
+    delta_cell,
+    per_step_cell,
+    signed_duration,
+    verdict_lines,
+)
+from profiler_kit.render.names import short_name
 
 
 def _cell(text: str) -> str:
@@ -142,11 +148,53 @@ def comparison_section(c: Comparison) -> list[str]:
     return ["## Comparison", "", "Best value in bold.", ""] + _table(header, rows) + note
 
 
+def diff_sections(c: Comparison, top: int) -> list[str]:
+    """Verdicts, waterfalls and the op/kernel differences as Markdown lines."""
+    out: list[str] = []
+    lines = verdict_lines(c)
+    if lines:
+        out += ["## Verdict", ""] + [f"- {line}" for line in lines] + [""]
+    if c.steps is not None:
+        base = c.labels[c.baseline]
+        for w in c.steps.waterfalls:
+            if w is None:
+                continue
+            rows = [[x.name if x.name != "overlap" else "overlap (−)",
+                     units.duration(x.before_ns), units.duration(x.after_ns),
+                     signed_duration(x.delta_ns)] for x in w.terms]
+            rows.append(["**step**", units.duration(w.before_ns), units.duration(w.after_ns),
+                         signed_duration(w.delta_ns)])
+            side = "device side" if w.side == "device" else "CPU side"
+            out += [f"### Step time, {w.label} against {base} ({side}, per step)", ""]
+            out += _table(["term", base, w.label, "change"], rows)
+    if c.ops is not None:
+        for kind, rows_ in (("kernels", c.ops.kernels), ("ops", c.ops.ops)):
+            if not rows_:
+                continue
+            what = "GPU kernels" if kind == "kernels" else "CPU ops"
+            header = ["name", "class"]
+            for i, label in enumerate(c.labels):
+                header.append(label + (" (base)" if i == c.baseline else ""))
+                if i != c.baseline:
+                    header.append("Δ")
+            body = []
+            for r in rows_[:top]:
+                cells = [f"`{short_name(r.name, 60)}`", r.klass]
+                for i in range(len(c.labels)):
+                    cells.append(per_step_cell(r, i))
+                    if i != c.baseline:
+                        cells.append(delta_cell(r, i))
+                body.append(cells)
+            out += [f"### {what} that changed most, per step", ""] + _table(header, body)
+    return out
+
+
 def render(analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
            top: int = 10) -> str:
     out = ["# profkit analysis", ""]
     if comparison is not None:
         out += comparison_section(comparison)
+        out += diff_sections(comparison, top)
     for a in analyses:
         out += trace_section(a, top)
     return "\n".join(out) + "\n"

@@ -1,0 +1,212 @@
+"""The step-time difference explained term by term, and a verdict per comparison.
+
+Each step's time is decomposed exactly (integer ns) as
+
+    window = sum over classes of busy(class) - overlap + idle
+
+On a GPU trace the window is the step's device side: from the first start to the last
+end of the GPU activities launched in the step (linked by correlation id); busy(class)
+sums those activities' durations per class, overlap is that sum minus the length of
+their union (time two or more ran at once, counted once per extra activity), idle is
+the window minus the union. On a CPU-only trace the window is the step's CPU span and
+the activities are CPU ops' self time (ops starting in the step, every thread), so
+overlap is the time threads worked at once. Per-step values are totals over the steps
+divided by the step count, so traces with different step counts compare, and the
+change between two traces splits into per-class, overlap and idle terms that add up
+to the change in step time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+
+from profiler_kit.analysis import classify, intervals
+from profiler_kit.analysis.attribution import GpuActivity
+from profiler_kit.analysis.nesting import OpTree
+from profiler_kit.analysis.op_diff import DiffRow, OpDiff
+from profiler_kit.analysis.step_windows import bounds, cpu_steps, gpu_steps, step_count
+from profiler_kit.analysis.steps import Steps
+from profiler_kit.trace.table import Cat, EventTable
+
+OVERLAP = "overlap"
+IDLE = "idle"
+VERDICT_TERMS = 3  # terms named in a verdict
+EVIDENCE_NAMES = 2  # kernel or op names given as evidence of a class term
+
+
+class StepTerms(msgspec.Struct, frozen=True):
+    """One trace's step time decomposed, summed over its steps (see the module doc).
+
+    ``window_ns == sum(busy_ns.values()) - overlap_ns + idle_ns`` exactly.
+    """
+
+    side: str  # "device" (GPU activities) or "cpu" (CPU op self time)
+    window: str  # "steps" or "trace" (no ProfilerStep# spans: the trace is one step)
+    steps: int
+    window_ns: int
+    busy_ns: dict[str, int]  # class -> summed durations (classes with time only)
+    overlap_ns: int
+    idle_ns: int
+    step_window_ns: tuple[int, ...]  # each step's window, in step order
+
+
+def decompose(table: EventTable, tree: OpTree, gpu: GpuActivity, steps: Steps) -> StepTerms:
+    """Decompose every step of one trace (device side when it has GPU activity)."""
+    n_steps = step_count(steps)
+    if len(gpu):
+        step = gpu_steps(table, gpu, steps)
+        keep = step >= 0
+        rows = gpu.row[keep]
+        start = table.ts_ns[rows]
+        end = start + table.dur_ns[rows]
+        return _terms("device", steps, n_steps, step[keep], start, end, table.dur_ns[rows],
+                      gpu.klass[keep], clip=None)
+    ops = np.flatnonzero(table.cat[tree.row] == Cat.CPU_OP)
+    step = cpu_steps(table, tree.row[ops], steps)
+    keep = step >= 0
+    ops = ops[keep]
+    return _terms("cpu", steps, n_steps, step[keep], tree.start_ns[ops], tree.end_ns[ops],
+                  tree.self_ns[ops], tree.own_klass[ops], clip=bounds(steps))
+
+
+def _terms(side: str, steps: Steps, n_steps: int, step: np.ndarray, start: np.ndarray,
+           end: np.ndarray, busy: np.ndarray, klass: np.ndarray,
+           clip: tuple[np.ndarray, np.ndarray] | None) -> StepTerms:
+    n_cls = len(classify.CLASSES)
+    busy_by_class = np.rint(np.bincount(klass.astype(np.int64), weights=busy,
+                                        minlength=n_cls)).astype(np.int64)
+    windows = np.zeros(n_steps, dtype=np.int64)
+    covered = 0
+    order = np.argsort(step, kind="stable")
+    cuts = np.searchsorted(step[order], np.arange(n_steps + 1))
+    for i in range(n_steps):
+        sel = order[cuts[i]:cuts[i + 1]]
+        if clip is not None:  # the CPU span is the window; ops are clipped to it
+            w0, w1 = int(clip[0][i]), int(clip[1][i])
+            s = np.clip(start[sel], w0, w1)
+            e = np.clip(end[sel], w0, w1)
+        elif len(sel):
+            s, e = start[sel], end[sel]
+            w0, w1 = int(s.min()), int(e.max())
+        else:
+            continue
+        windows[i] = w1 - w0
+        covered += intervals.length(s, e)
+    total_busy = int(busy_by_class.sum())
+    window = int(windows.sum())
+    return StepTerms(
+        side=side,
+        window="steps" if steps.steps else "trace",
+        steps=n_steps,
+        window_ns=window,
+        busy_ns={classify.CLASSES[c]: int(v) for c, v in enumerate(busy_by_class.tolist())
+                 if v},
+        overlap_ns=total_busy - covered,
+        idle_ns=window - covered,
+        step_window_ns=tuple(int(w) for w in windows.tolist()),
+    )
+
+
+class Evidence(msgspec.Struct, frozen=True):
+    """A name behind a class term: what changed for it, per step."""
+
+    name: str
+    category: str
+    status: str  # added / removed / changed / same
+    delta_ns: float
+    count_before: float  # per step, baseline
+    count_after: float
+
+
+class Term(msgspec.Struct, frozen=True):
+    """One term of the waterfall: a class's busy time, ``overlap`` or ``idle``.
+
+    ``delta_ns`` is its contribution to the change in step time (per step): for
+    ``overlap`` it is minus the change in overlap, since more overlap shortens a step.
+    """
+
+    name: str
+    before_ns: float  # per step, baseline
+    after_ns: float
+    delta_ns: float
+    evidence: tuple[Evidence, ...] = ()
+
+
+class Waterfall(msgspec.Struct, frozen=True):
+    """One trace against the baseline: the change in step time, term by term.
+
+    ``sum(t.delta_ns for t in terms) == delta_ns`` (exactly, up to float rounding of the
+    per-step division). ``terms`` are ordered by size, largest first.
+    """
+
+    label: str
+    side: str
+    before_ns: float  # step time per step, baseline
+    after_ns: float
+    delta_ns: float
+    terms: tuple[Term, ...]
+
+    @property
+    def verdict_terms(self) -> tuple[Term, ...]:
+        """The terms a verdict names: the largest few that moved at all."""
+        return tuple(t for t in self.terms if t.delta_ns != 0)[:VERDICT_TERMS]
+
+
+class StepDiff(msgspec.Struct, frozen=True):
+    """Waterfalls of every trace against the baseline (``None`` where sides differ)."""
+
+    baseline: int
+    side: str
+    waterfalls: tuple[Waterfall | None, ...]  # indexed like the labels; None at the baseline
+
+
+def step_diff(labels: Sequence[str], terms: Sequence[StepTerms], baseline: int,
+              ops: OpDiff | None = None) -> StepDiff:
+    """Each trace's step-time change against the baseline, split into terms."""
+    base = terms[baseline]
+    falls: list[Waterfall | None] = []
+    for i, t in enumerate(terms):
+        if i == baseline or t.side != base.side:
+            falls.append(None)
+            continue
+        falls.append(_waterfall(labels[i], i, base, t, ops))
+    return StepDiff(baseline=baseline, side=base.side, waterfalls=tuple(falls))
+
+
+def _waterfall(label: str, index: int, base: StepTerms, t: StepTerms,
+               ops: OpDiff | None) -> Waterfall:
+    def per(a: StepTerms, value: int) -> float:
+        return value / a.steps
+
+    terms = []
+    for klass in classify.CLASSES:
+        b, a = per(base, base.busy_ns.get(klass, 0)), per(t, t.busy_ns.get(klass, 0))
+        if a or b:
+            terms.append(Term(klass, b, a, a - b, _evidence(ops, index, klass, base.side)))
+    b, a = per(base, base.overlap_ns), per(t, t.overlap_ns)
+    terms.append(Term(OVERLAP, b, a, b - a))
+    b, a = per(base, base.idle_ns), per(t, t.idle_ns)
+    terms.append(Term(IDLE, b, a, a - b))
+    terms.sort(key=lambda x: -abs(x.delta_ns))
+    before, after = per(base, base.window_ns), per(t, t.window_ns)
+    return Waterfall(label, t.side, before, after, after - before, tuple(terms))
+
+
+def _evidence(ops: OpDiff | None, index: int, klass: str, side: str) -> tuple[Evidence, ...]:
+    """The names of this class whose time per step moved most (kernels, or CPU ops)."""
+    if ops is None:
+        return ()
+    rows: Sequence[DiffRow] = ops.kernels if side == "device" else ops.ops
+    found = []
+    for r in rows:
+        # the CPU side counts self time, so nested ops are not counted twice
+        d = r.self_ns_per_step[index] - r.self_ns_per_step[ops.baseline]
+        if r.klass != klass or not d:
+            continue
+        found.append(Evidence(r.name, r.category, r.status[index], d,
+                              r.count_per_step[ops.baseline], r.count_per_step[index]))
+    found.sort(key=lambda e: -abs(e.delta_ns))
+    return tuple(found[:EVIDENCE_NAMES])

@@ -1,0 +1,125 @@
+"""Op and kernel diff: per-name counts and totals against counts made straight from the JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from analysis_tables import kernel, launch, make_table, op
+from trace_counts import count_names
+
+from profiler_kit import api
+from profiler_kit.analysis.op_diff import op_diff
+from profiler_kit.analysis.trace_analysis import analyze_table
+from profiler_kit.trace.table import Cat
+
+DATA = Path(__file__).parent / "data"
+BERT = (DATA / "h100_bert_small.json.gz", DATA / "mi300_bert_small.json.gz")
+CPU_RUN = (DATA / "cpu_concurrent_sequential.pt.trace.json.gz",
+           DATA / "cpu_concurrent_sequential_amp.pt.trace.json.gz")
+
+
+def _check_profile(analysis, counts) -> None:
+    p = analysis.names
+    assert p.steps == counts.steps
+    assert {s.name: s.count for s in p.ops} == dict(counts.op_count)
+    assert {s.name: s.total_ns for s in p.ops} == dict(counts.op_total)
+    assert {(s.name, s.category): s.count for s in p.kernels} == dict(counts.kernel_count)
+    assert {(s.name, s.category): s.total_ns for s in p.kernels} == dict(counts.kernel_total)
+    launched = {(x.op, x.kernel): x.count for x in p.launches}
+    expected = {k: v for k, v in counts.launches.items() if k[0]}
+    assert launched == expected
+
+
+def _check_diff(diff, counts, baseline: int = 0) -> None:
+    """Every row's per-step figures and status from the independent counts."""
+    for rows, count, total in ((diff.ops, "op_count", "op_total"),
+                               (diff.kernels, "kernel_count", "kernel_total")):
+        keys = set().union(*(getattr(c, count) for c in counts))
+        assert len(rows) == len(keys)
+        for r in rows:
+            key = r.name if rows is diff.ops else (r.name, r.category)
+            n = [getattr(c, count)[key] for c in counts]
+            t = [getattr(c, total)[key] for c in counts]
+            assert list(r.counts) == n and list(r.totals_ns) == t
+            per = [x / c.steps for x, c in zip(t, counts, strict=True)]
+            for i, d in enumerate(r.delta_ns_per_step):
+                if i == baseline:
+                    assert d is None and r.status[i] == "baseline"
+                    continue
+                assert d == pytest.approx(per[i] - per[baseline], abs=1e-6)
+                if n[baseline] == 0 and n[i]:
+                    assert r.status[i] == "added"
+                elif n[i] == 0 and n[baseline]:
+                    assert r.status[i] == "removed"
+        changes = [r.change_ns for r in rows]
+        assert changes == sorted(changes, reverse=True)
+
+
+def test_h100_against_mi300_bert_matches_counts_from_the_json():
+    analyses = api.analyze(list(BERT), jobs=1)
+    counts = [count_names(p) for p in BERT]
+    for a, c in zip(analyses, counts, strict=True):
+        _check_profile(a, c)
+    diff = api.compare(analyses).ops
+    _check_diff(diff, counts)
+    # The MI300 runs its own attention kernel where the H100 ran flash attention.
+    rows = {r.name: r for r in diff.kernels}
+    assert rows["attn_fwd"].status[1] == "added"
+    flash = next(r for r in diff.kernels if "flash_fwd_kernel" in r.name)
+    assert flash.status[1] == "removed" and flash.counts == (4, 0)
+    # ops are grouped with the kernels they launched
+    attention = next(r for r in diff.ops if r.name == "aten::_flash_attention_forward")
+    assert {k.name for k in attention.launched} >= {"attn_fwd", flash.name}
+
+
+@pytest.mark.skipif(not CPU_RUN[0].exists(), reason="CPU run traces not present")
+def test_cpu_runs_of_sequential_and_amp_match_counts_from_the_json():
+    analyses = api.analyze(list(CPU_RUN), jobs=1)
+    counts = [count_names(p) for p in CPU_RUN]
+    for a, c in zip(analyses, counts, strict=True):
+        _check_profile(a, c)
+    diff = api.compare(analyses).ops
+    _check_diff(diff, counts)
+    # autocast to bfloat16 adds casts of the weights and inputs
+    to_copy = next(r for r in diff.ops if r.name == "aten::_to_copy")
+    assert to_copy.count_per_step[1] > to_copy.count_per_step[0]
+
+
+def _steps(n: int, kernel_ns: int, extra: bool = False):
+    """``n`` steps of 1000 ns, each an aten::mm launching one gemm kernel."""
+    events = []
+    for i in range(n):
+        t0 = i * 1000
+        events += [op(f"ProfilerStep#{i}", t0, 1000, cat=Cat.USER_ANNOTATION),
+                   op("aten::mm", t0 + 10, 100), launch(t0 + 20, corr=i + 1),
+                   kernel("sgemm", t0 + 200, kernel_ns, corr=i + 1)]
+        if extra:
+            events += [op("aten::to", t0 + 300, 50), launch(t0 + 310, corr=100 + i),
+                       kernel("cast_kernel", t0 + 400, 20, corr=100 + i)]
+    return analyze_table(make_table(events))
+
+
+def test_per_step_figures_let_different_step_counts_compare():
+    a, b = _steps(2, 300), _steps(4, 300, extra=True)
+    d = op_diff(["a", "b"], [a.names, b.names], 0)
+    sgemm = next(r for r in d.kernels if r.name == "sgemm")
+    assert sgemm.counts == (2, 4) and sgemm.count_per_step == (1.0, 1.0)
+    assert sgemm.delta_ns_per_step == (None, 0.0) and sgemm.status == ("baseline", "same")
+    cast = next(r for r in d.kernels if r.name == "cast_kernel")
+    assert cast.status == ("baseline", "added") and cast.ns_per_step == (0.0, 20.0)
+    to = next(r for r in d.ops if r.name == "aten::to")
+    assert [k.name for k in to.launched] == ["cast_kernel"]
+    # against b as the baseline the same names are removed
+    back = op_diff(["a", "b"], [a.names, b.names], 1)
+    assert next(r for r in back.kernels if r.name == "cast_kernel").status[0] == "removed"
+
+
+def test_a_kernel_launched_outside_every_step_is_left_out():
+    events = [op("ProfilerStep#1", 0, 1000, cat=Cat.USER_ANNOTATION),
+              op("aten::mm", 10, 100), launch(20, corr=1), kernel("inside", 900, 500, corr=1),
+              op("aten::mm", 1500, 100), launch(1510, corr=2),
+              kernel("outside", 1600, 10, corr=2)]
+    p = analyze_table(make_table(events)).names
+    assert [k.name for k in p.kernels] == ["inside"]  # ends after the step: still its own
+    assert [(o.name, o.count) for o in p.ops] == [("aten::mm", 1)]
