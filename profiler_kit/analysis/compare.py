@@ -70,6 +70,8 @@ def _achieved_flops(a: TraceAnalysis) -> Value:
 
 _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...] = (
     ("step_median_ns", "step time (median)", "ns", "lower", _step),
+    ("critical_path_ns", "critical path (median step)", "ns", "lower",
+     lambda a: a.critical_path.length_ns if a.critical_path is not None else None),
     ("gpu_busy_ns", "GPU busy", "ns", "lower", _gpu(lambda a: a.timeline.busy_ns)),
     ("gpu_idle_ns", "GPU idle", "ns", "lower",
      _gpu(lambda a: a.timeline.window_ns - a.timeline.busy_ns)),

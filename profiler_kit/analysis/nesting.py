@@ -57,7 +57,7 @@ def build_op_tree(table: EventTable) -> OpTree:
 
     is_op = table.cat[rows] == Cat.CPU_OP
     own = _own_classes(table, rows, is_op)
-    parent = _parents(thread, start, end)
+    parent = parents(thread, start, end)
     other = classify.CLASS_INDEX[classify.OTHER]
     classed = _nearest_self_or_ancestor(own != other, parent)
     klass = np.where(classed >= 0, own[np.maximum(classed, 0)], other).astype(np.int8)
@@ -100,7 +100,7 @@ def _pair_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[list[tuple[int, int]], 
     return pairs, ids.reshape(-1).astype(np.int64)
 
 
-def _parents(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def parents(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Parent of every range: the latest earlier range on its thread still open at its start.
 
     That is what a stack sweep finds, computed by pointer jumping: a candidate that

@@ -19,6 +19,7 @@ import numpy as np
 from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import attribute_gpu
 from profiler_kit.analysis.collectives import RankSummary, summarize_rank
+from profiler_kit.analysis.critical_path import MAX_EVENTS, CriticalPath, critical_path
 from profiler_kit.analysis.hotspots import (
     Breakdown,
     NameTotal,
@@ -86,6 +87,7 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     step_timeline: StepTimeline  # one representative step as intervals on lanes
     names: NameProfile  # count and time per op and kernel name over the steps
     step_terms: StepTerms  # step time decomposed into class busy time, overlap and idle
+    critical_path: CriticalPath | None  # of the median step (None: window too large)
     # the rank's collectives and steps, for the job view across ranks (None: not computed)
     communication: RankSummary | None = None
     # "steps": gpu, gpu_by_device, timeline, phases and launches cover the steps (the
@@ -154,6 +156,10 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
     if unlinked_steps:
         notes.insert(0, "no GPU activity is linked to a launch inside the steps (no runtime "
                         "correlation): GPU figures describe the whole trace window")
+    path = critical_path(table, gpu, steps, top=max(top, 10))
+    if path is None:
+        notes.append(f"critical path left out: its window holds more than {MAX_EVENTS:,} "
+                     "events (profile with a schedule to get ProfilerStep# spans)")
     return TraceAnalysis(
         path=str(meta.path),
         label=label or meta.trace_name or str(meta.path),
@@ -185,6 +191,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         step_timeline=step_timeline(table, tree, gpu, steps),
         names=name_profile(table, tree, gpu, steps),
         step_terms=decompose(table, tree, gpu, steps),
+        critical_path=path,
         communication=summarize_rank(table, label=label or meta.trace_name, steps=steps),
         window=window,
         trace_gpu=trace_bd,

@@ -266,6 +266,47 @@ def _memory(a: TraceAnalysis) -> Table | Group | Text:
     return Group(t, ops)
 
 
+def critical_path_shares(a: TraceAnalysis) -> list[tuple[str, int, float | None]]:
+    """(label, time, share of the path) for what bounds the critical path."""
+    c = a.critical_path
+    if c is None:
+        return []
+    parts = [("CPU work", c.cpu_ns), ("GPU compute", c.gpu_compute_ns),
+             ("communication", c.communication_ns), ("launch delay", c.launch_ns),
+             ("gaps between kernels", c.kernel_gap_ns)]
+    return [(label, ns, ns / c.length_ns if c.length_ns else None)
+            for label, ns in parts if ns]
+
+
+def critical_path_title(a: TraceAnalysis) -> str:
+    c = a.critical_path
+    assert c is not None
+    where = f"step {c.step}" if c.step is not None else "the whole trace"
+    syncs = f", {c.syncs} GPU→CPU syncs" if c.syncs else ""
+    return (f"Critical path of {where}: {units.duration(c.length_ns)} "
+            f"({c.events:,} events{syncs})")
+
+
+def _critical_path(a: TraceAnalysis, top: int, width: int) -> Table | None:
+    c = a.critical_path
+    if c is None or not c.length_ns:
+        return None
+    t = Table(title=Text(critical_path_title(a)), **_TABLE)
+    t.add_column("on the path", overflow="ellipsis", no_wrap=True,
+                 max_width=_name_width(width) - 6)
+    t.add_column("kind", no_wrap=True, min_width=13)
+    t.add_column("count", justify="right", no_wrap=True, min_width=5)
+    t.add_column("time", justify="right", no_wrap=True, min_width=7)
+    t.add_column("share", justify="right", no_wrap=True, min_width=6)
+    for label, ns, share in critical_path_shares(a):
+        _row(t, Text(label, style="bold"), "", "", units.duration(ns), units.percent(share))
+    for e in c.entries[:top]:
+        _row(t, short_name(e.name, _name_width(width) - 8), f"{e.category} {e.klass}"
+             if e.klass != "other" else e.category, f"{e.count:,}", units.duration(e.ns),
+             units.percent(e.ns / c.length_ns))
+    return t
+
+
 def _phases(a: TraceAnalysis, top: int) -> Table | None:
     if not a.phases.phases:
         return None
@@ -339,6 +380,9 @@ def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
         parts.append(_kernels(a, top, width))
     if a.cpu.count:
         parts.append(_breakdown("CPU ops by self time", a.cpu, "ops", width))
+    cp = _critical_path(a, top, width)
+    if cp is not None:
+        parts.append(cp)
     prec = _precision(a)
     if prec is not None:
         parts.append(prec)

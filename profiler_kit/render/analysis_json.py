@@ -79,6 +79,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
             "launches": _launches(a.trace_launches),
         },
         "step_terms": _plain(a.step_terms),
+        "critical_path": _plain(a.critical_path),
         "recommendations": _plain(a.recommendations),
         "notes": list(a.notes),
         "communication": _communication(a),

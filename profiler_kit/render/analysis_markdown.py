@@ -10,6 +10,8 @@ from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
 from profiler_kit.render.analysis_console import (
     WHOLE_TRACE_NOTE,
+    critical_path_shares,
+    critical_path_title,
     launch_lines,
     precision_source,
     recommendation_lines,
@@ -84,6 +86,15 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
         out += ["### Top GPU kernels", ""] + _table(["kernel", "class", "count", "total"], rows)
     if a.cpu.count:
         out += _breakdown("CPU ops by self time", a.cpu, "ops")
+    c = a.critical_path
+    if c is not None and c.length_ns:
+        rows = [[f"**{label}**", "", "", units.duration(ns), units.percent(share)]
+                for label, ns, share in critical_path_shares(a)]
+        rows += [[f"`{short_name(e.name, 60)}`", e.category, f"{e.count:,}",
+                  units.duration(e.ns), units.percent(e.ns / c.length_ns)]
+                 for e in c.entries[:top]]
+        out += [f"### {critical_path_title(a)}", ""] + _table(
+            ["on the path", "kind", "count", "time", "share"], rows)
     p = a.precision
     if p.eligible_ns:
         out += [f"Precision: GEMM + convolution {units.duration(p.eligible_ns)}; fp16/bf16/fp8 "

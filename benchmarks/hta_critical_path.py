@@ -1,0 +1,41 @@
+"""Holistic Trace Analysis' critical path of a trace, kept as a test fixture.
+
+Run with the Python of an environment that has HolisticTraceAnalysis installed (see
+benchmarks/README.md); it writes the events HTA marks critical (name, category, ts and
+dur in µs as in the file), the path's length and HTA's breakdown by what bounds it:
+
+    benchmarks/.cache/hta-venv/bin/python benchmarks/hta_critical_path.py \\
+        TRACE_DIR tests/data/a100_simple_add_critical_path_hta050.json.gz
+"""
+
+import gzip
+import json
+import sys
+import tempfile
+from importlib.metadata import version
+
+from hta.trace_analysis import TraceAnalysis
+
+trace_dir, out = sys.argv[1], sys.argv[2]
+t = TraceAnalysis(trace_dir=trace_dir)
+g, ok = t.critical_path_analysis(rank=0, annotation="", instance_id=0)
+assert ok
+with tempfile.TemporaryDirectory() as tmp:
+    overlaid = t.overlay_critical_path_analysis(0, g, output_dir=tmp,
+                                                only_show_critical_events=False)
+    raw = json.load(gzip.open(overlaid))["traceEvents"]
+events = sorted([e["name"], e["cat"], e["ts"], e["dur"]] for e in raw
+                if e.get("ph") == "X" and e.get("args", {}).get("critical") == 1)
+bd = g.get_critical_path_breakdown()
+by = {k or "zero_weight": int(v) for k, v in bd.groupby("bound_by").duration.sum().items()}
+json.dump({
+    "hta_version": version("HolisticTraceAnalysis"),
+    "command": "TraceAnalysis(trace_dir).critical_path_analysis(rank=0, annotation='', "
+               "instance_id=0), then overlay_critical_path_analysis(0, graph, dir, "
+               "only_show_critical_events=False): the events marked critical",
+    "time_unit": "us",
+    "length_us": int(bd.duration.sum()),
+    "bound_by_us": by,
+    "events": events,
+}, gzip.open(out, "wt"), indent=0)
+print(len(events), by, int(bd.duration.sum()))
