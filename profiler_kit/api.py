@@ -245,7 +245,50 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
     sc = scenario if isinstance(scenario, _Scenario) else load(str(scenario))
     return runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
                       amp=amp, options=options, out=out, seed=seed, argv=argv,
-                      observer=observer, summary=render_markdown, force=force)
+                      observer=observer, summary=render_markdown, force=force,
+                      verdicts=_verdicts)
+
+
+def _verdicts(result: RunResult) -> RunResult:
+    """Each strategy against its point's baseline, from their first traces (rank 0): the
+    verdict line and the step-time change per term, kept in run.json."""
+    from msgspec.structs import replace
+
+    from profiler_kit import artifacts
+    from profiler_kit.analysis.compare import compare as compare_analyses
+    from profiler_kit.analysis.files import analyze_files
+    from profiler_kit.errors import ProfkitError
+    from profiler_kit.render.diff_views import verdict_line
+    from profiler_kit.results import OK
+
+    ok = [i for i, s in enumerate(result.strategies) if s.status == OK and s.trace_files]
+    points: dict[str, list[int]] = {}
+    for i in ok:
+        points.setdefault(result.strategies[i].point, []).append(i)
+    points = {p: idx for p, idx in points.items() if len(idx) > 1 and any(
+        result.strategies[i].name == result.baseline for i in idx)}
+    if not points:
+        return result
+    chosen = [i for idx in points.values() for i in idx]
+    try:
+        analyses = dict(zip(chosen, analyze_files(
+            [result.run_dir / result.strategies[i].trace_files[0] for i in chosen],
+            [result.strategies[i].name for i in chosen], top=5), strict=True))
+    except ProfkitError:  # a trace that cannot be read: the run keeps its other results
+        return result
+    strategies = list(result.strategies)
+    for idx in points.values():
+        base = next(k for k, i in enumerate(idx) if strategies[i].name == result.baseline)
+        steps = compare_analyses([analyses[i] for i in idx], base).steps
+        for i, w in zip(idx, steps.waterfalls if steps else (), strict=True):
+            if w is not None:
+                change = {t.name: t.delta_ns for t in w.terms}
+                change["step"] = w.delta_ns
+                strategies[i] = replace(strategies[i], verdict=verdict_line(w),
+                                        step_change_ns=change)
+    result = replace(result, strategies=tuple(strategies))
+    artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
+    return result
 
 
 def list_scenarios() -> list[ScenarioInfo]:

@@ -167,6 +167,10 @@ class StrategyResult(msgspec.Struct, frozen=True):
     world_size: int = 1  # ranks (processes) the strategy ran on
     # aggregate throughput / (world size x the single-process baseline's throughput)
     scaling_efficiency: float | None = None
+    # against its point's baseline, from their traces: the verdict line and the change in
+    # step time per term (a class's busy time, "overlap", "idle"; "step": the total), ns
+    verdict: str | None = None
+    step_change_ns: dict[str, float] = msgspec.field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -208,6 +212,8 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "repeat_samples_ns": [list(s) for s in self.repeat_samples_ns],
             "world_size": self.world_size,
             "scaling_efficiency": self.scaling_efficiency,
+            "verdict": self.verdict,
+            "step_change_ns": dict(self.step_change_ns),
         }
 
 

@@ -58,6 +58,28 @@ def test_user_scenario_file_runs_like_a_builtin(capsys, tmp_path) -> None:
     assert main(["run", str(example), "--out", str(tmp_path), "--batch-size", "4", *QUICK]) == 0
     out = capsys.readouterr().out
     assert "channels_last" in out and "profkit tensorboard" in out
+    _check_verdicts(tmp_path, out)
+
+
+def _check_verdicts(out_dir: Path, console: str) -> None:
+    """Every strategy but the baseline ends with a verdict from the traces, in run.json,
+    summary.md and on the console, and its terms add up to the change in step time."""
+    (run_dir,) = (p for p in out_dir.rglob("run.json"))
+    doc = json.loads(run_dir.read_text())
+    summary = (run_dir.parent / "summary.md").read_text()
+    flat = " ".join(console.split())
+    for s in doc["strategies"]:
+        if s["status"] != "ok":
+            continue
+        if s["name"] == doc["scenario"]["baseline"]:
+            assert s["verdict"] is None and s["step_change_ns"] == {}
+            continue
+        assert s["verdict"].startswith(f"{s['name']}: ")
+        change = dict(s["step_change_ns"])
+        total = change.pop("step")
+        assert sum(change.values()) == pytest.approx(total, abs=1e-3)
+        assert f"- {s['verdict']}" in summary
+        assert " ".join(s["verdict"].split()) in flat
 
 
 @pytest.mark.slow
@@ -109,6 +131,9 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
     summary = (run_dir / "summary.md").read_text()
     assert "threads+amp" in summary and "profkit tensorboard" in summary
     assert f"profkit tensorboard {run_dir}" in " ".join(out.split())
+    _check_verdicts(tmp_path, out)
+    amp = next(s for s in doc["strategies"] if s["name"] == "sequential+amp")
+    assert "CPU step" in amp["verdict"] or "device step" in amp["verdict"]
 
 
 def test_list_shows_every_scenario_with_strategies_params_and_needs(capsys) -> None:

@@ -213,10 +213,12 @@ def run(
     observer: RunObserver | None = None,
     summary: Callable[[RunResult], str] | None = None,
     force: bool = False,
+    verdicts: Callable[[RunResult], RunResult] | None = None,
 ) -> RunResult:
     """Measure every selected strategy of ``scenario`` at every point; write the run folder
     (run.json, traces, key averages, the scenario's own reports, and ``summary(result)``
-    as summary.md).
+    as summary.md). ``verdicts(result)`` adds to each strategy what its traces say
+    against the baseline's, before the summary is written.
 
     Bad input raises UsageError before anything runs. A failing strategy is recorded
     and the others still run; Ctrl-C ends the run with what finished recorded and
@@ -237,6 +239,8 @@ def run(
     result = _measure_run(scenario, params, device, strategies, opt_in, amp, options, out,
                           seed, argv, observer, force)
     result = _scenario_extras(scenario, result)
+    if verdicts is not None:
+        result = verdicts(result)
     if summary is not None:
         try:
             artifacts.write_text_atomic(result.run_dir / artifacts.SUMMARY_MD, summary(result))

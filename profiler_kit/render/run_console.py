@@ -193,6 +193,11 @@ def render(console: Console, result: RunResult) -> None:
             heading("Ranks (from the traces; profkit analyze the folder for more)")
             for line in jobs:
                 console.print(line, highlight=False, markup=False)
+        verdicts = [s.verdict for s in result.at(point) if s.verdict]
+        if verdicts:
+            heading("Verdict (against the baseline's trace, per step)")
+            for line in verdicts:
+                console.print(line, highlight=False, markup=False)
     sweep = sweep_table(result)
     if sweep is not None:
         heading("Median step time across the sweep")

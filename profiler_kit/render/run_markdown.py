@@ -105,6 +105,10 @@ def render_markdown(result: RunResult) -> str:
         jobs = job_lines(result, point)
         if jobs:
             lines += ["Ranks (from the traces):", ""] + [f"- {line}" for line in jobs] + [""]
+        verdicts = [s.verdict for s in result.at(point) if s.verdict]
+        if verdicts:
+            lines += ["Verdict (against the baseline's trace, per step):", ""]
+            lines += [f"- {v}" for v in verdicts] + [""]
     problems = [f"- skipped `{s.label}`: {s.reason}" for s in result.skipped]
     problems += [f"- failed `{s.label}`: {s.error}" for s in result.failed]
     if problems:
