@@ -123,3 +123,43 @@ def test_a_kernel_launched_outside_every_step_is_left_out():
     p = analyze_table(make_table(events)).names
     assert [k.name for k in p.kernels] == ["inside"]  # ends after the step: still its own
     assert [(o.name, o.count) for o in p.ops] == [("aten::mm", 1)]
+
+
+def test_whole_trace_counts_equal_hta_trace_diff():
+    """HTA 0.5.0's ``TraceDiff.compare_traces`` of the BERT pair (benchmarks/hta_trace_diff.py)
+    counts every event name over the whole trace. Over the whole trace too, profkit's
+    count of every CPU op and of every H100 GPU activity equals HTA's, and names only
+    one trace has are HTA's "+" and "-". HTA 0.5.0 sees none of the MI300's GPU
+    activities (its diff has no ``attn_fwd``), so those are checked against the JSON
+    above only."""
+    import gzip
+    import json
+
+    import msgspec
+
+    from profiler_kit.analysis.attribution import attribute_gpu
+    from profiler_kit.analysis.nesting import build_op_tree
+    from profiler_kit.analysis.op_diff import name_profile
+    from profiler_kit.analysis.steps import analyze_steps
+    from profiler_kit.trace.loader import load
+
+    with gzip.open(DATA / "hta" / "bert_small_trace_diff.json.gz", "rt") as fh:
+        hta = json.load(fh)["names"]
+    profiles = []
+    for path in BERT:
+        t = load(path)
+        tree = build_op_tree(t)
+        steps = analyze_steps(t)
+        whole = msgspec.structs.replace(steps, source="window", steps=(), start_ns=int(
+            t.ts_ns.min()), end_ns=int((t.ts_ns + t.dur_ns).max()))
+        profiles.append(name_profile(t, tree, attribute_gpu(t, tree), whole))
+    for i, p in enumerate(profiles):
+        for s in list(p.ops) + (list(p.kernels) if i == 0 else []):
+            assert hta[s.name][i] == s.count, s.name
+    assert len(profiles[0].kernels) == 12 and "attn_fwd" not in hta
+    diff = op_diff(["h100", "mi300"], profiles, 0)
+    moved = 0
+    for r in diff.ops:  # the same ops on both: HTA's "=" exactly where the counts agree
+        assert (hta[r.name][2] == "=") == (r.counts[0] == r.counts[1]), r.name
+        moved += r.counts[0] != r.counts[1]
+    assert moved == 4  # as_strided, empty, permute and view run more often on the MI300
