@@ -5,7 +5,7 @@ benchmarks/README.md); it writes the events HTA marks critical (name, category, 
 dur in µs as in the file), the path's length and HTA's breakdown by what bounds it:
 
     benchmarks/.cache/hta-venv/bin/python benchmarks/hta_critical_path.py \\
-        TRACE_DIR tests/data/hta/a100_simple_add_critical_path.json.gz [ANNOTATION INSTANCE]
+        TRACE_DIR tests/data/hta/a100_simple_add_critical_path.json [ANNOTATION INSTANCE]
 
 ANNOTATION (default "": the whole trace) and INSTANCE limit the path to one instance of
 an annotation, as HTA's ``critical_path_analysis`` does.
@@ -45,5 +45,5 @@ json.dump({
     "length_us": int(bd.duration.sum()),
     "bound_by_us": by,
     "events": events,
-}, gzip.open(out, "wt"), indent=0)
+}, open(out, "w"), indent=0)
 print(len(events), by, int(bd.duration.sum()))

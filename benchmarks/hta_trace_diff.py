@@ -5,10 +5,9 @@ benchmarks/README.md); it writes, per event name, the count in each trace and HT
 change category:
 
     benchmarks/.cache/hta-venv/bin/python benchmarks/hta_trace_diff.py \\
-        CONTROL_DIR TEST_DIR tests/data/hta/bert_small_trace_diff.json.gz
+        CONTROL_DIR TEST_DIR tests/data/hta/bert_small_trace_diff.json
 """
 
-import gzip
 import json
 import sys
 from importlib.metadata import version
@@ -27,5 +26,5 @@ json.dump({
     "columns": ["Control_counts", "Test_counts", "counts_change_categories"],
     "names": {name: [int(r.Control_counts), int(r.Test_counts), r.counts_change_categories]
               for name, r in df.iterrows()},
-}, gzip.open(out, "wt"), indent=0)
+}, open(out, "w"), indent=0)
 print(len(df))

@@ -21,7 +21,7 @@ from profiler_kit.trace.table import Cat
 DATA = Path(__file__).parent / "data"
 TRACE = DATA / "a100_simple_add.json.gz"
 # HTA 0.5.0's critical path of TRACE (benchmarks/hta_critical_path.py made it)
-HTA_050 = DATA / "hta" / "a100_simple_add_critical_path.json.gz"
+HTA_050 = DATA / "hta" / "a100_simple_add_critical_path.json"
 # the reference HTA keeps in its own tests, made by an earlier HTA
 HTA_REFERENCE = DATA / "a100_simple_add_critical_path_expected.json.gz"
 
@@ -46,8 +46,7 @@ def _reference(path: Path) -> set[tuple[str, int, int]]:
 
 def test_equals_hta_critical_path_event_by_event(simple_add):
     table, gpu, graph = simple_add
-    with gzip.open(HTA_050, "rt") as fh:
-        hta = json.load(fh)
+    hta = json.loads(HTA_050.read_text())
     theirs = {(name, ts * 1000, dur * 1000) for name, _cat, ts, dur in hta["events"]}
     assert len(theirs) == 600
     assert _ours(table, graph) == theirs
@@ -147,8 +146,7 @@ def test_alexnet_forward_against_hta_and_what_is_not_modelled():
     second = [r for r in range(len(table)) if table.name_of(r) == name][1]
     lo = int(table.ts_ns[second])
     graph = build_path(table, gpu, lo, lo + int(table.dur_ns[second]))
-    with gzip.open(DATA / "hta" / "a100_alexnet_critical_path.json.gz", "rt") as fh:
-        hta = json.load(fh)
+    hta = json.loads((DATA / "hta" / "a100_alexnet_critical_path.json").read_text())
     assert hta["annotation"] == name and hta["instance_id"] == 1
     theirs = {(n, ts * 1000, dur * 1000) for n, _cat, ts, dur in hta["events"]}
     ours = _ours(table, graph)

@@ -132,7 +132,6 @@ def test_whole_trace_counts_equal_hta_trace_diff():
     one trace has are HTA's "+" and "-". HTA 0.5.0 sees none of the MI300's GPU
     activities (its diff has no ``attn_fwd``), so those are checked against the JSON
     above only."""
-    import gzip
     import json
 
     import msgspec
@@ -143,8 +142,7 @@ def test_whole_trace_counts_equal_hta_trace_diff():
     from profiler_kit.analysis.steps import analyze_steps
     from profiler_kit.trace.loader import load
 
-    with gzip.open(DATA / "hta" / "bert_small_trace_diff.json.gz", "rt") as fh:
-        hta = json.load(fh)["names"]
+    hta = json.loads((DATA / "hta" / "bert_small_trace_diff.json").read_text())["names"]
     profiles = []
     for path in BERT:
         t = load(path)

@@ -37,22 +37,24 @@ def _adds_up(comparison) -> None:
         assert w.delta_ns == pytest.approx(w.after_ns - w.before_ns, abs=1e-6)
 
 
-def _device_window_from_json(path: Path) -> tuple[int, int, int]:
-    """(window, busy sum, union) of the GPU activities launched in the trace's one step."""
+def _busy_and_union_from_json(path: Path, lo: int, hi: int) -> tuple[int, int]:
+    """Summed durations and union length, clipped to ``[lo, hi]``, of the GPU activities
+    launched in the trace's one step (their runtime call inside the step's CPU span)."""
     with gzip.open(path, "rt") as fh:
         events = [e for e in json.load(fh, parse_float=Decimal)["traceEvents"]
                   if e.get("ph") == "X"]
     step = next(e for e in events if e["name"].startswith("ProfilerStep#")
                 and e.get("cat") == "user_annotation")
     a, b = ns(step["ts"]), ns(step["ts"]) + ns(step["dur"])
-    calls = {e["args"]["correlation"]: ns(e["ts"]) for e in events
+    calls = {e["args"]["correlation"]: e for e in events
              if e.get("cat") in RUNTIME_CATS and "correlation" in e.get("args", {})}
     spans = []
     for e in events:
-        if e.get("cat") in GPU_CATS:
-            t = calls.get(e["args"].get("correlation"), ns(e["ts"]))
-            if a <= t <= b:
-                spans.append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
+        call = calls.get(e.get("args", {}).get("correlation"))
+        if e.get("cat") in GPU_CATS and call is not None \
+                and a <= ns(call["ts"]) and ns(call["ts"]) + ns(call["dur"]) <= b:
+            s, t = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+            spans.append((min(max(s, lo), hi), min(max(t, lo), hi)))
     spans.sort()
     union, end = 0, None
     for s, e in spans:  # sweep: add what each span covers beyond the ones before it
@@ -62,8 +64,7 @@ def _device_window_from_json(path: Path) -> tuple[int, int, int]:
         elif e > end:
             union += e - end
             end = e
-    window = max(e for _, e in spans) - min(s for s, _ in spans)
-    return window, sum(e - s for s, e in spans), union
+    return sum(e - s for s, e in spans), union
 
 
 def test_bert_pair_device_side_against_the_json():
@@ -71,11 +72,12 @@ def test_bert_pair_device_side_against_the_json():
     for a, path in zip(analyses, BERT, strict=True):
         t = a.step_terms
         _exact(t)
-        window, busy, union = _device_window_from_json(path)
-        assert (t.side, t.steps) == ("device", 1)
-        assert t.window_ns == window
+        (step,) = a.steps.steps  # device side as the TensorBoard plugin times it
+        lo, hi = step.device_start_ns, step.device_start_ns + step.device_dur_ns
+        busy, union = _busy_and_union_from_json(path, lo, hi)
+        assert (t.side, t.steps, t.step_window_ns) == ("device", 1, (step.device_dur_ns,))
         assert sum(t.busy_ns.values()) == busy
-        assert t.idle_ns == window - union
+        assert t.idle_ns == hi - lo - union
         assert t.overlap_ns == busy - union
     c = api.compare(analyses)
     _adds_up(c)
@@ -90,13 +92,14 @@ def test_bert_pair_device_side_against_the_json():
 
 
 def _gpu_steps(n: int, gemm: str, gemm_ns: int, cast: bool = False, streams: bool = False):
-    """``n`` steps of 10 µs: a gemm and an add kernel, optionally a cast kernel, optionally
-    the add on a second stream beside the gemm."""
+    """``n`` GPU-bound steps, 10 µs apart: a 500 ns CPU span launching a gemm at 1 µs and
+    an add 100 ns after it, optionally a cast kernel first, optionally the add on a
+    second stream beside the gemm."""
     events = []
     corr = 0
     for i in range(n):
         t0 = i * 10_000
-        events.append(op(f"ProfilerStep#{i}", t0, 10_000, cat=Cat.USER_ANNOTATION))
+        events.append(op(f"ProfilerStep#{i}", t0, 500, cat=Cat.USER_ANNOTATION))
         corr += 1
         events += [op("aten::mm", t0 + 10, 50), launch(t0 + 20, corr),
                    kernel(gemm, t0 + 1000, gemm_ns, corr=corr)]
@@ -118,15 +121,19 @@ def test_waterfall_terms_add_up_and_name_the_cause():
     c = compare([base, amp])
     _adds_up(c)
     w = c.steps.waterfalls[1]
-    assert w.before_ns == 3000 + 100 + 400  # gemm, gap, add
-    assert w.after_ns == 50 + 50 + 1000 + 100 + 400  # cast, gap, gemm, gap, add
-    assert w.delta_ns == pytest.approx(-1900)
+    # from the step's CPU start to the end of the add; the GPU idles the first µs
+    assert w.before_ns == 1000 + 3000 + 100 + 400
+    assert w.after_ns == 1000 + 1000 + 100 + 400
+    assert w.delta_ns == pytest.approx(-2000)
+    terms = {t.name: t.delta_ns for t in w.terms}
+    assert terms["gemm"] == pytest.approx(-2000)
+    assert terms["copy"] == pytest.approx(50)  # the cast runs in the idle microsecond
+    assert terms["idle"] == pytest.approx(-50)
     top = w.terms[0]
-    assert (top.name, top.delta_ns) == ("gemm", pytest.approx(-2000))
     assert [(e.name, e.status) for e in top.evidence] == [("sgemm_fp32", "removed"),
                                                          ("bf16_gemm", "added")]
     line = verdict_line(w)
-    assert line.startswith("amp: device step −1.9 µs")
+    assert line.startswith("amp: device step −2 µs")
     assert "gemm −2 µs (no sgemm_fp32 (was ×1); new bf16_gemm ×1)" in line
 
 
@@ -137,7 +144,9 @@ def test_streams_show_as_overlap():
     assert streams.step_terms.overlap_ns == 3 * 400
     c = compare([serial, streams])
     _adds_up(c)
-    terms = {t.name: t.delta_ns for t in c.steps.waterfalls[1].terms}
+    w = c.steps.waterfalls[1]
+    terms = {t.name: t.delta_ns for t in w.terms}
+    assert w.delta_ns == pytest.approx(-500)  # the add and the gap before it
     assert terms["overlap"] == pytest.approx(-400)  # the add now runs beside the gemm
     assert terms["idle"] == pytest.approx(-100)  # and the gap before it is gone
     assert terms["gemm"] == 0 and terms["elementwise"] == 0
@@ -153,10 +162,10 @@ def test_cpu_runs_sequential_amp_and_threads():
     c = api.compare(analyses)
     _adds_up(c)
     amp, threads = c.steps.waterfalls[1], c.steps.waterfalls[2]
-    # autocast adds casts of weights and inputs (class other): evidence names them
-    other = next(t for t in amp.terms if t.name == "other")
-    assert other.delta_ns > 0
-    assert {e.name for e in other.evidence} & {"aten::to", "aten::_to_copy", "aten::copy_"}
+    # autocast adds casts of weights and inputs (class copy): evidence names them
+    copy = next(t for t in amp.terms if t.name == "copy")
+    assert copy.delta_ns > 0
+    assert {e.name for e in copy.evidence} & {"aten::to", "aten::_to_copy", "aten::copy_"}
     # two models on two threads: their ops run at once, which only threads can show
     assert analyses[0].step_terms.overlap_ns == 0
     assert analyses[2].step_terms.overlap_ns > 0
@@ -168,8 +177,9 @@ def test_a_trace_without_steps_is_one_step():
     t = make_table([op("aten::mm", 0, 100), launch(10, 1), kernel("gemm", 200, 300, corr=1),
                     op("aten::add", 600, 50), launch(610, 2), kernel("add", 700, 100, corr=2)])
     terms = analyze_table(t).step_terms
-    assert (terms.window, terms.steps, terms.window_ns) == ("trace", 1, 600)
-    assert terms.idle_ns == 200 and terms.overlap_ns == 0
+    # the whole trace window: from the first op to the end of the last kernel
+    assert (terms.window, terms.steps, terms.window_ns) == ("trace", 1, 800)
+    assert terms.idle_ns == 400 and terms.overlap_ns == 0
     _exact(terms)
 
 

@@ -18,7 +18,7 @@ from profiler_kit.analysis import classify
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.hotspots import name_totals
 from profiler_kit.analysis.nesting import OpTree
-from profiler_kit.analysis.step_windows import cpu_steps, gpu_steps, step_count
+from profiler_kit.analysis.step_windows import activity_steps, row_steps, step_count
 from profiler_kit.analysis.steps import Steps
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -64,14 +64,14 @@ def name_profile(table: EventTable, tree: OpTree, gpu: GpuActivity, steps: Steps
     """Count and total per op name and per GPU activity name inside the steps."""
     is_op = table.cat[tree.row] == Cat.CPU_OP
     op_nodes = np.flatnonzero(is_op)
-    op_nodes = op_nodes[cpu_steps(table, tree.row[op_nodes], steps) >= 0]
+    op_nodes = op_nodes[row_steps(table, tree.row[op_nodes], steps) >= 0]
     op_rows = tree.row[op_nodes]
     ops = name_totals(table.names, table.name[op_rows], table.dur_ns[op_rows],
                       tree.own_klass[op_nodes])
     self_sums = _sums(table.name[op_rows], tree.self_ns[op_nodes], len(table.names))
     self_by_name = {table.names[i]: int(self_sums[i]) for i in np.flatnonzero(self_sums).tolist()}
 
-    inside = gpu_steps(table, gpu, steps) >= 0
+    inside = activity_steps(table, gpu, steps) >= 0
     rows = gpu.row[inside]
     cats = table.cat[rows].astype(np.int64)
     kernels = name_totals(table.names, table.name[rows], table.dur_ns[rows], gpu.klass[inside],

@@ -4,16 +4,18 @@ Each step's time is decomposed exactly (integer ns) as
 
     window = sum over classes of busy(class) - overlap + idle
 
-On a GPU trace the window is the step's device side: from the first start to the last
-end of the GPU activities launched in the step (linked by correlation id); busy(class)
-sums those activities' durations per class, overlap is that sum minus the length of
-their union (time two or more ran at once, counted once per extra activity), idle is
-the window minus the union. On a CPU-only trace the window is the step's CPU span and
-the activities are CPU ops' self time (ops starting in the step, every thread), so
-overlap is the time threads worked at once. Per-step values are totals over the steps
-divided by the step count, so traces with different step counts compare, and the
-change between two traces splits into per-class, overlap and idle terms that add up
-to the change in step time.
+On a GPU trace the window is the step's device-side span (:mod:`steps`: from where the
+previous step ended on the device, or the step's CPU start, to the end of the last GPU
+activity launched in it, or its CPU end); busy(class) sums the durations, clipped to the
+window, of the activities launched in the step (linked by correlation id), per class;
+overlap is that sum minus the length of their union (time two or more ran at once,
+counted once per extra activity); idle is the window minus the union. On a CPU-only
+trace the window is the step's CPU span and the activities are CPU ops' self time (ops
+starting in the step, every thread), so overlap is the time threads worked at once.
+Without steps the whole trace window is one step. Per-step values are totals over the
+steps divided by the step count, so traces with different step counts compare, and the
+change between two traces splits into per-class, overlap and idle terms that add up to
+the change in step time.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from profiler_kit.analysis import classify, intervals
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.op_diff import DiffRow, OpDiff
-from profiler_kit.analysis.step_windows import bounds, cpu_steps, gpu_steps, step_count
+from profiler_kit.analysis.step_windows import (
+    activity_steps,
+    cpu_spans,
+    row_steps,
+    step_count,
+    windows,
+)
 from profiler_kit.analysis.steps import Steps
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -57,46 +65,43 @@ def decompose(table: EventTable, tree: OpTree, gpu: GpuActivity, steps: Steps) -
     """Decompose every step of one trace (device side when it has GPU activity)."""
     n_steps = step_count(steps)
     if len(gpu):
-        step = gpu_steps(table, gpu, steps)
+        step = activity_steps(table, gpu, steps)
         keep = step >= 0
         rows = gpu.row[keep]
         start = table.ts_ns[rows]
         end = start + table.dur_ns[rows]
-        return _terms("device", steps, n_steps, step[keep], start, end, table.dur_ns[rows],
-                      gpu.klass[keep], clip=None)
+        return _terms("device", steps, n_steps, step[keep], start, end, gpu.klass[keep],
+                      windows(steps), clip_busy=True)
     ops = np.flatnonzero(table.cat[tree.row] == Cat.CPU_OP)
-    step = cpu_steps(table, tree.row[ops], steps)
+    step = row_steps(table, tree.row[ops], steps)
     keep = step >= 0
     ops = ops[keep]
     return _terms("cpu", steps, n_steps, step[keep], tree.start_ns[ops], tree.end_ns[ops],
-                  tree.self_ns[ops], tree.own_klass[ops], clip=bounds(steps))
+                  tree.own_klass[ops], cpu_spans(steps), busy=tree.self_ns[ops])
 
 
 def _terms(side: str, steps: Steps, n_steps: int, step: np.ndarray, start: np.ndarray,
-           end: np.ndarray, busy: np.ndarray, klass: np.ndarray,
-           clip: tuple[np.ndarray, np.ndarray] | None) -> StepTerms:
+           end: np.ndarray, klass: np.ndarray, bounds: tuple[np.ndarray, np.ndarray],
+           busy: np.ndarray | None = None, clip_busy: bool = False) -> StepTerms:
+    """Per step: ``busy`` (default: the clipped durations) per class, the union of the
+    intervals clipped to the step's window, and the window."""
     n_cls = len(classify.CLASSES)
+    lo, hi = bounds
+    s = np.clip(start, lo[np.maximum(step, 0)], hi[np.maximum(step, 0)])
+    e = np.clip(end, lo[np.maximum(step, 0)], hi[np.maximum(step, 0)])
+    if busy is None or clip_busy:
+        busy = e - s
     busy_by_class = np.rint(np.bincount(klass.astype(np.int64), weights=busy,
                                         minlength=n_cls)).astype(np.int64)
-    windows = np.zeros(n_steps, dtype=np.int64)
+    window_ns = (hi - lo).astype(np.int64)
     covered = 0
     order = np.argsort(step, kind="stable")
     cuts = np.searchsorted(step[order], np.arange(n_steps + 1))
     for i in range(n_steps):
         sel = order[cuts[i]:cuts[i + 1]]
-        if clip is not None:  # the CPU span is the window; ops are clipped to it
-            w0, w1 = int(clip[0][i]), int(clip[1][i])
-            s = np.clip(start[sel], w0, w1)
-            e = np.clip(end[sel], w0, w1)
-        elif len(sel):
-            s, e = start[sel], end[sel]
-            w0, w1 = int(s.min()), int(e.max())
-        else:
-            continue
-        windows[i] = w1 - w0
-        covered += intervals.length(s, e)
+        covered += intervals.length(s[sel], e[sel])
     total_busy = int(busy_by_class.sum())
-    window = int(windows.sum())
+    window = int(window_ns.sum())
     return StepTerms(
         side=side,
         window="steps" if steps.steps else "trace",
@@ -106,7 +111,7 @@ def _terms(side: str, steps: Steps, n_steps: int, step: np.ndarray, start: np.nd
                  if v},
         overlap_ns=total_busy - covered,
         idle_ns=window - covered,
-        step_window_ns=tuple(int(w) for w in windows.tolist()),
+        step_window_ns=tuple(int(w) for w in window_ns.tolist()),
     )
 
 

@@ -1,8 +1,10 @@
-"""Which step an event belongs to: a CPU event by its start, a GPU activity by its launch.
+"""Which step an event belongs to, and each step's window, as :mod:`steps` defines them.
 
-A step is a CPU-side ``ProfilerStep#N`` span; a GPU activity belongs to the step whose
-span holds the runtime call that launched it (linked by correlation id), or its own
-start when no call is linked. Without steps the whole trace is one window.
+A CPU event belongs to the step whose ``ProfilerStep#`` span holds its start; a GPU
+activity to the step its launching call lies in (:func:`steps.step_of_activities`). A
+step's window is its device-side span on GPU traces (from where the previous step ended
+on the device, or its CPU start, to when the last activity launched in it ends, or its
+CPU end) and its CPU span otherwise. Without steps the whole trace is one window.
 """
 
 from __future__ import annotations
@@ -10,46 +12,51 @@ from __future__ import annotations
 import numpy as np
 
 from profiler_kit.analysis.attribution import GpuActivity
-from profiler_kit.analysis.steps import Steps
+from profiler_kit.analysis.steps import Steps, cpu_steps, step_of_activities
 from profiler_kit.trace.table import EventTable
 
 
-def bounds(steps: Steps) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end of every step (the whole window when there are no steps), by start."""
-    if steps.steps:
-        ordered = sorted(steps.steps, key=lambda s: s.start_ns)
-        starts = np.array([s.start_ns for s in ordered], dtype=np.int64)
-        ends = np.array([s.start_ns + s.dur_ns for s in ordered], dtype=np.int64)
-        return starts, ends
-    return (np.array([steps.start_ns], dtype=np.int64),
-            np.array([steps.end_ns], dtype=np.int64))
+def windows(steps: Steps) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every step's window (device side when the steps have one), in the
+    order of ``steps.steps``; the whole trace window when there are no steps."""
+    if not steps.steps:
+        return (np.array([steps.start_ns], dtype=np.int64),
+                np.array([steps.end_ns], dtype=np.int64))
+    starts = np.array([s.device_start_ns for s in steps.steps], dtype=np.int64)
+    ends = starts + np.array([s.device_dur_ns for s in steps.steps], dtype=np.int64)
+    return starts, ends
 
 
-def step_index(ts_ns: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Index of the step whose span ``[start, end]`` holds each time; -1 for none."""
-    i = np.searchsorted(starts, ts_ns, side="right") - 1
+def cpu_spans(steps: Steps) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every step's CPU span, in the order of ``steps.steps``."""
+    if not steps.steps:
+        return windows(steps)
+    starts = np.array([s.start_ns for s in steps.steps], dtype=np.int64)
+    return starts, starts + np.array([s.dur_ns for s in steps.steps], dtype=np.int64)
+
+
+def activity_steps(table: EventTable, gpu: GpuActivity, steps: Steps) -> np.ndarray:
+    """Index into ``steps.steps`` of the step each GPU activity was launched in (-1: none);
+    all 0 without steps."""
+    if not steps.steps:
+        return np.zeros(len(gpu), dtype=np.int64)
+    spans = cpu_steps(table)  # the same spans, in the same order, as steps.steps
+    return step_of_activities(table, gpu, spans)
+
+
+def row_steps(table: EventTable, rows: np.ndarray, steps: Steps) -> np.ndarray:
+    """Index into ``steps.steps`` of the step whose CPU span holds each row's start (-1:
+    none); all 0 without steps."""
+    if not steps.steps:
+        return np.zeros(len(rows), dtype=np.int64)
+    starts, ends = cpu_spans(steps)
+    order = np.argsort(starts, kind="stable")
+    ts = table.ts_ns[rows]
+    i = np.searchsorted(starts[order], ts, side="right") - 1
     inside = i >= 0
-    inside[inside] = ts_ns[inside] <= ends[i[inside]]
-    return np.where(inside, i, -1)
-
-
-def launch_ts(table: EventTable, gpu: GpuActivity) -> np.ndarray:
-    """When each GPU activity was launched: its runtime call's start, else its own start."""
-    own = table.ts_ns[gpu.row]
-    linked = gpu.launch_row >= 0
-    return np.where(linked, table.ts_ns[np.maximum(gpu.launch_row, 0)], own)
-
-
-def gpu_steps(table: EventTable, gpu: GpuActivity, steps: Steps) -> np.ndarray:
-    """Step index of every GPU activity (by its launch); -1 outside every step."""
-    starts, ends = bounds(steps)
-    return step_index(launch_ts(table, gpu), starts, ends)
-
-
-def cpu_steps(table: EventTable, rows: np.ndarray, steps: Steps) -> np.ndarray:
-    """Step index of every given CPU-side row (by its start); -1 outside every step."""
-    starts, ends = bounds(steps)
-    return step_index(table.ts_ns[rows], starts, ends)
+    cand = order[np.maximum(i, 0)]
+    inside &= ts <= ends[cand]
+    return np.where(inside, cand, -1)
 
 
 def step_count(steps: Steps) -> int:

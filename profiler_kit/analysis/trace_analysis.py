@@ -37,8 +37,8 @@ from profiler_kit.analysis.phases import Phases, analyze_phases
 from profiler_kit.analysis.precision import Precision, analyze_precision
 from profiler_kit.analysis.recommend import Recommendation, recommend
 from profiler_kit.analysis.roofline import PerfModel, measure
-from profiler_kit.analysis.step_timeline import StepTimeline, step_timeline
 from profiler_kit.analysis.step_diff import StepTerms, decompose
+from profiler_kit.analysis.step_timeline import StepTimeline, step_timeline
 from profiler_kit.analysis.steps import Steps, analyze_steps, cpu_steps, step_of_activities
 from profiler_kit.analysis.timeline import Timeline, analyze_timeline
 from profiler_kit.trace.table import EventTable
