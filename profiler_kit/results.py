@@ -348,6 +348,24 @@ def decode_run(doc: Any, source: str | Path) -> RunResult:
         raise UsageError(f"{source}: not a profkit run record ({exc})") from None
 
 
+def add_repeat(s: StrategyResult, samples_ns: Sequence[int],
+               per_rank_samples_ns: Sequence[Sequence[int]] = ()) -> StrategyResult:
+    """``s`` with one more independent round's samples: the statistics and throughput
+    pool every round's samples, ``repeat_samples_ns`` keeps them apart for the noise
+    verdicts between runs, and each rank's samples grow alike."""
+    repeats = (*(s.repeat_samples_ns or (s.samples_ns,)), tuple(int(v) for v in samples_ns))
+    pooled = tuple(v for r in repeats for v in r)
+    st = stats(pooled)
+    per_rank = tuple(
+        (*old, *(int(v) for v in new))
+        for old, new in zip(s.per_rank_samples_ns, per_rank_samples_ns, strict=True)
+    ) if s.per_rank_samples_ns else ()
+    return msgspec.structs.replace(
+        s, samples_ns=pooled, stats=st, repeat_samples_ns=repeats,
+        per_rank_samples_ns=per_rank,
+        throughput_items_per_s=throughput(s.items_per_step, st.median_ns))
+
+
 def against_baseline(strategies: Sequence[StrategyResult], baseline: str
                      ) -> tuple[StrategyResult, ...]:
     """Each timed strategy's speedup in throughput against the baseline of its point and,

@@ -161,3 +161,30 @@ def test_same_command_runs_under_torchrun(tmp_path: Path) -> None:
     report = json.loads((run_dir / "ddp_report.json").read_text())
     assert report["metadata"]["launcher"] == "torchrun"
     assert report["benchmark_results"][0]["result"][0]["ranks"] == [0, 1]
+
+
+@pytest.mark.slow
+def test_a_a_pair_of_repeated_runs_is_within_noise(tmp_path: Path) -> None:
+    """Two runs of the same code on this machine, each configuration in three independent
+    rounds: the diff judges noise between runs and calls no change real. (One round each,
+    the issue's A/A pair of runs saw +37 % at p75 and p = 2.8e-10: samples of one run
+    share its conditions and say nothing about the next run's.)"""
+    ddp = _ddp()
+    options = MeasureOptions(iterations=6, warmup=2, profile_wait=0, profile_warmup=0,
+                             profile_active=1, repeats=3)
+    runs = [api.run(ddp, TINY, device="cpu", options=options, out=tmp_path / side,
+                    strategies=["ddp-w1"]) for side in ("a", "b")]
+    for run in runs:
+        (w1,) = run.strategies
+        assert w1.status == "ok", w1.error
+        assert [len(r) for r in w1.repeat_samples_ns] == [6, 6, 6]
+    d = api.diff(runs[0].run_dir, runs[1].run_dir)
+    (c,) = d.benchmarks[0].configurations
+    assert (c.configuration, c.noise_model, c.base_repeats, c.test_repeats) == (
+        "ddp-w1", "between runs", 3, 3)
+    # the configuration's verdict (its median); each percentile row has its own 95 %
+    # interval, so over many A/A pairs about one row in twenty lies outside by chance
+    assert c.beyond_noise is False, c
+    (p50,) = [p for p in c.percentiles if p.percentile == 50]
+    assert p50.noise.ci_low_fraction < 0 < p50.noise.ci_high_fraction or abs(
+        p50.change_fraction) < p50.noise.min_effect_fraction

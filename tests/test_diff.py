@@ -419,7 +419,7 @@ def test_repeats_judge_noise_between_runs_where_one_run_each_is_fooled() -> None
     console = Console(width=160, record=True, color_system=None)
     render(console, d)
     text = console.export_text()
-    assert "3/3" in text and "between runs" in text and "Welch" in text
+    assert "3/3 runs" in text and "between runs" in text and "Welch" in text
     console = Console(width=160, record=True, color_system=None)
     render(console, single)
     assert "run-to-run noise is unknown" in console.export_text()

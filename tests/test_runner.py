@@ -172,3 +172,39 @@ def test_a_subset_without_the_baseline_is_still_checked_against_it(tmp_path) -> 
     assert by_name["after"].status == "ok" and by_name["after"].equivalence.ok
     assert by_name["after"].equivalence.criterion == "allclose"
     assert by_name["after"].speedup is None  # no baseline time in this run
+
+
+def test_repeats_measure_each_strategy_in_rounds_and_profile_once(tmp_path) -> None:
+    """--repeats 3: every strategy is built and timed three times, rounds taking turns;
+    the statistics pool the rounds, each round's samples are kept apart in run.json,
+    speedups follow the pooled throughput, and only the first round leaves traces."""
+    from dataclasses import replace
+
+    from profiler_kit import results
+    from profiler_kit.scenario import RunConfig as _RunConfig
+
+    order: list[str] = []
+
+    class Counted(Sweep):
+        def build(self, strategy: Strategy, config: _RunConfig) -> MatmulWorkload:
+            order.append(strategy.name)
+            return super().build(strategy, config)
+
+    options = replace(TINY, repeats=3)
+    result = runner.run(Counted(), {"n": "8"}, device="cpu", options=options, out=tmp_path)
+    assert order == ["plain", "again"] * 3, "one fresh workload per round, rounds take turns"
+    for s in result.strategies:
+        assert s.status == "ok", s.error
+        assert [len(r) for r in s.repeat_samples_ns] == [3, 3, 3]
+        assert s.samples_ns == tuple(v for r in s.repeat_samples_ns for v in r)
+        assert s.stats == results.stats(s.samples_ns)
+        assert s.throughput_items_per_s == pytest.approx(8e9 / s.stats.median_ns)
+        assert len(s.trace_files) == 1
+        assert len(list((result.run_dir / s.dir).glob("*.pt.trace.json"))) == 1
+    plain, again = result.strategies
+    assert again.speedup == pytest.approx(again.throughput_items_per_s
+                                          / plain.throughput_items_per_s)
+    assert read_run(result.run_dir).strategies == result.strategies
+    assert result.options["repeats"] == 3
+    with pytest.raises(UsageError, match="--repeats must be at least 1"):
+        runner.run(Counted(), {}, device="cpu", out=tmp_path, options=replace(TINY, repeats=0))

@@ -31,6 +31,10 @@ def _add_generic(p: argparse.ArgumentParser) -> None:
                    help="timed samples per strategy, after warm-up (default 20)")
     p.add_argument("--warmup", type=int, default=s, metavar="N",
                    help="discarded iterations before timing (default 3)")
+    p.add_argument("--repeats", type=int, default=s, metavar="N",
+                   help="measure every strategy in N independent rounds (fresh workload and "
+                        "processes, taking turns), so `profkit diff` can judge run-to-run "
+                        "noise (default 1; only the first round is profiled)")
     p.add_argument("--device", default=s, metavar="DEV",
                    help="auto (default: cuda when present), cpu, cuda or cuda:N")
     p.add_argument("--out", default=s, metavar="DIR",
@@ -114,7 +118,7 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
     from profiler_kit.measure.passes import MeasureOptions
     from profiler_kit.render import run_console
 
-    option_fields = ("iterations", "warmup", *_PROFILE_INTS, "with_stack", "gzip",
+    option_fields = ("iterations", "warmup", "repeats", *_PROFILE_INTS, "with_stack", "gzip",
                      "record_shapes", "profile_memory")
     options = MeasureOptions(**{k: opts[k] for k in option_fields if k in opts})
     params = {k.removeprefix("param__"): v for k, v in opts.items() if k.startswith("param__")}

@@ -40,6 +40,8 @@ class MeasureOptions:
     profile_memory: bool = True
     with_stack: bool = False
     gzip: bool = False
+    repeats: int = 1  # independent rounds of every strategy (the first one also profiles)
+    profile: bool = True  # False: the timing pass only (the later rounds)
 
     @property
     def profiled_steps(self) -> int:
@@ -68,8 +70,8 @@ def measure(
     worker_name: str = DEFAULT_WORKER,
     progress: Progress | None = None,
 ) -> Measurement:
-    """Timing pass, then profiled pass; writes traces and key_averages.{txt,json} into
-    ``strategy_dir``."""
+    """Timing pass, then profiled pass (unless ``options.profile`` is off); writes traces
+    and key_averages.{txt,json} into ``strategy_dir``."""
     strategy_dir = Path(strategy_dir)
     strategy_dir.mkdir(parents=True, exist_ok=True)
     devices = list(workload.devices)
@@ -79,16 +81,19 @@ def measure(
     samples = time_phases(phases, devices, options.iterations, options.warmup, progress, "timing")
     peak = dev.peak_memory(devices)
 
-    before = set(os.listdir(strategy_dir))
-    profiled, cpu_peak, averages = _profiled_pass(workload, devices, options, strategy_dir,
-                                                  worker_name, progress)
-    after = sorted(set(os.listdir(strategy_dir)) - before)
-    trace_files = tuple(
-        str(strategy_dir / f) for f in after if f.endswith((".pt.trace.json", ".pt.trace.json.gz"))
-    )
-    if cpu_peak is not None:
-        peak = {"cpu": {"allocated_bytes": cpu_peak}, **peak}
-    ka_files = _write_key_averages(averages, strategy_dir, worker_name)
+    trace_files: tuple[str, ...] = ()
+    profiled: list[int] = []
+    ka_files: tuple[str, ...] = ()
+    if options.profile:
+        before = set(os.listdir(strategy_dir))
+        profiled, cpu_peak, averages = _profiled_pass(workload, devices, options, strategy_dir,
+                                                      worker_name, progress)
+        after = sorted(set(os.listdir(strategy_dir)) - before)
+        trace_files = tuple(str(strategy_dir / f) for f in after
+                            if f.endswith((".pt.trace.json", ".pt.trace.json.gz")))
+        if cpu_peak is not None:
+            peak = {"cpu": {"allocated_bytes": cpu_peak}, **peak}
+        ka_files = _write_key_averages(averages, strategy_dir, worker_name)
 
     phase_samples = {
         name: tuple(values) for name, values in samples.items() if name != "step"

@@ -8,6 +8,7 @@ then lets the scenario add to the result (its declared hooks) and writes the sum
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import itertools
 import shutil
@@ -127,6 +128,7 @@ def validate_options(options: MeasureOptions) -> None:
         ("--profile-warmup", options.profile_warmup, 0),
         ("--profile-active", options.profile_active, 1),
         ("--profile-repeat", options.profile_repeat, 1),
+        ("--repeats", options.repeats, 1),
     )
     for flag, value, low in checks:
         if value < low:
@@ -192,6 +194,17 @@ class _Run:
                                               self.result.baseline)
         self.result = replace(self.result, strategies=strategies)
         self.save()
+
+    def put(self, strategy: StrategyResult) -> None:
+        """Replace the recorded result of the same strategy at the same point."""
+        kept = tuple(strategy if (s.point, s.name) == (strategy.point, strategy.name) else s
+                     for s in self.result.strategies)
+        self.result = replace(self.result, strategies=results.against_baseline(
+            kept, self.result.baseline))
+        self.save()
+
+    def get(self, point: str, name: str) -> StrategyResult:
+        return next(s for s in self.result.strategies if (s.point, s.name) == (point, name))
 
     def save(self) -> None:
         artifacts.write_json_atomic(self.result.run_dir / artifacts.RUN_JSON,
@@ -345,6 +358,7 @@ def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
     if baseline_needed and scenario.baseline not in {s.name for s in chosen}:
         reference, reference_note = _reference(scenario, point_params, device, seed)
 
+    timed: list[tuple[Strategy, RunConfig, str]] = []  # measured: repeated in later rounds
     for strategy in chosen:
         common = dict(name=strategy.name, point=label, point_params=dict(point_params),
                       amp=strategy.amp, world_size=strategy.world_size if strategy.processes else 1,
@@ -386,9 +400,61 @@ def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
             reference = outputs
         elif is_baseline and result.status == FAILED:
             reference_note = f"the baseline {scenario.baseline!r} failed"
+        if result.status == OK:
+            timed.append((strategy, config, rel_dir))
         state.add(result)
         if observer:
             observer.strategy_finished(result)
+
+    # Later rounds take turns over the strategies, so drift of the machine in the
+    # meantime (other load, clocks, caches) weighs on every strategy alike.
+    for round_no in range(2, options.repeats + 1):
+        for strategy, config, rel_dir in timed:
+            _repeat(state, scenario, strategy, config, options, label, rel_dir, round_no,
+                    observer)
+
+
+def _repeat(state: _Run, scenario: Scenario, strategy: Strategy, config: RunConfig,
+            options: MeasureOptions, label: str, rel_dir: str, round_no: int,
+            observer: RunObserver | None) -> None:
+    """One more independent round of a strategy that was measured: a fresh workload (fresh
+    ranks for a multi-process strategy), warmed up and timed without the profiler; its
+    samples join the strategy's as one more repeat. A failing round fails the strategy."""
+    current = state.get(label, strategy.name)
+    if current.status != OK:
+        return
+    if observer:
+        observer.strategy_started(f"{current.label} {round_no}/{options.repeats}")
+    timing = dataclasses.replace(options, profile=False)
+    strategy_dir = state.result.run_dir / rel_dir
+    progress = observer.progress if observer else None
+    try:
+        if strategy.processes:
+            from profiler_kit import distributed  # written for multi-process strategies
+
+            per_rank = distributed.run_strategy(scenario, strategy, config, timing,
+                                                strategy_dir)
+        else:
+            workload = scenario.build(strategy, config)
+            try:
+                per_rank = [measure(workload, timing, strategy_dir, DEFAULT_WORKER, progress)]
+            finally:
+                workload.close()
+    except (KeyboardInterrupt, UsageError):
+        raise
+    except Exception as exc:  # a failing round must not end the run
+        _free_device_memory()
+        result = replace(current, status=FAILED, traceback=traceback.format_exc(),
+                         error=f"round {round_no} of {options.repeats}: {_one_line(exc)}")
+    else:
+        multi = len(per_rank) > 1
+        samples = (results.slowest_rank([m.samples_ns for m in per_rank]) if multi
+                   else per_rank[0].samples_ns)
+        result = results.add_repeat(current, samples,
+                                    [m.samples_ns for m in per_rank] if multi else ())
+    state.put(result)
+    if observer:
+        observer.strategy_finished(result)
 
 
 def _reference(scenario: Scenario, params: Mapping[str, Any], device: str,

@@ -72,7 +72,8 @@ def _p_value(c: ConfigurationDiff) -> str:
 
 
 def _runs(c: ConfigurationDiff) -> str:
-    return f"{c.base_repeats}/{c.test_repeats}"
+    """How many independent runs stand behind each side (shown under the configuration)."""
+    return f"{c.base_repeats}/{c.test_repeats} runs"
 
 
 def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table:
@@ -83,12 +84,10 @@ def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table
               caption=f"base: {base_label}   test: {test_label}", caption_justify="left",
               **_TABLE)
     t.add_column("config", no_wrap=True)
-    t.add_column("runs", justify="right", no_wrap=True)
     t.add_column("", no_wrap=True)
     t.add_column("base\ns/iter", justify="right", no_wrap=True)
     t.add_column("test\ns/iter", justify="right", no_wrap=True)
     t.add_column("\nΔ", justify="right", no_wrap=True)
-    t.add_column("base\nex/s", justify="right", no_wrap=True)
     t.add_column("test\nex/s", justify="right", no_wrap=True)
     t.add_column("\nΔ", justify="right", no_wrap=True)
     t.add_column("beyond noise\n[95 % CI, %]", no_wrap=True)
@@ -97,13 +96,11 @@ def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table
         for i, p in enumerate(c.percentiles):
             first = i == 0
             t.add_row(
-                c.configuration if first else "",
-                _runs(c) if first else "",
+                c.configuration if first else _runs(c) if i == 1 else "",
                 f"p{p.percentile}",
                 units.duration(p.base_ns),
                 units.duration(p.test_ns),
                 _change(p.change_fraction, lower_is_better=True),
-                _examples(p.base_examples_per_s),
                 _examples(p.test_examples_per_s),
                 _change(p.examples_change_fraction, lower_is_better=False),
                 _noise(p.noise),
@@ -132,7 +129,7 @@ def _legend(d: ReportDiff) -> str:
     """What the columns mean and which noise model judged the verdicts shown."""
     models = {c.noise_model for b in d.benchmarks for c in b.configurations}
     level = f"{100 * (1 - d.alpha):g} %"
-    lines = ["Δ: test against base (green is better); runs: independent runs (repeats) "
+    lines = ["Δ: test against base (green is better); n/m runs: independent runs (repeats) "
              "behind base/test; ex/s: examples/s of all ranks at that percentile's step time."]
     if BETWEEN_RUNS in models:
         lines.append(
