@@ -133,18 +133,23 @@ def test_between_runs_interval_is_welchs_t_interval_of_the_log_change() -> None:
 
 def test_p_values_of_the_diff_are_scipys_on_the_reports_samples() -> None:
     """What ``profkit diff`` reports per configuration equals scipy.stats.mannwhitneyu on
-    the two reports' measurements (exact for small samples, asymptotic with ties)."""
+    the two reports' measurements: exact without ties (6 and 7 samples; 20 and 20, where
+    scipy's "auto" would approximate), asymptotic with ties."""
     rng = np.random.default_rng(5)
     base = json.loads(json.dumps(PYTORCH_REPORT))
     test = json.loads(json.dumps(PYTORCH_REPORT))
     results = (base["benchmark_results"][0]["result"], test["benchmark_results"][0]["result"])
     results[0][0]["measurements"] = list(rng.normal(0.1, 0.003, 6))  # exact
     results[1][0]["measurements"] = list(rng.normal(0.104, 0.003, 7))
+    results[0][1]["measurements"] = list(rng.normal(0.1, 0.003, 20))
+    results[1][1]["measurements"] = list(rng.normal(0.103, 0.003, 20))
     results[1][2]["measurements"] = [round(v, 2) for v in rng.normal(0.115, 0.01, 20)]  # ties
     d = diff_reports(base, test)
-    for i, c in enumerate(d.benchmarks[0].configurations):
+    for i, (c, method) in enumerate(zip(d.benchmarks[0].configurations,
+                                        ("exact", "exact", "asymptotic"), strict=True)):
         ref = scipy_stats.mannwhitneyu(results[0][i]["measurements"],
-                                       results[1][i]["measurements"], alternative="two-sided")
+                                       results[1][i]["measurements"], alternative="two-sided",
+                                       method=method)
         assert c.mann_whitney_p == pytest.approx(ref.pvalue, rel=1e-12)
     assert len(set(results[1][2]["measurements"])) < 20, "the ties case has ties"
 

@@ -33,6 +33,7 @@ ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 4000
 MIN_SAMPLES = 5  # fewer raw samples than this on either side: no verdict
 MIN_REPEATS = 2  # repeats per side for the between-runs model
+EXACT_MAX_N = 50  # Mann-Whitney: the exact distribution up to this many samples a side
 MIN_EFFECT_ONE_RUN = 0.10  # one run per side: changes below 10 % are never called real
 MIN_EFFECT_REPEATED = 0.02  # repeated runs: below 2 % is too small to act on
 
@@ -53,9 +54,14 @@ class NoiseVerdict(msgspec.Struct, frozen=True):
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided p-value of the Mann-Whitney U test (scipy's ``method="auto"``: exact for
-    small samples without ties, else the normal approximation with tie correction)."""
-    return float(sps.mannwhitneyu(a, b, alternative="two-sided", method="auto").pvalue)
+    """Two-sided p-value of the Mann-Whitney U test: scipy's exact distribution for up to
+    ``EXACT_MAX_N`` samples a side without ties (its ``"auto"`` stops at 8, and the normal
+    approximation errs most in the small p-values that decide a verdict), else its normal
+    approximation with tie and continuity corrections."""
+    pooled = np.concatenate([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
+    exact = max(len(a), len(b)) <= EXACT_MAX_N and len(np.unique(pooled)) == len(pooled)
+    return float(sps.mannwhitneyu(a, b, alternative="two-sided",
+                                  method="exact" if exact else "asymptotic").pvalue)
 
 
 def bootstrap_change(

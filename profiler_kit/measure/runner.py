@@ -430,12 +430,9 @@ def _repeat(state: _Run, scenario: Scenario, strategy: Strategy, config: RunConf
     progress = observer.progress if observer else None
     try:
         if strategy.processes:
-            from profiler_kit import distributed  # written for multi-process strategies
-
-            per_rank = distributed.run_strategy(scenario, strategy, config, timing,
-                                                strategy_dir)
+            per_rank = run_strategy(scenario, strategy, config, timing, strategy_dir)
         else:
-            workload = scenario.build(strategy, config)
+            workload = scenario.workload(strategy, config)
             try:
                 per_rank = [measure(workload, timing, strategy_dir, DEFAULT_WORKER, progress)]
             finally:
