@@ -137,3 +137,7 @@ def test_ddp_run_is_judged_by_throughput_with_rank_medians_beside() -> None:
     assert "221 ms / 212 ms" in out  # each rank's median beside the slowest-rank step
     md = render_markdown(result)
     assert "**ddp-w2** (best)" in md and "| 1.10× | 54.9 % | 221 ms / 212 ms |" in md
+    assert "best: the most images/s" in md and "rounds" not in md
+    repeated = msgspec.structs.replace(result, options={**result.options, "repeats": 3})
+    assert "in each of 3 independent rounds (the first one profiled)" in render_markdown(
+        repeated)

@@ -73,6 +73,12 @@ def _phases(result: RunResult, point: str) -> list[str]:
     return lines
 
 
+def _rounds(result: RunResult) -> str:
+    repeats = int(result.options.get("repeats") or 1)
+    return (f", in each of {repeats} independent rounds (the first one profiled)"
+            if repeats > 1 else "")
+
+
 def render_markdown(result: RunResult) -> str:
     env = result.environment
     lines = [f"# profkit run: {result.scenario}", "", result.description, ""]
@@ -83,7 +89,8 @@ def render_markdown(result: RunResult) -> str:
         f"- run: `{result.run_dir.name}` ({result.started_at} to {result.finished_at or '-'})",
         f"- device: {result.device}; parameters: {params or 'none'}",
         f"- timing: {result.options.get('iterations')} samples after "
-        f"{result.options.get('warmup')} warm-up iterations; baseline `{result.baseline}`",
+        f"{result.options.get('warmup')} warm-up iterations{_rounds(result)}; "
+        f"baseline `{result.baseline}`; best: the most {result.item_unit}/s",
         f"- torch {env.get('torch')}, torchvision {env.get('torchvision')}, "
         f"CUDA {env.get('cuda') or 'none'}; {env.get('device_count', 0)} GPU(s)"
         f"{''.join(' ' + d for d in env.get('devices') or [])}; "
