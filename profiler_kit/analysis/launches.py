@@ -151,8 +151,10 @@ def _gaps(start: np.ndarray, end: np.ndarray, l_start: np.ndarray, linked: np.nd
     With ``union``, a gap runs from the end of everything before (the busy union) and only
     positive gaps count; without, from the previous activity's end (HTA's per-stream sum).
     """
-    order = np.argsort(start, kind="stable")
-    s, e, ls, lk = start[order], end[order], l_start[order], linked[order]
+    if len(start) > 1 and not (start[1:] >= start[:-1]).all():  # table order is time order
+        order = np.argsort(start, kind="stable")
+        start, end, l_start, linked = start[order], end[order], l_start[order], linked[order]
+    s, e, ls, lk = start, end, l_start, linked
     prev_end = np.maximum.accumulate(e)[:-1] if union else e[:-1]
     gap = s[1:] - prev_end
     count = gap > 0 if union else np.ones(len(gap), dtype=bool)
@@ -184,7 +186,7 @@ def _queue(launch_ts: np.ndarray, start_ts: np.ndarray
     times = np.concatenate([launch_ts, start_ts])
     steps = np.concatenate([np.ones(len(launch_ts), np.int64),
                             -np.ones(len(start_ts), np.int64)])
-    order = np.lexsort((-steps, times))
+    order = np.argsort(times, kind="stable")  # launches come first in ``times``
     times, steps = times[order], steps[order]
     depth = np.cumsum(steps)
     t0 = int(times[0])

@@ -208,7 +208,12 @@ def analyze_steps(table: EventTable, gpu: GpuActivity | None = None) -> Steps:
         np.maximum.at(last, which[linked], g_end[linked])
         counts = np.bincount(which[linked], minlength=n)
     device_side = bool(linked.any())
-    layers = _layers(table, gpu)
+    # every step's device-side window lies within these bounds: build the layers there only
+    bound_lo = min(st for _, st, _ in spans)
+    bound_hi = max(st + d for _, st, d in spans)
+    if linked.any():
+        bound_hi = max(bound_hi, int(last[counts > 0].max()))
+    layers = _layers(table, gpu, (bound_lo, bound_hi))
     # the plugin starts the first step after the activities launched before it that end
     # before that step's first one (kernels still queued from earlier)
     prev_end = spans[0][1]
@@ -275,13 +280,19 @@ def _gpu_step_spans(table: EventTable) -> tuple[int, int] | None:
     return int(table.ts_ns[rows].min()), int((table.ts_ns[rows] + table.dur_ns[rows]).max())
 
 
-def _layers(table: EventTable, gpu: GpuActivity | None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Unions of each breakdown part's activity, in the plugin's order of precedence."""
+def _layers(table: EventTable, gpu: GpuActivity | None,
+            bounds: tuple[int, int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Unions of each breakdown part's activity, in the plugin's order of precedence
+    (only of the activities that reach into ``bounds``, when given)."""
     comm_k = classify.CLASS_INDEX[classify.COMMUNICATION]
 
     def u(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         s = table.ts_ns[rows]
-        return intervals.union(s, s + table.dur_ns[rows])
+        e = s + table.dur_ns[rows]
+        if bounds is not None:
+            keep = (s < bounds[1]) & (e > bounds[0])
+            s, e = s[keep], e[keep]
+        return intervals.union(s, e)
 
     empty = np.zeros(0, dtype=np.int64)
     g_rows = gpu.row if gpu is not None else empty
