@@ -41,9 +41,33 @@ def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 
 class Analyses(list):
     """The analyses of :func:`analyze`, one per trace (a plain list), and ``jobs``: the
-    job view of every job whose ranks are among them (see ``profiler_kit.analysis.job``)."""
+    job view of every job whose ranks are among them (see ``profiler_kit.analysis.job``);
+    ``unreadable``: the traces that could not be read, each with the reason."""
 
     jobs: tuple = ()
+    unreadable: tuple = ()
+
+
+class Summaries(list):
+    """The rank summaries of :func:`summarize` (a plain list), and ``unreadable``: the
+    traces that could not be read, each with the reason."""
+
+    unreadable: tuple = ()
+
+
+def _readable(results: list, what: str) -> tuple[list, tuple]:
+    """Results that were read, and the unreadable files; ``TraceError`` when none was."""
+    from profiler_kit.analysis.files import split_unreadable
+    from profiler_kit.errors import TraceError
+
+    read, unreadable = split_unreadable(results)
+    if unreadable and not read:
+        if len(unreadable) == 1:
+            u = unreadable[0]
+            raise TraceError(f"{u.path}: {u.reason}")
+        listed = "; ".join(f"{u.path}: {u.reason}" for u in unreadable)
+        raise TraceError(f"no {what} could be read ({len(unreadable)} files): {listed}")
+    return read, tuple(unreadable)
 
 
 def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
@@ -52,7 +76,9 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
 
     Labels are short and unique (the strategy folder when it holds one trace, else
     the file name), so the results can go straight to :func:`compare`. A bad path
-    or an unreadable trace raises ``TraceError``. Does not import torch.
+    raises ``TraceError``; so does a trace that cannot be read when it is the only one,
+    else it is left out and listed in ``.unreadable`` (path and reason). Does not
+    import torch.
     Several traces are analyzed ``jobs`` at a time in forked worker processes; by
     default one per core where forking is safe (Linux, a process with a single
     thread), else one after another. Traces of the ranks of one job also get a job
@@ -68,16 +94,19 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     files = trace_files(paths)
     given = {Path(p).resolve() for p in paths if Path(p).is_file()}
     labels = label_traces(files, [f.resolve() in given for f in files])
-    out = Analyses(analyze_files(files, labels, top, jobs))
+    read, unreadable = _readable(analyze_files(files, labels, top, jobs), "trace")
+    out = Analyses(read)
+    out.unreadable = unreadable
     out.jobs = analyze_jobs([a.communication for a in out if a.communication is not None])
     return out
 
 
 def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-              jobs: int | None = None) -> list[RankSummary]:
+              jobs: int | None = None) -> Summaries:
     """The rank summary of every trace at or below ``paths`` (collectives with their
     times, steps; no events): what :func:`job_view` needs, small enough to gather the
-    summaries of thousands of ranks. Already written summaries files are read back."""
+    summaries of thousands of ranks. Already written summaries files are read back.
+    Traces that cannot be read are left out and listed in ``.unreadable``."""
     from profiler_kit.analysis import summaries
     from profiler_kit.analysis.compare import label_traces
     from profiler_kit.analysis.files import summarize_files
@@ -85,7 +114,7 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found = summaries.find_summary_files(list(paths))
-    out = [s for f in found for s in summaries.load(f)]
+    out = Summaries(s for f in found for s in summaries.load(f))
     trace_paths = [p for p in paths if Path(p) not in found]
     if trace_paths:
         from profiler_kit.errors import TraceError
@@ -98,7 +127,9 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
             files = []
         given = {Path(p).resolve() for p in trace_paths if Path(p).is_file()}
         labels = label_traces(files, [f.resolve() in given for f in files])
-        out.extend(summarize_files(files, labels, jobs))
+        read, unreadable = _readable(summarize_files(files, labels, jobs), "trace")
+        out.extend(read)
+        out.unreadable = unreadable
     return out
 
 

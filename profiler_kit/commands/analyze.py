@@ -73,25 +73,30 @@ def jobs(args: argparse.Namespace) -> int | None:
 
 
 def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True,
-         jobs: tuple = (), targets: dict | None = None) -> int:
+         jobs: tuple = (), targets: dict | None = None, unreadable: tuple = ()) -> int:
     """Hand the results to the renderers the arguments ask for, into ``targets`` (from
     :func:`output_targets`, checked before the work).
 
     The console shows every analysis (``full``) or only the comparison; it stays
-    quiet when a report goes to stdout, so the output can be piped.
+    quiet when a report goes to stdout, so the output can be piped. Traces that could
+    not be read are named in a warning line each (and in the reports); the exit status
+    is then 1.
     """
     from profiler_kit import outputs
 
     if targets is None:
         targets = output_targets(args)
+    unreadable = tuple(unreadable or getattr(analyses, "unreadable", ()))
+    warn_unreadable(unreadable)
     if "json" in targets:
         from profiler_kit.render.analysis_json import dumps
 
-        outputs.write(targets["json"], dumps(analyses, comparison, jobs))
+        outputs.write(targets["json"], dumps(analyses, comparison, jobs, unreadable))
     if "markdown" in targets:
         from profiler_kit.render.analysis_markdown import render as markdown
 
-        outputs.write(targets["markdown"], markdown(analyses, comparison, top=args.top))
+        outputs.write(targets["markdown"], markdown(analyses, comparison, top=args.top,
+                                                    unreadable=unreadable))
     if None not in targets.values():
         from rich.console import Console
 
@@ -104,7 +109,15 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
             if comparison is not None:
                 console.print(comparison_view(comparison, args.top, console.width))
             render_jobs(console, jobs)
-    return 0
+    return 1 if unreadable else 0
+
+
+def warn_unreadable(unreadable: tuple) -> None:
+    """One warning line per trace left out, on stderr (stdout may carry the JSON)."""
+    import sys
+
+    for u in unreadable:
+        print(f"profkit: warning: {u.path}: unreadable, left out ({u.reason})", file=sys.stderr)
 
 
 def analyze(args: argparse.Namespace) -> int:
@@ -114,9 +127,9 @@ def analyze(args: argparse.Namespace) -> int:
         return summary_only(args)
     targets = output_targets(args)
     if _only_summaries(args.paths):  # summaries written elsewhere: the job view only
-        return emit(args, [], None, jobs=api.job_view(api.summarize(args.paths,
-                                                                    jobs=jobs(args))),
-                    targets=targets)
+        found = api.summarize(args.paths, jobs=jobs(args))
+        return emit(args, [], None, jobs=api.job_view(found), targets=targets,
+                    unreadable=found.unreadable)
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
     return emit(args, analyses, comparison, jobs=analyses.jobs, targets=targets)
@@ -156,13 +169,13 @@ def summary_only(args: argparse.Namespace) -> int:
         raise UsageError("--summary-only writes JSON only (--json FILE), not --markdown/--html")
     target = output_targets(args).get("json")
     found = api.summarize(args.paths, jobs=jobs(args))
-    data = summaries.dumps(found)
+    warn_unreadable(found.unreadable)
+    data = summaries.dumps(list(found))
     outputs.write(target, data.decode())
-    if target is None:
-        return 0
-    sys.stderr.write(f"{len(found)} rank summaries ({len(data):,} bytes) written to "
-                     f"{args.json}\n")
-    return 0
+    if target is not None:
+        sys.stderr.write(f"{len(found)} rank summaries ({len(data):,} bytes) written to "
+                         f"{args.json}\n")
+    return 1 if found.unreadable else 0
 
 
 COMMAND = Command("analyze", "hotspots, timeline, memory and recommendations from torch.profiler "

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from profiler_kit.analysis.compare import Comparison
+from profiler_kit.analysis.files import Unreadable
 from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.launches import Launches
 from profiler_kit.analysis.timeline import Timeline
@@ -116,8 +117,10 @@ def _communication(a: TraceAnalysis) -> dict[str, Any] | None:
 
 
 def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
-             jobs: Sequence[JobView] = ()) -> dict[str, Any]:
-    """The whole ``profkit analyze``/``compare`` result."""
+             jobs: Sequence[JobView] = (), unreadable: Sequence[Unreadable] = ()
+             ) -> dict[str, Any]:
+    """The whole ``profkit analyze``/``compare`` result; ``unreadable`` lists the traces
+    left out, each with the reason."""
     comp = None
     if comparison is not None:
         comp = {
@@ -145,11 +148,13 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
         "traces": [trace_document(a) for a in analyses],
         "comparison": comp,
         "jobs": [_plain(j) for j in jobs],
+        "unreadable": [{"path": u.path, "reason": u.reason} for u in unreadable],
     }
 
 
 def dumps(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
-          jobs: Sequence[JobView] = ()) -> str:
+          jobs: Sequence[JobView] = (), unreadable: Sequence[Unreadable] = ()) -> str:
     # same text as json.dumps(..., indent=1), ten times faster
-    return msgspec.json.format(msgspec.json.encode(document(analyses, comparison, jobs)),
+    doc = document(analyses, comparison, jobs, unreadable)
+    return msgspec.json.format(msgspec.json.encode(doc),
                                indent=1).decode() + "\n"

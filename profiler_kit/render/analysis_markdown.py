@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from profiler_kit.analysis.compare import Comparison
+from profiler_kit.analysis.files import Unreadable
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
@@ -201,8 +202,11 @@ def diff_sections(c: Comparison, top: int) -> list[str]:
 
 
 def render(analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
-           top: int = 10) -> str:
+           top: int = 10, unreadable: Sequence[Unreadable] = ()) -> str:
     out = ["# profkit analysis", ""]
+    if unreadable:
+        out += [f"**Left out, unreadable:** `{u.path}` ({u.reason})" for u in unreadable]
+        out += [""]
     if comparison is not None:
         out += comparison_section(comparison)
         out += diff_sections(comparison, top)
