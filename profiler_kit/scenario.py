@@ -142,6 +142,38 @@ class Workload(ABC):
 
 
 
+def check_workload(workload: Workload, where: str) -> None:
+    """UsageError naming the first attribute the runner needs that ``workload`` lacks:
+    ``devices`` (a non-empty list of torch devices) and ``items_per_step`` (an int >= 0,
+    0 only for ranks that feed no items), both set by the workload itself."""
+    name = type(workload).__name__
+    for attr in ("devices", "items_per_step"):
+        if not _set_by(workload, attr):
+            raise UsageError(f"{where}: workload {name} does not set {attr} "
+                             f"({_WORKLOAD_ATTRIBUTES[attr]})")
+    devices = workload.devices
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) or not devices:
+        raise UsageError(f"{where}: workload {name}.devices must be a non-empty list of "
+                         f"torch devices, not {devices!r}")
+    items = workload.items_per_step
+    if isinstance(items, bool) or not hasattr(items, "__index__") or int(items) < 0:
+        raise UsageError(f"{where}: workload {name}.items_per_step must be an int >= 0, "
+                         f"not {items!r}")
+
+
+_WORKLOAD_ATTRIBUTES = {
+    "devices": "every torch.device a step touches, e.g. [torch.device('cuda')]",
+    "items_per_step": "images, samples... one step processes; throughput is items per second",
+}
+
+
+def _set_by(workload: Workload, attr: str) -> bool:
+    """Whether ``attr`` is set by the workload or its class, not only Workload's default."""
+    if attr in vars(workload):
+        return True
+    return any(attr in vars(k) for k in type(workload).__mro__ if k not in (Workload, object))
+
+
 class Scenario(ABC):
     """A workload and the strategies to compare on it. Subclass it in a scenario module."""
 
@@ -191,13 +223,23 @@ class Scenario(ABC):
         return ()
 
     def workload(self, strategy: Strategy, config: RunConfig) -> Workload:
-        """:meth:`build`, checked: what it returns must be a :class:`Workload`."""
-        built = self.build(strategy, config)
+        """:meth:`build`, checked: what it returns must be a :class:`Workload` that
+        defines what the runner needs (see :func:`check_workload`)."""
+        try:
+            built = self.build(strategy, config)
+        except TypeError as exc:
+            text = str(exc)
+            if "abstract" not in text or "instantiate" not in text:
+                raise
+            raise UsageError(f"scenario {self.name!r}: {text} (a Workload defines step() and "
+                             "outputs())") from None
         if not isinstance(built, Workload):
             raise UsageError(
                 f"scenario {self.name!r}: build() returned {type(built).__name__}, which is "
-                "not a profiler_kit.scenario.Workload subclass"
+                "not a profiler_kit.scenario.Workload subclass (return one object with "
+                "step(), outputs(), devices and items_per_step; see the README)"
             )
+        check_workload(built, f"scenario {self.name!r}, strategy {strategy.name!r}")
         return built
 
     def param(self, name: str) -> Param:
