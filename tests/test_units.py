@@ -23,3 +23,18 @@ def test_percent_rate_and_speedup():
     assert units.rate(1234.7, "images") == "1235 images/s"
     assert units.speedup(1.5) == "1.50×"
     assert units.speedup(float("nan")) == "-"
+
+
+def test_no_scientific_notation_anywhere():
+    from profiler_kit.render.units import significant
+
+    # hand-checked: significant digits as ``g`` keeps them, without the exponent
+    assert significant(11634.2, 4) == "11634" and units.rate(11634.2, "images") == (
+        "11634 images/s")
+    assert significant(1.5, 3) == "1.5" and significant(123.456, 4) == "123.5"
+    assert significant(0.000123, 3) == "0.000123" and significant(999.95, 3) == "1000"
+    assert units.duration(1.5e12) == "1500 s" and units.nbytes(3 * 2**40) == "3072 GiB"
+    for x in (1.16e4, 2.5e9, 7.3e-6, 123456789.0):
+        for digits in (3, 4, 6):
+            assert "e" not in significant(x, digits)
+            assert abs(float(significant(x, digits)) - x) <= abs(x) * 10 ** (1 - digits)

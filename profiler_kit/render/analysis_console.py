@@ -50,7 +50,7 @@ def value(v: float | int | str | None, unit: str) -> str:
         return f"{int(v):,}"
     if unit == "FLOP/s":
         return units.decimal_rate(v, "FLOP")
-    return f"{v:g}" if isinstance(v, float) else str(v)
+    return units.significant(v, 6) if isinstance(v, float) else str(v)
 
 
 def _title(a: TraceAnalysis) -> Text:

@@ -18,7 +18,7 @@ _PERCENTILES = ("p50", "p75", "p90", "p95")
 
 
 def _rate(v: float | None) -> str:
-    return "-" if v is None else f"{v:.4g}"
+    return "-" if v is None else units.significant(v, 4)
 
 
 def tables(report: Mapping[str, Any]) -> list[Padding]:

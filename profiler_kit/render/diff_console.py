@@ -28,7 +28,7 @@ def _plain(v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, float):
-        return f"{v:g}"
+        return units.significant(v, 6)
     if isinstance(v, (list, tuple)):
         return ", ".join(_plain(x) for x in v) or "-"
     return str(v)
@@ -64,7 +64,7 @@ def _change(fraction: float | None, lower_is_better: bool) -> Text:
 
 
 def _examples(per_s: float | None) -> str:
-    return "-" if per_s is None else f"{per_s:.4g}"
+    return "-" if per_s is None else units.significant(per_s, 4)
 
 
 def _p_value(c: ConfigurationDiff) -> str:

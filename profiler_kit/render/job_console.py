@@ -25,7 +25,7 @@ def bandwidth(bytes_per_s: float | None) -> str:
     """Bytes per second in GB/s (decimal, as nccl-tests prints)."""
     if bytes_per_s is None:
         return "-"
-    return f"{bytes_per_s / 1e9:.3g} GB/s"
+    return f"{units.significant(bytes_per_s / 1e9, 3)} GB/s"
 
 
 def size_bucket(low: int, high: int) -> str:

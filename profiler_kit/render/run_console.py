@@ -107,7 +107,8 @@ def results_table(result: RunResult, point: str) -> Table:
             table.add_row(
                 s.name + (" (best)" if s.name == best else ""),
                 units.duration(st.median_ns), Text(iqr, style="yellow" if st.noisy else ""),
-                units.duration(st.p95_ns), f"{per_s:.4g}" if per_s is not None else "-",
+                units.duration(st.p95_ns),
+                units.significant(per_s, 4) if per_s is not None else "-",
                 units.speedup(s.speedup),
                 *([units.percent(s.scaling_efficiency)] if scaling else []),
                 *([_rank_medians(s)] if multi else []),

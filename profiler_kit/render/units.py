@@ -8,13 +8,29 @@ _TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
 _BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
 
+def significant(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, never in scientific notation:
+    ``11634.2`` -> ``'11634'``, ``1.5`` -> ``'1.5'``, ``0.000123`` -> ``'0.000123'``."""
+    if not math.isfinite(x) or x == 0:
+        return f"{x:g}"
+    magnitude = math.floor(math.log10(abs(x)))
+    if magnitude >= digits - 1:
+        return f"{x:.0f}"
+    text = f"{x:.{digits - 1 - magnitude}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if abs(float(text)) >= 10 ** digits:  # rounding carried into another digit
+        return f"{float(text):.0f}"
+    return text
+
+
 def duration(ns: float | None, digits: int = 3) -> str:
     """``1234567`` -> ``'1.23 ms'``."""
     if ns is None or (isinstance(ns, float) and math.isnan(ns)):
         return "-"
     for unit, scale in _TIME_UNITS:
         if abs(ns) >= scale or unit == "ns":
-            return f"{ns / scale:.{digits}g} {unit}"
+            return f"{significant(ns / scale, digits)} {unit}"
     raise AssertionError("unreachable")
 
 
@@ -24,7 +40,7 @@ def nbytes(n: float | None, digits: int = 3) -> str:
         return "-"
     for unit, scale in _BYTE_UNITS:
         if abs(n) >= scale:
-            return f"{n / scale:.{digits}g} {unit}"
+            return f"{significant(n / scale, digits)} {unit}"
     return f"{int(n)} B"
 
 
@@ -46,7 +62,7 @@ def rate(per_s: float | None, unit: str, digits: int = 4) -> str:
     """``1234.5, 'images'`` -> ``'1235 images/s'``."""
     if per_s is None or (isinstance(per_s, float) and math.isnan(per_s)):
         return "-"
-    return f"{per_s:.{digits}g} {unit}/s"
+    return f"{significant(per_s, digits)} {unit}/s"
 
 
 _DECIMAL = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
@@ -59,8 +75,8 @@ def decimal_rate(per_s: float | None, unit: str, digits: int = 3) -> str:
         return "-"
     for prefix, scale in _DECIMAL:
         if abs(per_s) >= scale:
-            return f"{per_s / scale:.{digits}g} {prefix}{unit}/s"
-    return f"{per_s:.{digits}g} {unit}/s"
+            return f"{significant(per_s / scale, digits)} {prefix}{unit}/s"
+    return f"{significant(per_s, digits)} {unit}/s"
 
 
 def count(n: float | None, unit: str, digits: int = 3) -> str:
@@ -69,8 +85,8 @@ def count(n: float | None, unit: str, digits: int = 3) -> str:
         return "-"
     for prefix, scale in _DECIMAL:
         if abs(n) >= scale:
-            return f"{n / scale:.{digits}g} {prefix}{unit}"
-    return f"{n:.{digits}g} {unit}"
+            return f"{significant(n / scale, digits)} {prefix}{unit}"
+    return f"{significant(n, digits)} {unit}"
 
 
 def speedup(factor: float | None) -> str:
