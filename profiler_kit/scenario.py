@@ -205,6 +205,11 @@ class Scenario(ABC):
         """Raise UsageError for parameters the scenario cannot take, before anything runs."""
         return None
 
+    def resolve(self, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The parameters as they take effect on this machine, as run.json and summary.md
+        record them (e.g. ``world_size`` 0, "automatic", becomes the number of ranks)."""
+        return params
+
     def environment(self, device: str) -> Mapping[str, Any]:
         """Entries the run adds to run.json's environment (e.g. the distributed backend)."""
         return {}

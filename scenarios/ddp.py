@@ -83,6 +83,9 @@ class DDP(Scenario):
     def expand(self, params: Mapping[str, Any]) -> list[Strategy]:
         return strategies_for(resolve_world_size(int(params.get("world_size", 0))))
 
+    def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {**params, "world_size": resolve_world_size(int(params.get("world_size", 0)))}
+
     def validate(self, params: Mapping[str, Any]) -> None:
         import torchvision
 

@@ -141,3 +141,20 @@ def test_ddp_run_is_judged_by_throughput_with_rank_medians_beside() -> None:
     repeated = msgspec.structs.replace(result, options={**result.options, "repeats": 3})
     assert "in each of 3 independent rounds (the first one profiled)" in render_markdown(
         repeated)
+
+
+def test_summary_shows_the_parameters_as_they_took_effect() -> None:
+    """world_size 0 ("automatic") is recorded as the ranks it became; a sweep's values are
+    listed as on the command line, not as a Python tuple."""
+    from profiler_kit.scenario import builtin
+
+    ddp = builtin("ddp")
+    given = {"model": "resnet18", "world_size": 0, "bucket_cap_mb": (25.0,), "json_report": ""}
+    resolved = ddp.resolve(given)
+    assert resolved["world_size"] == 2  # no GPU here: 2 ranks on CPU
+    assert builtin("pipeline").resolve({"world_size": 0})["world_size"] == 2
+    result = msgspec.structs.replace(_result(()), params=dict(resolved))
+    md = render_markdown(result)
+    assert "parameters: model=resnet18, world_size=2, bucket_cap_mb=25.0\n" in md
+    result = msgspec.structs.replace(result, params={"bucket_cap_mb": [25.0, 1.0]})
+    assert "parameters: bucket_cap_mb=25.0,1.0\n" in render_markdown(result)

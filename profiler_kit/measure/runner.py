@@ -309,7 +309,7 @@ def _measure_run(scenario: Scenario, params: Mapping[str, Any] | None, device: s
     options = options or MeasureOptions()
     validate_options(options)
     device = devices.resolve(device)
-    resolved = resolve_params(scenario, params or {}, device)
+    resolved = dict(scenario.resolve(resolve_params(scenario, params or {}, device)))
     check_outputs(scenario, resolved, out, force)
     points = points_of(scenario, resolved)
     plans = []

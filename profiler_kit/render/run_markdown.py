@@ -79,12 +79,19 @@ def _rounds(result: RunResult) -> str:
             if repeats > 1 else "")
 
 
+def _param(value: object) -> str:
+    """A parameter as given on the command line: a sweep's values comma-separated."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
 def render_markdown(result: RunResult) -> str:
     env = result.environment
     lines = [f"# profkit run: {result.scenario}", "", result.description, ""]
     if result.interrupted:
         lines += ["**Interrupted**: only the strategies below finished.", ""]
-    params = ", ".join(f"{k}={v}" for k, v in result.params.items())
+    params = ", ".join(f"{k}={_param(v)}" for k, v in result.params.items() if v != "")
     lines += [
         f"- run: `{result.run_dir.name}` ({result.started_at} to {result.finished_at or '-'})",
         f"- device: {result.device}; parameters: {params or 'none'}",

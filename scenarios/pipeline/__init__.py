@@ -137,6 +137,9 @@ class PipelineScenario(Scenario):
     item_unit = "samples"
     supports_amp = False
 
+    def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {**params, "world_size": world_size_of(params)}
+
     def expand(self, params: Mapping[str, Any]) -> list[Strategy]:
         check_params(params)
         return [replace(s, world_size=world_size_of(params)) for s in self.strategies]
