@@ -32,6 +32,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import intervals
+from profiler_kit.analysis.arrays import percentile
 from profiler_kit.analysis.attribution import attribute_gpu
 from profiler_kit.analysis.bandwidth import (
     P2P,
@@ -212,7 +213,7 @@ def kind_totals(calls: list[Call], sizes: dict[str, int]) -> tuple[KindTotal, ..
                                            sizes.get(c.group))) is not None]
         out.append(KindTotal(kind, len(calls), sum(c.size_bytes or 0 for c in calls),
                              sum(c.end_ns - c.start_ns for c in calls),
-                             float(np.median(bws)) if bws else None))
+                             percentile(np.asarray(bws, dtype=np.float64), 50) if bws else None))
     return tuple(sorted(out, key=lambda k: -k.time_ns))
 
 

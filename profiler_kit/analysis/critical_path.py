@@ -31,6 +31,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.nesting import parents
 from profiler_kit.analysis.steps import Steps
@@ -142,7 +143,7 @@ def summarize(table: EventTable, gpu: GpuActivity, g: PathGraph, window: str,
         pos = np.searchsorted(gpu.row, rows[on_gpu])
         klass[on_gpu] = gpu.klass[pos]
     comm = on_gpu & (klass == classify.CLASS_INDEX[classify.COMMUNICATION])
-    path_rows = np.unique(g.node_row[g.path]) if len(g.path) else np.zeros(0, np.int64)
+    path_rows = distinct(g.node_row[g.path]) if len(g.path) else np.zeros(0, np.int64)
     return CriticalPath(
         window=window,
         step=step,
@@ -174,7 +175,7 @@ def _entries(table: EventTable, rows: np.ndarray, weight: np.ndarray, klass: np.
     inverse = inverse.reshape(-1)
     ns = np.rint(np.bincount(inverse, weights=weight, minlength=len(uniq))).astype(np.int64)
     # an event can own several edges (the stretches between its children): count it once
-    pair = np.unique(inverse.astype(np.int64) * (int(rows.max()) + 1) + rows)
+    pair = distinct(inverse.astype(np.int64) * (int(rows.max()) + 1) + rows)
     events = np.bincount(pair // (int(rows.max()) + 1), minlength=len(uniq))
     first = np.full(len(uniq), len(inverse), dtype=np.int64)
     np.minimum.at(first, inverse, np.arange(len(inverse)))

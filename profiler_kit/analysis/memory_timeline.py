@@ -13,6 +13,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.memory import device_label
 from profiler_kit.trace.table import EventTable
 
@@ -104,4 +105,4 @@ def _thin(values: np.ndarray, max_points: int) -> np.ndarray:
         if hi > lo:
             chunk = values[lo:hi]
             keep.extend((lo + int(np.argmin(chunk)), lo + int(np.argmax(chunk))))
-    return np.unique(np.array(keep, dtype=np.int64))
+    return distinct(np.array(keep, dtype=np.int64))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.perf_model import FAMILIES, gemm_mnk
@@ -126,7 +127,7 @@ def _elementwise_chains(table: EventTable, tree: OpTree, perf: PerfModel,
     ops = 0
     ns = 0
     example: list[str] = []
-    for th in np.unique(threads).tolist():
+    for th in distinct(threads).tolist():
         idx = np.flatnonzero(threads == th)
         last_gemm = -1
         run: list[int] = []

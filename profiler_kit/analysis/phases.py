@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import intervals
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.trace.table import Cat, EventTable
@@ -50,8 +51,7 @@ def analyze_phases(table: EventTable, tree: OpTree, gpu: GpuActivity,
     g_lo, g_hi = gpu_window if gpu_window is not None else window
     rows = table.rows(Cat.USER_ANNOTATION)
     g_rows = table.rows(Cat.GPU_USER_ANNOTATION)
-    names = np.union1d(table.name[rows], table.name[g_rows]) if len(rows) or len(g_rows) \
-        else np.zeros(0, dtype=np.int32)
+    names = distinct(np.concatenate([table.name[rows], table.name[g_rows]]))
     sel = np.ones(len(gpu), dtype=bool) if gpu_mask is None else gpu_mask
     point, act_start, act_end = _launch_points(table, tree, gpu, sel)
     span_key = _span_keys(table, tree, rows)

@@ -18,6 +18,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import intervals
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.device_peaks import DevicePeak, compute_peak, device_of
 from profiler_kit.analysis.nesting import OpTree
@@ -243,7 +244,7 @@ def _counted(n: int, costs: dict[int, Cost], parent: np.ndarray) -> np.ndarray:
     counted = np.zeros(n, dtype=bool)
     nodes = np.fromiter(costs.keys(), dtype=np.int64, count=len(costs))
     family = np.array([FAMILIES.index(c.family) for c in costs.values()], dtype=np.int64)
-    for f in np.unique(family).tolist():
+    for f in distinct(family).tolist():
         marked = np.zeros(n, dtype=bool)
         marked[nodes[family == f]] = True
         counted |= marked & ~_has_marked_descendant(marked, parent)
@@ -270,7 +271,7 @@ def _has_marked_descendant(marked: np.ndarray, parent: np.ndarray) -> np.ndarray
     cur = parent[np.flatnonzero(marked)]
     while len(cur):
         cur = cur[cur >= 0]
-        cur = np.unique(cur[~has[cur]])
+        cur = distinct(cur[~has[cur]])
         has[cur] = True
         cur = parent[cur]
     return has
@@ -326,7 +327,7 @@ def _gpu_busy(table: EventTable, gpu: GpuActivity) -> int:
     """Union of GPU activity per device, summed over devices."""
     busy = 0
     dev = table.device[gpu.row]
-    for d in np.unique(dev).tolist():
+    for d in distinct(dev).tolist():
         rows = gpu.row[dev == d]
         start = table.ts_ns[rows]
         busy += intervals.length(start, start + table.dur_ns[rows])

@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
+from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.steps import Steps
@@ -89,7 +90,7 @@ def step_timeline(table: EventTable, tree: OpTree, gpu: GpuActivity, steps: Step
     g_rows = gpu.row[g_idx]
 
     # lanes: one per CPU thread (in thread order), then one per (device, stream)
-    cpu_threads = np.unique(tree.thread[cpu_nodes]) if len(cpu_nodes) else np.zeros(0, np.int64)
+    cpu_threads = distinct(tree.thread[cpu_nodes]) if len(cpu_nodes) else np.zeros(0, np.int64)
     lanes: list[TimelineLane] = []
     thread_lane = {}
     for t in cpu_threads.tolist():

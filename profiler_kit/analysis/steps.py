@@ -21,7 +21,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify, intervals
-from profiler_kit.analysis.arrays import percentile
+from profiler_kit.analysis.arrays import distinct, percentile
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -306,7 +306,7 @@ def _layers(table: EventTable, gpu: GpuActivity | None,
     cpu = np.flatnonzero(np.isin(table.cat, np.array([int(c) for c in _CPU_NAMED],
                                                      dtype=table.cat.dtype)))
     names = table.name[cpu]
-    uniq = np.unique(names) if len(names) else np.zeros(0, dtype=names.dtype)
+    uniq = distinct(names)
     loader_ids = [int(i) for i in uniq.tolist() if _DATALOADER.search(table.names[int(i)])]
     comm_ids = [int(i) for i in uniq.tolist() if table.names[int(i)] in _CPU_COMM]
     step_ids = [int(i) for i in uniq.tolist() if _STEP.match(table.names[int(i)])]

@@ -17,7 +17,6 @@ from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.launches import Launches
 from profiler_kit.analysis.timeline import Timeline
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render.diff_views import verdict_line
 
 SCHEMA = "profkit.analysis/2"
 
@@ -123,6 +122,9 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
     left out, each with the reason."""
     comp = None
     if comparison is not None:
+        # the console tables' module (rich): imported only when there is a comparison
+        from profiler_kit.render.diff_views import verdict_line
+
         comp = {
             "labels": list(comparison.labels),
             "windows": list(comparison.windows),
