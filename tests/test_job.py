@@ -250,3 +250,35 @@ def test_a_folder_of_summaries_gives_the_job_view(tmp_path, capsys) -> None:
     assert main(["analyze", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Straggler: rank 1" in out and "2 of 2 ranks" in out
+
+
+def test_the_ranks_of_one_job_may_lie_in_one_folder_per_host() -> None:
+    ranks = [summary(r, [(10 + r, 30)], world=4, folder=f"/scratch/host{r // 2}")
+             for r in range(4)]
+    (job,) = analyze_jobs(ranks)
+    assert job.ranks == (0, 1, 2, 3) and job.name == "/scratch" and job.warnings == ()
+    assert job.instances[0].last_rank == 3
+
+
+def test_many_ranks_console_shows_the_telling_ones() -> None:
+    import io
+
+    from rich.console import Console
+
+    from profiler_kit.render.job_console import MAX_RANK_ROWS, job_view
+
+    world = 40
+    late = 17  # arrives 5 ms after everyone else
+    ranks = [summary(r, [(10 + (5 if r == late else 0), 30)], world=world)
+             for r in range(world)]
+    (job,) = analyze_jobs(ranks)
+    assert job.straggler is not None and job.straggler.rank == late
+    buf = io.StringIO()
+    Console(file=buf, width=200, color_system=None).print(job_view(job))
+    text = buf.getvalue()
+    assert f"the {MAX_RANK_ROWS} of {world} ranks" in text and "Straggler: rank 17" in text
+    import re
+
+    rows = [int(m.group(1)) for line in text.splitlines()
+            if (m := re.match(r"^\W*(\d+)\s+rank\1\s", line))]
+    assert len(rows) == MAX_RANK_ROWS and rows[0] == late  # the straggler first

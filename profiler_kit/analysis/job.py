@@ -2,9 +2,10 @@
 
 Reads summaries only (never traces), so it runs wherever the summaries are.
 
-- **Jobs.** Summaries are grouped by folder, then by what their traces say of the job
-  (world size, process groups); a rank seen twice starts another group. Anything
-  unexpected is a warning, and each group is analyzed on its own.
+- **Jobs.** Summaries that agree on the job (world size, backend, process groups) and
+  name distinct ranks are one job; where ranks repeat, each folder is a job, and a rank
+  seen twice in one folder starts another group. Anything unexpected is a warning, and
+  each group is analyzed on its own (see :func:`group_jobs`).
 - **Collectives matched across ranks.** The same instance on every rank of its group
   is the call with the same sequence number there (the trace's ``Seq``, else the
   order of the group's calls). Per instance: each rank's arrival (its call's start),
@@ -28,6 +29,7 @@ Reads summaries only (never traces), so it runs wherever the summaries are.
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -223,14 +225,19 @@ def run_info(job: JobView) -> dict[str, Any]:
 
 
 def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]], list[str]]:
-    """Summaries grouped into jobs (see the module docstring), and the warnings."""
+    """Summaries grouped into jobs, and the warnings.
+
+    Traces that agree on the job (world size, backend, process groups) and name distinct
+    ranks are one job, wherever they lie (one folder per host is common). Where a rank
+    repeats (the configurations of a run folder, two runs side by side), each folder is a
+    job of its own, and within a folder a rank seen again starts another group, with a
+    warning. Traces of one folder that disagree on the job are separated, with a warning.
+    """
     warnings: list[str] = []
+    ranked = [s for s in summaries if s.rank is not None]
     by_folder: dict[str, list[RankSummary]] = defaultdict(list)
-    for s in summaries:
-        if s.rank is None:
-            continue
-        by_folder[str(PurePath(s.path).parent)].append(s)
-    jobs: list[list[RankSummary]] = []
+    for s in ranked:
+        by_folder[_folder(s)].append(s)
     for folder, members in by_folder.items():
         kinds: dict[tuple, list[RankSummary]] = defaultdict(list)
         for s in members:
@@ -240,7 +247,18 @@ def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]
                              for sig, ms in kinds.items())
             warnings.append(f"{folder}: traces of different jobs (world sizes or process "
                             f"groups disagree), analyzed as separate groups: {desc}")
-        for ms in kinds.values():
+    by_signature: dict[tuple, list[RankSummary]] = defaultdict(list)
+    for s in ranked:
+        by_signature[_signature(s)].append(s)
+    jobs: list[list[RankSummary]] = []
+    for members in by_signature.values():
+        if len({m.rank for m in members}) == len(members):
+            jobs.append(sorted(members, key=lambda m: m.rank or 0))
+            continue
+        per_folder: dict[str, list[RankSummary]] = defaultdict(list)
+        for m in members:
+            per_folder[_folder(m)].append(m)
+        for folder, ms in per_folder.items():
             groups: list[list[RankSummary]] = []
             for s in sorted(ms, key=lambda m: m.label):
                 for g in groups:
@@ -257,6 +275,21 @@ def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]
     return jobs, warnings
 
 
+def _folder(s: RankSummary) -> str:
+    return str(PurePath(s.path).parent)
+
+
+def _job_name(members: Sequence[RankSummary]) -> str:
+    """The folder of the job's traces (their common folder when they lie in several)."""
+    folders = sorted({_folder(m) for m in members})
+    if len(folders) == 1:
+        return folders[0]
+    try:
+        return os.path.commonpath(folders)
+    except ValueError:  # relative and absolute paths mixed
+        return ", ".join(folders)
+
+
 def analyze_jobs(summaries: Sequence[RankSummary]) -> tuple[JobView, ...]:
     """Every job among ``summaries`` with more than one rank."""
     jobs, warnings = group_jobs(summaries)
@@ -264,10 +297,9 @@ def analyze_jobs(summaries: Sequence[RankSummary]) -> tuple[JobView, ...]:
     for members in jobs:
         if len(members) < 2:
             continue
+        folders = {_folder(m) for m in members}
         views.append(analyze_job(members, warnings=tuple(
-            w for w in warnings if w.startswith(str(PurePath(members[0].path).parent)))))
-    if not views and warnings:  # nothing to attach them to: still say it
-        return ()
+            w for w in warnings if w.split(": ", 1)[0] in folders)))
     return tuple(views)
 
 
@@ -352,7 +384,7 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
         notes.append(f"{mismatched} matched collectives disagree between ranks on type or "
                      "size: the ranks may not have run the same calls in the same order")
     return JobView(
-        name=str(PurePath(members[0].path).parent),
+        name=_job_name(members),
         world_size=world,
         backend=members[0].backend,
         ranks=tuple(ranks),  # type: ignore[arg-type]
@@ -492,7 +524,7 @@ def _same_size(a: Call, b: Call) -> bool:
 
 def _signature(s: RankSummary) -> tuple:
     groups = tuple(sorted((g.name, g.ranks or ()) for g in s.groups))
-    return (s.world_size, groups)
+    return (s.world_size, s.backend, groups)
 
 
 def _match(members: Sequence[RankSummary]

@@ -19,6 +19,7 @@ from profiler_kit.render import units
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold"}
 MAX_STEP_COLUMNS = 8  # beyond this many ranks, steps show only the slowest and the skew
+MAX_RANK_ROWS = 16  # beyond this many ranks, the per-rank table shows the telling ones
 
 
 def bandwidth(bytes_per_s: float | None) -> str:
@@ -79,7 +80,13 @@ def job_view(j: JobView) -> Panel:
         for col in ("rank", "trace", "collectives", "wait/step", "wait", "transfer", "exposed wait",
                     "exposed transfer", "last", "others wait for it/step"):
             per.add_column(col, justify="left" if col == "trace" else "right")
-        for r in j.per_rank:
+        shown = j.per_rank
+        if len(shown) > MAX_RANK_ROWS:  # the ranks others wait for, then those that wait most
+            shown = sorted(shown, key=lambda r: (-r.caused_wait_per_step_ns,
+                                                 -r.wait_per_step_ns, r.rank))[:MAX_RANK_ROWS]
+            per.caption = (f"the {MAX_RANK_ROWS} of {len(j.per_rank)} ranks the others wait "
+                           "for most, then those that wait most; every rank in --json")
+        for r in shown:
             per.add_row(str(r.rank), Text(r.label), f"{r.instances:,}",
                         units.duration(r.wait_per_step_ns), units.duration(r.wait_ns),
                         units.duration(r.transfer_ns), units.duration(r.exposed_wait_ns),
