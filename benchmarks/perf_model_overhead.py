@@ -1,13 +1,16 @@
 """What the perf model (shapes kept by the loader, FLOPs/bytes per op, roofline, its rules)
 adds to ``profkit analyze``: this checkout against a checkout without it, in turns.
 
-The anchor is the files of ``--base`` (default: the commit before the perf model
-was added) under ``benchmarks/.cache/``. Each round runs ``python -m profiler_kit analyze
-TRACE`` once from each checkout, in alternating order, so both see the same machine load;
-the overhead is the median of the per-round ratios (and the ratio of the medians).
-Bytecode is compiled in both checkouts first.
+The anchor is the files of ``--base`` under ``benchmarks/.cache/`` (default: the commit
+before the loader kept shapes, the perf model's first commit; run this on the commit
+right after the perf model's, or pass ``--base``, so no other change is measured).
+Each round starts one process per checkout, in alternating order, so both see the same
+machine load; each process loads, analyzes and renders the trace (what ``profkit
+analyze`` does, less the interpreter's start-up, the same for both) ``--repeats`` times
+and keeps its best time. The overhead is the median of the per-round ratios (and the
+ratio of the medians).
 
-    python benchmarks/perf_model_overhead.py [TRACE ...] [--rounds 15] [--base REV]
+    python benchmarks/perf_model_overhead.py [TRACE ...] [--rounds 15] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,9 +36,9 @@ def git(*args: str) -> str:
 
 def base_checkout(rev: str | None) -> Path:
     """A worktree at ``rev`` (default: the parent of the commit that added the perf model)."""
-    if rev is None:
-        added = git("log", "--diff-filter=A", "--format=%H", "-1", "--",
-                    "profiler_kit/analysis/perf_model.py")
+    if rev is None:  # the first commit with RecordedInputs (the loader keeping shapes)
+        added = git("log", "--format=%H", "-S", "class RecordedInputs", "--",
+                    "profiler_kit/trace/table.py").split()[-1]
         rev = git("rev-parse", f"{added}^")
     rev = git("rev-parse", rev)
     path = ROOT / "benchmarks" / ".cache" / f"base-{rev[:12]}"
@@ -50,19 +52,37 @@ def base_checkout(rev: str | None) -> Path:
     return path
 
 
-def run(checkout: Path, trace: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
+# In each checkout's own process: load, analyze and render to a null console, best of
+# REPEATS warm runs (what ``profkit analyze`` does, without the interpreter's start-up).
+SNIPPET = """
+import sys, time, io
+from rich.console import Console
+from profiler_kit.trace.loader import load
+from profiler_kit.analysis.trace_analysis import analyze_table
+from profiler_kit.render.analysis_console import render
+best = float("inf")
+for _ in range({repeats}):
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "profiler_kit", "analyze", str(trace)], env=env,
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   cwd=checkout)
-    return time.perf_counter() - start
+    a = analyze_table(load(sys.argv[1]))
+    render(Console(file=io.StringIO(), width=120), [a])
+    best = min(best, time.perf_counter() - start)
+print(best)
+"""
+
+
+def run(checkout: Path, trace: Path, repeats: int) -> float:
+    """Best in-process seconds of ``repeats`` analyses of ``trace`` by ``checkout``."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    out = subprocess.run([sys.executable, "-c", SNIPPET.format(repeats=repeats), str(trace)],
+                         env=env, check=True, capture_output=True, text=True, cwd=checkout)
+    return float(out.stdout.split()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("traces", nargs="*", type=Path, default=DEFAULT)
     p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--repeats", type=int, default=3, help="warm analyses per process")
     p.add_argument("--base", help="git revision of the anchor (default: before the perf model)")
     args = p.parse_args(argv)
     base = base_checkout(args.base)
@@ -71,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                        check=True)
     print(f"this checkout: {ROOT} ({git('log', '-1', '--format=%h')})\nanchor: {base}")
     for trace in args.traces:
-        for checkout in (ROOT, base):  # warm the page cache and the interpreter
-            run(checkout, trace)
+        for checkout in (ROOT, base):  # warm the page cache
+            run(checkout, trace, 1)
         new, old, ratios = [], [], []
         for i in range(args.rounds):
             pair = [(ROOT, new), (base, old)]
@@ -80,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                 pair.reverse()
             times = {}
             for checkout, out in pair:
-                t = run(checkout, trace)
+                t = run(checkout, trace, args.repeats)
                 out.append(t)
                 times[checkout] = t
             ratios.append(times[ROOT] / times[base])

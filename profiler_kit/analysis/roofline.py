@@ -141,9 +141,9 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
         return empty(table, has_gpu, "no input shapes in the trace (record_shapes=False): "
                                      "FLOPs and bytes not modelled"), NO_INSTANCES
     name_ids = table.name[tree.row]
-    modelled_ids = np.array([i for i, n in enumerate(table.names) if n in MODELS],
-                            dtype=name_ids.dtype)
-    candidates = np.flatnonzero(np.isin(name_ids, modelled_ids))
+    modelled = np.fromiter((n in MODELS for n in table.names), dtype=bool,
+                           count=len(table.names))
+    candidates = np.flatnonzero(modelled[name_ids])
     costs: dict[int, Cost] = {}
     keys: dict[int, tuple[int, RecordedInputs]] = {}
     cache: dict[tuple[int, RecordedInputs], Cost | None] = {}
@@ -222,8 +222,12 @@ def _instances(tree: OpTree, nodes: np.ndarray, costs: dict[int, Cost], time_ns:
     flops = np.array([c.flops for c in cs], dtype=np.int64)
     share = np.full(len(order), np.nan)
     if peak is not None:
+        peaks: dict[tuple[str, str, bool], float | None] = {}
         for i, (c, node) in enumerate(zip(cs, order.tolist(), strict=True)):
-            pk = compute_peak(peak, c.dtype, c.family in MATRIX_FAMILIES, bool(tf32[node]))
+            key = (c.dtype, c.family, bool(tf32[node]))
+            if key not in peaks:
+                peaks[key] = compute_peak(peak, c.dtype, c.family in MATRIX_FAMILIES, key[2])
+            pk = peaks[key]
             if pk and t[i] > 0:
                 share[i] = c.flops / (t[i] * 1e-9) / pk
     return Instances(order, np.array([FAMILIES.index(c.family) for c in cs], dtype=np.int8),

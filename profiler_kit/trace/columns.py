@@ -287,12 +287,11 @@ class ColumnBuilder:
 
 def recorded_inputs(args: list[Args], cat: np.ndarray) -> list[tuple[int, RecordedInputs]]:
     """(row, inputs) of the cpu_op rows with "Input Dims": their raw JSON text, copied
-    (a piece's buffer is reused); nothing but one scan of the ops for traces without."""
+    (a piece's buffer is reused); nothing but one scan of the ops for traces without.
+    "Input type" is left to the ``input_type`` column."""
     ops = np.flatnonzero(cat == CPU_OP_VALUE).tolist()
-    encode = msgspec.json.encode
-    return [(i, RecordedInputs(bytes(a.input_dims),
-                               b"" if a.input_type is None else encode(a.input_type),
-                               bytes(a.input_strides), bytes(a.concrete_inputs)))
+    return [(i, RecordedInputs(bytes(a.input_dims), b"", bytes(a.input_strides),
+                               bytes(a.concrete_inputs)))
             for i in ops if (a := args[i]).input_dims]
 
 

@@ -94,7 +94,9 @@ class RecordedInputs(msgspec.Struct, frozen=True, gc=False):
     """
 
     dims: bytes  # "Input Dims": one shape (or a list of shapes for a TensorList) per input
-    types: bytes = b""  # "Input type": "float", "c10::BFloat16", "Scalar", "TensorList", ...
+    # "Input type": "float", "c10::BFloat16", "Scalar", ...; empty when the table's
+    # ``input_type`` column holds it (the fast path), so it is not stored twice
+    types: bytes = b""
     strides: bytes = b""  # "Input Strides"
     concrete: bytes = b""  # "Concrete Inputs": scalar arguments as strings ("1", "[16, 16]")
 
@@ -179,5 +181,9 @@ class EventTable(msgspec.Struct):
         raw = self.inputs.get(row)
         if raw is None:
             return None
-        return OpInputs(_json_list(raw.dims), _json_list(raw.types), _json_list(raw.strides),
+        if raw.types:
+            types = _json_list(raw.types)
+        else:  # the fast path leaves "Input type" to the interned column
+            types = self.input_type_of(row) or []
+        return OpInputs(_json_list(raw.dims), types, _json_list(raw.strides),
                         _json_list(raw.concrete))
