@@ -120,8 +120,9 @@ def test_perf_model_in_every_format():
     """ViT on H100 (shapes recorded): summary, rate per class and the per-shape table."""
     vit = api.analyze([DATA / "h100_vit_image_classification.json.gz"])
     perf = vit[0].perf
-    text = _console_text(vit, None, 120)
-    assert max(len(line) for line in text.splitlines()) <= 120
+    for width in (80, 120):
+        text = _console_text(vit, None, width)
+        assert max(len(line) for line in text.splitlines()) <= width
     assert f"Perf model: {perf.ops:,} op instances modelled" in text
     assert "Peaks of H100 SXM" in text
     assert f"Model FLOP utilization: {100 * perf.model_flops_utilization:.1f} %" in text
@@ -129,7 +130,9 @@ def test_perf_model_in_every_format():
     top = perf.groups[0]
     assert f"{top.flops_per_s / 1e12:.3g}" in text
     md = analysis_markdown.render(vit)
-    assert "### Perf model" in md and "| `aten::addmm` | bf16 [768] [788,768] [768,768] |" in md
+    assert "### Perf model" in md
+    assert any(line.startswith("| `aten::addmm` |")
+               and line.endswith("| bf16 [768] [788,768] [768,768] |") for line in md.splitlines())
     doc = json.loads(analysis_json.dumps(vit, None))
     groups = doc["traces"][0]["perf"]["groups"]
     assert groups[0]["op"] == top.op and groups[0]["flops"] == top.flops

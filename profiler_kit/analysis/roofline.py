@@ -73,7 +73,8 @@ class Unmodelled(msgspec.Struct, frozen=True):
     """GPU activity (or CPU op time) under no modelled op, by the op that launched it."""
 
     op: str
-    count: int  # activities (kernels, copies) or, on a CPU trace, op instances
+    count: int  # op instances
+    activities: int  # GPU kernels, memcpy and memset they launched (0 on a CPU trace)
     total_ns: int
     reason: str  # "no model" or "shapes not recorded" or "shapes do not fit the model"
 
@@ -324,7 +325,7 @@ def _cpu_unmodelled(table: EventTable, tree: OpTree, owner_of_node: np.ndarray
     counted_below = _has_marked_descendant(owner_of_node == np.arange(len(tree)), tree.parent)
     sel = np.flatnonzero(top & (owner_of_node < 0) & ~counted_below)
     dur = tree.end_ns - tree.start_ns
-    return {int(s): (1, int(dur[s])) for s in sel.tolist()}
+    return {int(s): (0, int(dur[s])) for s in sel.tolist()}
 
 
 def _gpu_busy(table: EventTable, gpu: GpuActivity) -> int:
@@ -422,13 +423,15 @@ def _unmodelled(table: EventTable, tree: OpTree, unmod: dict[int, tuple[int, int
     missing = set(no_shapes)
     odd = set(misfit)
     by: dict[tuple[str, str], list[int]] = {}
-    for node, (count, total) in unmod.items():
+    for node, (activities, total) in unmod.items():
         name = table.names[int(table.name[tree.row[node]])]
         reason = ("shapes not recorded" if node in missing else
                   "shapes do not fit the model" if node in odd else "no model")
-        entry = by.setdefault((name, reason), [0, 0])
-        entry[0] += count
-        entry[1] += total
-    out = [Unmodelled(op=n, count=c, total_ns=t, reason=r) for (n, r), (c, t) in by.items()]
+        entry = by.setdefault((name, reason), [0, 0, 0])
+        entry[0] += 1
+        entry[1] += activities
+        entry[2] += total
+    out = [Unmodelled(op=n, count=c, activities=k, total_ns=t, reason=r)
+           for (n, r), (c, k, t) in by.items()]
     out.sort(key=lambda u: (-u.total_ns, u.op))
     return tuple(out)

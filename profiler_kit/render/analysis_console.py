@@ -205,32 +205,43 @@ def _precision(a: TraceAnalysis) -> Text | None:
 
 
 def _perf(a: TraceAnalysis, top: int, width: int) -> list:
-    """The perf model: summary, achieved rate per class, the largest op shapes."""
+    """The perf model: summary, achieved rate per class, the largest op shapes (as plain
+    fixed-width text: a rich Table of these cells would double the report's render time)."""
     perf = a.perf
     parts: list = [Text("\n".join(perf_tables.summary_lines(perf)))]
+    room = width - 4  # inside the panel
+    narrow = width < 110
     if perf.families:
-        t = Table(title="Achieved rate by class (modelled ops)", **_TABLE)
-        for col in perf_tables.family_header(perf):
-            t.add_column(col, justify="left" if col == "class" else "right")
-        for row in perf_tables.family_rows(perf):
-            _row(t, *row)
-        parts.append(t)
+        header = perf_tables.family_header(perf)
+        keep = [i for i, col in enumerate(header) if not (narrow and col == "FLOPs")]
+        rows = [tuple(r[i] for i in keep) for r in perf_tables.family_rows(perf)]
+        lines = perf_tables.text_table(tuple(header[i] for i in keep), rows, room,
+                                       frozenset({0}), ((0, 8),))
+        parts.append(_titled("Achieved rate by class (modelled ops)", lines))
     if perf.groups:
-        t = Table(title=f"Ops by input shape (largest total first, {min(top, len(perf.groups))} "
-                        f"of {len(perf.groups):,})", **_TABLE)
         header = perf_tables.group_header(perf)
-        narrow = width < 110  # leave out the mean and bandwidth columns
-        keep = [i for i, col in enumerate(header)
-                if not (narrow and col in ("mean", "TB/s", "GB/s"))]
-        for i in keep:
-            col = header[i]
-            wide = col in ("dtype, input shapes", "op")
-            t.add_column(col, justify="left" if wide or col.startswith("bound") else "right",
-                         no_wrap=not wide, min_width=14 if wide else None)
-        for row in perf_tables.group_rows(perf, top):
-            _row(t, *(row[i] for i in keep))
-        parts.append(t)
+        rows = perf_tables.group_rows(perf, top)
+        details = None
+        if narrow:  # no mean, bandwidth or intensity; shapes on a line of their own
+            keep = [i for i, col in enumerate(header)
+                    if col not in ("mean", "TB/s", "GB/s", "FLOP/B", "dtype, input shapes")]
+            details = [r[-1] for r in rows]
+        else:
+            keep = list(range(len(header)))
+        n = len(keep)
+        lines = perf_tables.text_table(
+            tuple(header[i] for i in keep), [tuple(r[i] for i in keep) for r in rows], room,
+            frozenset({0, n - 1} | ({n - 2} if not narrow else set())),
+            ((n - 1, 28), (0, 20), (n - 1, 12)), details)
+        parts.append(_titled(f"Ops by input shape (largest total first, "
+                             f"{min(top, len(perf.groups))} of {len(perf.groups):,})", lines))
     return parts
+
+
+def _titled(title: str, lines: list[str]) -> Text:
+    t = Text("\n" + title + "\n", style="bold")
+    t.append("\n".join(lines) + "\n", style="")
+    return t
 
 
 def precision_source(source: str) -> str:
