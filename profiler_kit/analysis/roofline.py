@@ -145,29 +145,32 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
     modelled = np.fromiter((n in MODELS for n in table.names), dtype=bool,
                            count=len(table.names))
     candidates = np.flatnonzero(modelled[name_ids])
-    costs: dict[int, Cost] = {}
-    keys: dict[int, tuple[int, RecordedInputs]] = {}
-    cache: dict[tuple[int, RecordedInputs], Cost | None] = {}
+    n = len(tree)
+    # every distinct (op, recorded inputs) is modelled once; nodes refer to it by key id
+    node_key = np.full(n, -1, dtype=np.int64)
+    key_ids: dict[tuple[int, RecordedInputs], int] = {}
+    key_rows: list[int] = []  # a row holding each key's inputs
+    key_cost: list[Cost | None] = []
     no_shapes: list[int] = []
     misfit: list[int] = []
-    for node in candidates.tolist():
-        row = int(tree.row[node])
-        raw = table.inputs.get(row)
+    inputs = table.inputs
+    for node, row, name_id in zip(candidates.tolist(), tree.row[candidates].tolist(),
+                                  name_ids[candidates].tolist(), strict=True):
+        raw = inputs.get(row)
         if raw is None:
             no_shapes.append(node)
             continue
-        key = (int(name_ids[node]), raw)
-        if key not in cache:
-            cache[key] = op_cost(table.names[key[0]], table.op_inputs(row))
-        cost = cache[key]
-        if cost is None:
+        kid = key_ids.setdefault((name_id, raw), len(key_cost))
+        if kid == len(key_cost):
+            key_rows.append(row)
+            key_cost.append(op_cost(table.names[name_id], table.op_inputs(row)))
+        if key_cost[kid] is None:
             misfit.append(node)
-            continue
-        costs[node] = cost
-        keys[node] = key
+        else:
+            node_key[node] = kid
+    keys = _Keys(key_cost, key_rows, [k[0] for k in key_ids])
 
-    n = len(tree)
-    counted = _counted(n, costs, tree.parent)
+    counted = _counted(node_key, keys.family, tree.parent)
     owner_of_node = nearest_self_or_ancestor(counted, tree.parent) if n else \
         np.zeros(0, dtype=np.int64)
 
@@ -188,7 +191,7 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
     if idle:
         notes.append(f"{idle} modelled op instances ran no GPU work (CPU-side tensors): "
                      f"left out" if has_gpu else f"{idle} modelled ops took no time: left out")
-    groups = _groups(table, tree, counted_nodes, costs, keys, time_ns, tf32, peak)
+    groups = _groups(table, tree, counted_nodes, node_key, keys, time_ns, tf32, peak)
     unmodelled = _unmodelled(table, tree, unmod, no_shapes, misfit)
 
     flops = sum(g.flops * g.count for g in groups)
@@ -212,45 +215,59 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
         model_flops_utilization=mfu, mfu_dtype=mfu_dtype, mfu_peak_flops_per_s=mfu_peak,
         families=_families(groups, peak), groups=groups, unmodelled=unmodelled,
         unmodelled_ns=sum(u.total_ns for u in unmodelled), notes=tuple(notes))
-    return model, _instances(tree, counted_nodes, costs, time_ns, peak, tf32)
+    return model, _instances(tree, counted_nodes, node_key, keys, time_ns, peak, tf32)
 
 
-def _instances(tree: OpTree, nodes: np.ndarray, costs: dict[int, Cost], time_ns: np.ndarray,
-               peak: DevicePeak | None, tf32: np.ndarray) -> Instances:
+class _Keys:
+    """Per distinct (op, recorded inputs): its cost as arrays indexed by key id."""
+
+    def __init__(self, costs: list[Cost | None], rows: list[int], names: list[int]) -> None:
+        self.cost = costs
+        self.row = rows
+        self.name = names
+        self.family = np.array([FAMILIES.index(c.family) if c else -1 for c in costs],
+                               dtype=np.int64)
+        self.flops = np.array([c.flops if c else 0 for c in costs], dtype=np.int64)
+        self.dtype = [c.dtype if c else "" for c in costs]
+
+
+def _instances(tree: OpTree, nodes: np.ndarray, node_key: np.ndarray, keys: _Keys,
+               time_ns: np.ndarray, peak: DevicePeak | None, tf32: np.ndarray) -> Instances:
     order = nodes[np.argsort(tree.start_ns[nodes], kind="stable")]
-    cs = [costs[int(n)] for n in order.tolist()]
+    kid = node_key[order]
     t = time_ns[order]
-    flops = np.array([c.flops for c in cs], dtype=np.int64)
+    flops = keys.flops[kid]
     share = np.full(len(order), np.nan)
-    if peak is not None:
-        peaks: dict[tuple[str, str, bool], float | None] = {}
-        for i, (c, node) in enumerate(zip(cs, order.tolist(), strict=True)):
-            key = (c.dtype, c.family, bool(tf32[node]))
-            if key not in peaks:
-                peaks[key] = compute_peak(peak, c.dtype, c.family in MATRIX_FAMILIES, key[2])
-            pk = peaks[key]
-            if pk and t[i] > 0:
-                share[i] = c.flops / (t[i] * 1e-9) / pk
-    return Instances(order, np.array([FAMILIES.index(c.family) for c in cs], dtype=np.int8),
-                     t, flops, [c.dtype for c in cs], share)
+    if peak is not None and len(order):
+        pk = np.zeros(len(order))
+        for use_tf32 in (False, True):
+            sel = tf32[order] == use_tf32
+            per_key = np.array([compute_peak(peak, c.dtype, c.family in MATRIX_FAMILIES,
+                                             use_tf32) or 0.0 if c else 0.0
+                                for c in keys.cost])
+            pk[sel] = per_key[kid[sel]]
+        ok = (pk > 0) & (t > 0)
+        share[ok] = flops[ok] / (t[ok] * 1e-9) / pk[ok]
+    dtypes = [keys.dtype[k] for k in kid.tolist()]
+    return Instances(order, keys.family[kid].astype(np.int8), t, flops, dtypes, share)
 
 
 def _rate(amount: int, ns: int) -> float | None:
     return amount / (ns * 1e-9) if ns > 0 else None
 
 
-def _counted(n: int, costs: dict[int, Cost], parent: np.ndarray) -> np.ndarray:
+def _counted(node_key: np.ndarray, key_family: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """The costed nodes with no costed node of their own family below them.
 
     ``aten::linear`` > ``aten::addmm``: the addmm counts (the op nearest the kernels);
     ``aten::convolution`` > ``aten::add_`` (the bias): both count, each for its own
     kernels, since neither models the other's work.
     """
-    counted = np.zeros(n, dtype=bool)
-    nodes = np.fromiter(costs.keys(), dtype=np.int64, count=len(costs))
-    family = np.array([FAMILIES.index(c.family) for c in costs.values()], dtype=np.int64)
+    counted = np.zeros(len(node_key), dtype=bool)
+    nodes = np.flatnonzero(node_key >= 0)
+    family = key_family[node_key[nodes]]
     for f in distinct(family).tolist():
-        marked = np.zeros(n, dtype=bool)
+        marked = np.zeros(len(node_key), dtype=bool)
         marked[nodes[family == f]] = True
         counted |= marked & ~_has_marked_descendant(marked, parent)
     return counted
@@ -348,28 +365,26 @@ def _backward_nodes(table: EventTable, tree: OpTree) -> np.ndarray:
     return nearest_self_or_ancestor(flag, tree.parent) >= 0
 
 
-def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, costs: dict[int, Cost],
-            keys: dict[int, tuple[int, RecordedInputs]], time_ns: np.ndarray,
-            tf32: np.ndarray, peak: DevicePeak | None) -> tuple[ShapeGroup, ...]:
-    acc: dict[tuple[int, bytes, bytes, bytes, bool], list] = {}
-    backward_of = _backward_nodes(table, tree)
-    for node in nodes.tolist():
-        name_id, raw = keys[node]
-        backward = bool(backward_of[node])
-        k = (name_id, raw.dims, raw.types, raw.concrete, backward)
-        entry = acc.get(k)
-        if entry is None:
-            acc[k] = [node, 1, int(time_ns[node]), bool(tf32[node])]
-        else:
-            entry[1] += 1
-            entry[2] += int(time_ns[node])
-            entry[3] = entry[3] or bool(tf32[node])
+def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, node_key: np.ndarray,
+            keys: _Keys, time_ns: np.ndarray, tf32: np.ndarray,
+            peak: DevicePeak | None) -> tuple[ShapeGroup, ...]:
+    """Instances grouped by key (op, shapes, dtypes, arguments) and direction, vectorized."""
+    if not len(nodes):
+        return ()
+    backward = _backward_nodes(table, tree)[nodes]
+    gkey = node_key[nodes] * 2 + backward
+    uniq, inverse = np.unique(gkey, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    count = np.bincount(inverse, minlength=len(uniq))
+    total = np.rint(np.bincount(inverse, weights=time_ns[nodes], minlength=len(uniq)))
+    uses_tf32 = np.bincount(inverse, weights=tf32[nodes], minlength=len(uniq)) > 0
     out = []
-    for (name_id, _d, _t, _c, backward), (node, count, total, uses_tf32) in acc.items():
-        cost = costs[node]
-        inputs = table.op_inputs(int(tree.row[node]))
-        out.append(_group(table.names[name_id], cost, inputs.dims, inputs.types,
-                          inputs.concrete, backward, count, total, uses_tf32, peak))
+    for i, g in enumerate(uniq.tolist()):
+        kid, bwd = divmod(g, 2)
+        recorded = table.op_inputs(keys.row[kid])
+        out.append(_group(table.names[keys.name[kid]], keys.cost[kid], recorded.dims,
+                          recorded.types, recorded.concrete, bool(bwd), int(count[i]),
+                          int(total[i]), bool(uses_tf32[i]), peak))
     out.sort(key=lambda g: (-g.total_ns, g.op))
     return tuple(out)
 

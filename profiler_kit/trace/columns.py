@@ -28,6 +28,7 @@ from profiler_kit.trace.normalize import (
     GPU_CAT_VALUES,
     INT32_MAX,
     INT32_MIN,
+    SHAPES_NOT_KEPT,
     Accumulator,
     category_code,
     input_type_key,
@@ -170,7 +171,7 @@ class ColumnBuilder:
             dev[(dev < INT32_MIN) | (dev > INT32_MAX)] = -1
             device[gpu] = dev
             stream[gpu] = np.where(strm == ABSENT, tid[gpu], strm)
-        inputs = recorded_inputs(args, cat)
+        inputs = recorded_inputs(args, cat, names)
         # commit only now: an Irregular above leaves no trace of this batch
         self._others(others)
         self.acc.skipped.update(unsupported)
@@ -285,14 +286,15 @@ class ColumnBuilder:
                                    a.device_type, a.device_id)
 
 
-def recorded_inputs(args: list[Args], cat: np.ndarray) -> list[tuple[int, RecordedInputs]]:
-    """(row, inputs) of the cpu_op rows with "Input Dims": their raw JSON text, copied
-    (a piece's buffer is reused); nothing but one scan of the ops for traces without.
-    "Input type" is left to the ``input_type`` column."""
+def recorded_inputs(args: list[Args], cat: np.ndarray,
+                    names: list[str]) -> list[tuple[int, RecordedInputs]]:
+    """(row, inputs) of the cpu_op rows with "Input Dims" (but those in SHAPES_NOT_KEPT):
+    their raw JSON text, copied (a piece's buffer is reused); nothing but one scan of the
+    ops for traces without. "Input type" is left to the ``input_type`` column."""
     ops = np.flatnonzero(cat == CPU_OP_VALUE).tolist()
     return [(i, RecordedInputs(bytes(a.input_dims), b"", bytes(a.input_strides),
                                bytes(a.concrete_inputs)))
-            for i in ops if (a := args[i]).input_dims]
+            for i in ops if (a := args[i]).input_dims and names[i] not in SHAPES_NOT_KEPT]
 
 
 def document_table(path: Path, data: bytes) -> EventTable | None:

@@ -37,6 +37,19 @@ INSTANT_PHASES = frozenset({"i", "I"})
 KNOWN_OTHER_CATEGORIES = frozenset({"trace", "cpu_instant_event", "cuda_profiler_range"})
 GPU_CAT_VALUES = frozenset(int(c) for c in GPU_CATS)
 CPU_OP_VALUE = int(Cat.CPU_OP)
+# Ops that only make views, allocate or read metadata: no data moves, so their recorded
+# shapes are not kept (they are most of a trace's ops; keeping them would only cost time).
+SHAPES_NOT_KEPT = frozenset({
+    "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::as_strided", "aten::t",
+    "aten::transpose", "aten::permute", "aten::expand", "aten::expand_as", "aten::slice",
+    "aten::select", "aten::narrow", "aten::unsqueeze", "aten::squeeze", "aten::flatten",
+    "aten::unflatten", "aten::split", "aten::split_with_sizes", "aten::chunk", "aten::unbind",
+    "aten::alias", "aten::detach", "detach", "aten::detach_", "aten::lift_fresh",
+    "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::resize_",
+    "aten::result_type", "aten::size", "aten::stride", "aten::dim", "aten::is_nonzero",
+    "aten::item", "aten::_local_scalar_dense", "aten::set_", "aten::view_as",
+    "aten::contiguous_format", "aten::unfold", "aten::diagonal", "aten::real", "aten::imag",
+})
 # The args ``record_shapes=True`` writes, in the order of RecordedInputs' fields.
 INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 BEYOND_64_BITS = "beyond 64 bits"
@@ -224,7 +237,7 @@ class Accumulator:
             self.comms.append(CommEvent(name, cat, ts, dur, pid, tid, self.device[-1],
                                         self.stream[-1], self.correlation[-1],
                                         self.external_id[-1], args_from_dict(args)))
-        if cat == CPU_OP_VALUE and "Input Dims" in args:
+        if cat == CPU_OP_VALUE and "Input Dims" in args and name not in SHAPES_NOT_KEPT:
             self.inputs.append((len(self.ts_ns) - 1, recorded_inputs(args)))
 
     def intern_input_type(self, value: Any) -> int:
