@@ -8,9 +8,9 @@ Each round starts one process per checkout, in alternating order, so both see th
 machine load; each process loads, analyzes and renders the trace (what ``profkit
 analyze`` does, less the interpreter's start-up, the same for both) ``--repeats`` times
 and keeps its best time. The overhead is the median of the per-round ratios (and the
-ratio of the medians).
+ratio of the medians). ``--whole`` times whole ``profkit analyze`` commands instead.
 
-    python benchmarks/perf_model_overhead.py [TRACE ...] [--rounds 15] [--repeats 3]
+    python benchmarks/perf_model_overhead.py [TRACE ...] [--rounds 15] [--repeats 3] [--whole]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,9 +71,15 @@ print(best)
 """
 
 
-def run(checkout: Path, trace: Path, repeats: int) -> float:
-    """Best in-process seconds of ``repeats`` analyses of ``trace`` by ``checkout``."""
+def run(checkout: Path, trace: Path, repeats: int, whole: bool = False) -> float:
+    """Best in-process seconds of ``repeats`` analyses of ``trace`` by ``checkout``; with
+    ``whole``, the wall time of one ``profkit analyze`` command, start-up included."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    if whole:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "profiler_kit", "analyze", str(trace)], env=env,
+                       check=True, capture_output=True, cwd=checkout)
+        return time.perf_counter() - start
     out = subprocess.run([sys.executable, "-c", SNIPPET.format(repeats=repeats), str(trace)],
                          env=env, check=True, capture_output=True, text=True, cwd=checkout)
     return float(out.stdout.split()[-1])
@@ -83,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("traces", nargs="*", type=Path, default=DEFAULT)
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--repeats", type=int, default=3, help="warm analyses per process")
+    p.add_argument("--whole", action="store_true",
+                   help="time whole `profkit analyze` commands (interpreter start-up included)")
     p.add_argument("--base", help="git revision of the anchor (default: before the perf model)")
     args = p.parse_args(argv)
     base = base_checkout(args.base)
@@ -92,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"this checkout: {ROOT} ({git('log', '-1', '--format=%h')})\nanchor: {base}")
     for trace in args.traces:
         for checkout in (ROOT, base):  # warm the page cache
-            run(checkout, trace, 1)
+            run(checkout, trace, 1, args.whole)
         new, old, ratios = [], [], []
         for i in range(args.rounds):
             pair = [(ROOT, new), (base, old)]
@@ -100,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 pair.reverse()
             times = {}
             for checkout, out in pair:
-                t = run(checkout, trace, args.repeats)
+                t = run(checkout, trace, args.repeats, args.whole)
                 out.append(t)
                 times[checkout] = t
             ratios.append(times[ROOT] / times[base])
