@@ -23,7 +23,11 @@ def percentile(a: np.ndarray, q: float) -> float:
     Same result (numpy's rounding-safe interpolation included); ``np.percentile``
     too imports ``numpy.ma`` on its first call.
     """
-    s = np.sort(a).astype(np.float64)
+    return sorted_percentile(np.sort(a), q)
+
+
+def sorted_percentile(s: np.ndarray, q: float) -> float:
+    """:func:`percentile` of an already sorted array (several percentiles, one sort)."""
     pos = (len(s) - 1) * (q / 100)
     lo = int(pos)
     hi = min(lo + 1, len(s) - 1)

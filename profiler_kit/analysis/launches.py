@@ -24,7 +24,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from profiler_kit.analysis.arrays import distinct, percentile
+from profiler_kit.analysis.arrays import distinct, sorted_percentile
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.trace.table import EventTable
 
@@ -98,11 +98,11 @@ class Launches(msgspec.Struct, frozen=True):
 def distribution(values: np.ndarray) -> Distribution | None:
     if not len(values):
         return None
-    v = values.astype(np.int64, copy=False)
+    v = np.sort(values.astype(np.int64, copy=False))
     return Distribution(
         count=int(len(v)), total_ns=int(v.sum()), mean_ns=float(v.mean()),
-        p50_ns=percentile(v, 50), p90_ns=percentile(v, 90), p99_ns=percentile(v, 99),
-        max_ns=int(v.max()),
+        p50_ns=sorted_percentile(v, 50), p90_ns=sorted_percentile(v, 90),
+        p99_ns=sorted_percentile(v, 99), max_ns=int(v[-1]),
     )
 
 
