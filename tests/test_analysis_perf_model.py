@@ -302,3 +302,20 @@ def test_unknown_op_and_odd_inputs_have_no_model() -> None:
     assert op_cost("aten::mm", inputs([[2, 3]], [F32])) is None
     assert op_cost("aten::mm", None) is None
     assert Inputs(inputs([[2, 3]], ["Scalar"])).shape(0) is None
+
+
+def test_efficient_attention_forward_differs_from_the_counter_on_purpose(tmp_path: Path) -> None:
+    """``_efficient_attention_forward`` takes q, k, v as [b, s, h, d]; flop_counter's formula
+    reads those shapes as [b, h, s, d] (heads and sequence swapped: 2880 FLOPs here instead
+    of 4800). The model uses the kernel's layout, so it equals the counter's count for the
+    same attention through ``_scaled_dot_product_efficient_attention`` ([b, h, s, d])."""
+    q = q4(2, 5, 3, 8)  # b=2, s=5, h=3, d=8
+    ops, counts = recorded(lambda: torch.ops.aten._efficient_attention_forward(
+        q, q, q, None, None, None, 5, 5, 0.0, 0, False), tmp_path)
+    _, sdpa_counts = recorded(
+        lambda: torch.ops.aten._scaled_dot_product_efficient_attention(
+            q.transpose(1, 2), q.transpose(1, 2), q.transpose(1, 2), None, False), tmp_path)
+    model = model_flops(ops, "aten::_efficient_attention_forward")
+    sdpa = sdpa_counts["aten::_scaled_dot_product_efficient_attention"]
+    assert model == sdpa == 4 * 2 * 3 * 5 * 5 * 8
+    assert counts["aten::_efficient_attention_forward"] == 4 * 2 * 5 * 3 * 3 * 8 != model
