@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from profiler_kit import child_processes
 from profiler_kit.artifacts import RUN_JSON
 from profiler_kit.errors import UsageError
 from profiler_kit.ports import LOOPBACK, free_port, port_in_use
@@ -128,25 +129,7 @@ class TensorBoardServer:
         processes, so after ``timeout_s`` (or at a second Ctrl-C) the whole process group
         (TensorBoard, its data server, the plugin's loaders) is killed.
         """
-        if self.process.poll() is None:
-            self._signal_group(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=timeout_s)
-            except (subprocess.TimeoutExpired, KeyboardInterrupt):
-                pass
-        # Leftover loaders or a data server may outlive the leader: end the group in any case.
-        self._signal_group(getattr(signal, "SIGKILL", signal.SIGTERM))
-        self.process.wait()
-        return self.process.returncode
-
-    def _signal_group(self, signum: int) -> None:
-        try:
-            if hasattr(os, "killpg"):
-                os.killpg(self.process.pid, signum)  # the child leads its own session
-            elif self.process.poll() is None:
-                self.process.send_signal(signum)
-        except (ProcessLookupError, PermissionError):
-            pass
+        return child_processes.stop(self.process, timeout_s)
 
 
 def start(
@@ -182,14 +165,9 @@ def start(
 
 
 def _spawn(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
-    # Own session: a Ctrl-C in the terminal reaches profkit only, which then stops the
-    # child in order instead of both racing to shut down.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
     try:
-        return subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=env, start_new_session=True,
-        )
+        return child_processes.start(argv, log, env)
     except OSError as exc:
         raise UsageError(f"cannot start TensorBoard ({exc}): {INSTALL_HINT}") from exc
 

@@ -1,8 +1,10 @@
 """Measuring a multi-process strategy: spawn its ranks on this host, or join torchrun.
 
-:func:`run_strategy` is what the runner calls. Spawned ranks run :mod:`.rank_main`,
-each in its own process group; :mod:`.watchdog` ends the strategy when one fails or
-hangs, and then every rank this module started is killed.
+:func:`run_strategy` is what the runner calls. Spawned ranks are started by
+``torch.distributed.elastic.multiprocessing.start_processes`` (the engine torchrun runs
+on) and run :mod:`.rank_main`, each in its own process group; :mod:`.watchdog` ends the
+strategy when one fails or stops making progress, and then every rank this module
+started, and all they started, is killed.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import os
 import pickle
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from profiler_kit import child_processes
 from profiler_kit.measure.distributed import (
     WORKER_ENV,
     RankFailure,
@@ -26,10 +29,19 @@ from profiler_kit.measure.distributed import (
     under_torchrun,
 )
 from profiler_kit.measure.distributed.rank import own_files
-from profiler_kit.measure.distributed.watchdog import wait
+from profiler_kit.measure.distributed.watchdog import (
+    TIMER_FILE_ENV,
+    ProgressTimers,
+    quiet_elastic,
+    rank_output,
+    watch,
+)
 from profiler_kit.measure.passes import Measurement, MeasureOptions
 from profiler_kit.ports import free_port
 from profiler_kit.scenario import RunConfig, Scenario, Strategy
+
+if TYPE_CHECKING:
+    from torch.distributed.elastic.multiprocessing import PContext
 
 _PORT_ATTEMPTS = 3  # the free port can be taken between choosing it and listening on it
 RANK_MAIN = "profiler_kit.measure.distributed.rank_main"
@@ -121,73 +133,78 @@ def _spawn_once(
         str(job_dir), timeout_s,
     )
     (job_dir / "job.pkl").write_bytes(pickle.dumps(job))
-    env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[3])
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (package_root, env.get("PYTHONPATH", "")) if p
-    )
-    env.update(
-        {
-            WORKER_ENV: "1",
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(free_port()),
-            "WORLD_SIZE": str(world),
-            "LOCAL_WORLD_SIZE": str(world),
-        }
-    )
-    procs: list[subprocess.Popen[bytes]] = []
+    env = {
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p
+        ),
+        WORKER_ENV: "1",
+        TIMER_FILE_ENV: str(job_dir / "progress.fifo"),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "WORLD_SIZE": str(world),
+        "LOCAL_WORLD_SIZE": str(world),
+    }
     try:
-        for r in range(world):
-            env_r = dict(env, RANK=str(r), LOCAL_RANK=str(r))
-            log = open(job_dir / f"rank{r}.log", "wb")  # noqa: SIM115 (closed with the process)
+        with ProgressTimers(job_dir / "progress.fifo") as timers, quiet_elastic():
+            ranks = _start_ranks(env, world, job_dir)
             try:
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", RANK_MAIN, str(job_dir)],
-                        env=env_r,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,  # its own process group: killed as a whole
-                    )
-                )
+                watch(ranks, timers, job_dir, strategy.name, timeout_s)
+                return [_load_result(job_dir, r, strategy.name) for r in range(world)]
+            except RankFailure as failure:
+                kept = _keep_logs(ranks, strategy_dir)
+                raise RankFailure(f"{failure}{kept}") from None
             finally:
-                log.close()
-        try:
-            wait(procs, job_dir, strategy.name, timeout_s)
-            return [_load_result(job_dir, r, strategy.name) for r in range(world)]
-        except RankFailure as failure:
-            _kill_all(procs)
-            raise RankFailure(f"{failure}{_keep_logs(job_dir, strategy_dir, world)}") from None
+                # Elastic stops only the ranks still running; what a rank started (its
+                # process group) may outlive it, so every group is killed.
+                for pid in ranks.pids().values():
+                    child_processes.kill_group(pid)
+                ranks.close(signal.SIGKILL, timeout=10)
     finally:
-        _kill_all(procs)
         shutil.rmtree(job_dir, ignore_errors=True)
 
 
-def _keep_logs(job_dir: Path, strategy_dir: Path, world: int) -> str:
+def _start_ranks(env: dict[str, str], world: int, job_dir: Path) -> PContext:
+    """``python -m rank_main JOB_DIR`` once per rank, through torch.distributed.elastic
+    (each rank in its own process group, output and ``@record`` error file per rank).
+
+    Elastic turns SIGINT/SIGTERM/SIGHUP/SIGQUIT into its own exception while its agent
+    runs; profkit keeps its handlers, so a Ctrl-C stays a KeyboardInterrupt (exit 130)
+    and the ranks are killed on the way out."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std, start_processes
+
+    signals = [getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+               if hasattr(signal, n)]
+    saved = {s: signal.getsignal(s) for s in signals}
+    try:
+        return start_processes(
+            name="profkit-rank",
+            entrypoint=sys.executable,
+            args={r: ("-m", RANK_MAIN, str(job_dir)) for r in range(world)},
+            envs={r: dict(env, RANK=str(r), LOCAL_RANK=str(r)) for r in range(world)},
+            logs_specs=DefaultLogsSpecs(log_dir=str(job_dir / "logs"), redirects=Std.ALL),
+        )
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            for s, handler in saved.items():
+                if handler is not None:
+                    signal.signal(s, handler)
+
+
+def _keep_logs(ranks: PContext, strategy_dir: Path) -> str:
     """Copy every rank's output (tracebacks, warnings) beside its traces; say where."""
-    kept = []
-    for r in range(world):
-        log = job_dir / f"rank{r}.log"
-        if log.exists() and log.stat().st_size:
+    kept = False
+    for r in range(ranks.nprocs):
+        text = rank_output(ranks, r)
+        if text:
             with contextlib.suppress(OSError):
-                shutil.copyfile(log, strategy_dir / log.name)
-                kept.append(log.name)
+                (strategy_dir / f"rank{r}.log").write_text(text)
+                kept = True
     return f" (rank output: {strategy_dir}/rank*.log)" if kept else ""
+
 
 def _load_result(job_dir: Path, rank: int, name: str) -> Measurement:
     path = job_dir / f"rank{rank}.result"
     if not path.exists():
         raise RankFailure(f"rank {rank} exited without a result during {name}")
     return pickle.loads(path.read_bytes())
-
-
-def _kill_all(procs: Sequence[subprocess.Popen[bytes]]) -> None:
-    """SIGKILL every rank's process group (the rank and anything it started), then reap."""
-    for p in procs:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(p.pid, signal.SIGKILL)
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.wait(timeout=10)
-

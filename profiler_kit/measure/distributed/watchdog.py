@@ -1,26 +1,36 @@
 """Watching spawned ranks: which one failed or stopped making progress, and why.
 
-A rank touches ``rank<N>.beat`` in the job folder after every iteration; one that has
-not for ``--rank-timeout`` seconds is asked for its Python stacks (``STACK_SIGNAL``), so
-the error can tell a rank stuck in its own code from one waiting for its peers.
+Exit codes, signal names and each rank's ``@record`` error file come from
+``torch.distributed.elastic``'s process context. Progress is watched with elastic's
+timers: each rank keeps renewing a ``FileTimerClient`` timer (``--rank-timeout`` ahead)
+as it makes progress, and a ``FileTimerServer`` in this process notices the one that
+expires. A stalled rank is then asked for its Python stacks (``STACK_SIGNAL``), so the
+error can tell a rank stuck in its own code from one waiting for its peers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import signal
-import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from profiler_kit.measure.distributed import RankFailure
+
+if TYPE_CHECKING:
+    from torch.distributed.elastic.multiprocessing import PContext, ProcessFailure
 
 POLL_S = 0.05
 STARTUP_S = 120.0  # extra allowance until a rank's first step is done (imports, init)
 STACK_SIGNAL = signal.SIGUSR1
+TIMER_FILE_ENV = "PROFKIT_PROGRESS_TIMERS"  # the timer server's FIFO, for the ranks
+TIMER_SCOPE = "progress"
+_TIMER_INTERVAL_S = 0.2  # how often the timer server looks for expired timers
 _STACK_WAIT_S = 1.0  # how long a stalled rank gets to write its stacks when asked
-_GRACE_S = 0.3  # after a first failure, how long to wait for the rank that caused it
 
 
 def is_communication_error(error: str | None) -> bool:
@@ -29,41 +39,90 @@ def is_communication_error(error: str | None) -> bool:
                                             "Connection", "gloo", "NCCL", "abort"))
 
 
-def wait(
-    procs: Sequence[subprocess.Popen[bytes]], job_dir: Path, name: str, timeout_s: float
-) -> None:
-    """Until every rank exits 0; raise RankFailure for the first that fails or hangs."""
-    started = time.monotonic()
-    first_failure: float | None = None
+class ProgressTimers:
+    """Elastic's ``FileTimerServer``, told which ranks' progress timers expired.
+
+    The server is built for torchelastic's agent: it reaps a worker whose timer expires
+    with the timer's signal and then signals its own process too. profkit runs it in the
+    launching process, which must live on, so the ranks' timers carry no signal (0: the
+    server only reports them, through its ``log_event`` callback) and profkit stops the
+    ranks itself, after asking them for their stacks."""
+
+    def __init__(self, fifo: Path) -> None:
+        from torch.distributed.elastic.timer import FileTimerServer
+
+        self.fifo = fifo
+        self._expired: set[int] = set()
+        self._server = FileTimerServer(
+            str(fifo), run_id="profkit", max_interval=_TIMER_INTERVAL_S,
+            log_event=self._event,
+        )
+
+    def _event(self, name: str, request: Any) -> None:
+        if name == "timer expired" and request is not None:
+            self._expired.add(request.worker_pid)
+
+    def expired(self) -> set[int]:
+        """PIDs whose progress timer has expired."""
+        return set(self._expired)
+
+    def __enter__(self) -> ProgressTimers:
+        self._server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # A server whose ranks never connected still waits to open its FIFO: release it.
+        with contextlib.suppress(OSError):
+            os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
+        self._server.stop()
+
+
+@contextlib.contextmanager
+def quiet_elastic() -> Iterator[None]:
+    """Silence elastic's own log lines (closing signals, failures) while ranks run:
+    profkit reports the failure in one line of its own."""
+    import torch.distributed.elastic.multiprocessing  # noqa: F401 (creates its loggers)
+
+    loggers = [
+        logger for name, logger in logging.root.manager.loggerDict.items()
+        if name.startswith("torch.distributed.elastic") and isinstance(logger, logging.Logger)
+        and not logger.disabled
+    ]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.disabled = False
+
+
+def watch(ranks: PContext, timers: ProgressTimers, job_dir: Path, name: str,
+          timeout_s: float) -> None:
+    """Until every rank exits 0; raise RankFailure for the first that fails or hangs.
+
+    On the first failure elastic stops the other ranks (SIGTERM) before reporting."""
     while True:
-        codes = [p.poll() for p in procs]
-        if all(c == 0 for c in codes):
+        result = ranks.wait(0)
+        if result is not None:
+            if result.is_failed():
+                raise RankFailure(_failure_message(ranks, result.failures, name))
             return
-        failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
-        now = time.monotonic()
-        if failed:
-            # A rank that dies takes its peers down with a communication error a moment
-            # later; wait briefly so the report names the rank that started it.
-            first_failure = first_failure if first_failure is not None else now
-            if now - first_failure >= _GRACE_S or all(c is not None for c in codes):
-                raise RankFailure(_failure_message(job_dir, failed, codes, name))
-        else:
-            stale = [
-                r
-                for r, code in enumerate(codes)
-                if code is None and now - _last_beat(job_dir, r, started) > timeout_s
-            ]
+        if timers.expired():
+            time.sleep(2 * _TIMER_INTERVAL_S)  # peers waiting for the culprit expire too
+            pids = ranks.pids()
+            stale = sorted(r for r, pid in pids.items() if pid in timers.expired())
             if stale:
-                raise RankFailure(_hang_message(procs, job_dir, stale, name, timeout_s))
+                raise RankFailure(_hang_message(pids, job_dir, stale, name, timeout_s))
         time.sleep(POLL_S)
 
 
-def _hang_message(procs: Sequence[subprocess.Popen[bytes]], job_dir: Path, stale: list[int],
+def _hang_message(pids: dict[int, int], job_dir: Path, stale: list[int],
                   name: str, timeout_s: float) -> str:
     """Name the rank(s) that stopped; a rank waiting in a collective is not the cause."""
     for r in stale:  # ask each stalled rank for its stacks (see rank_main)
         with contextlib.suppress(ProcessLookupError):
-            procs[r].send_signal(STACK_SIGNAL)
+            os.kill(pids[r], STACK_SIGNAL)
     time.sleep(_STACK_WAIT_S)
     stacks = {r: _read(job_dir / f"rank{r}.stack") for r in stale}
     waiting = {r for r, text in stacks.items() if _in_collective(_main_stack(text))}
@@ -79,6 +138,48 @@ def _hang_message(procs: Sequence[subprocess.Popen[bytes]], job_dir: Path, stale
     )
 
 
+def _failure_message(ranks: PContext, failures: dict[int, ProcessFailure], name: str) -> str:
+    def blame(r: int) -> tuple[int, int]:
+        error = error_of(failures[r]) or ""
+        if not error and failures[r].exitcode == -signal.SIGTERM:
+            return (3, r)  # stopped by elastic after another rank failed
+        # killed by a signal or exited without a Python error first; peers' comm errors last
+        return (0 if error == "" else 1 + is_communication_error(error), r)
+
+    r = min(failures, key=blame)
+    error = error_of(failures[r])
+    if error:
+        return f"rank {r} failed during {name}: {error}"
+    code = failures[r].exitcode
+    how = f"exited with code {code}"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            how += f" (killed by {signal.Signals(-code).name})"
+    return f"rank {r} {how} during {name}{_log_hint(ranks, r)}"
+
+
+def error_of(failure: ProcessFailure) -> str | None:
+    """``Type: message`` of the exception a rank's ``@record`` wrote, if it wrote one."""
+    message = failure.error_file_data.get("message")
+    if isinstance(message, dict):
+        return str(message.get("message", "")).strip() or None
+    return None
+
+
+def rank_output(ranks: PContext, rank: int) -> str:
+    """What a rank wrote: its stdout, then its stderr (elastic redirects them to files)."""
+    parts = []
+    for path in (ranks.stdouts.get(rank), ranks.stderrs.get(rank)):
+        if path:
+            parts.append(_read(Path(path)))
+    return "".join(parts)
+
+
+def _log_hint(ranks: PContext, rank: int) -> str:
+    lines = [ln for ln in rank_output(ranks, rank).splitlines() if ln.strip()]
+    return f"; its last output: {lines[-1].strip()[:200]}" if lines else ""
+
+
 # Frames of a rank that waits for its peers: collectives, and DDP's backward, which
 # blocks until the gradient all-reduce of every rank has arrived.
 _WAITING_FRAMES = ("torch/distributed/", "torch/nn/parallel/", "torch/autograd/",
@@ -86,7 +187,9 @@ _WAITING_FRAMES = ("torch/distributed/", "torch/nn/parallel/", "torch/autograd/"
 
 
 def _in_collective(stack: str) -> bool:
-    return any(frame in stack for frame in _WAITING_FRAMES)
+    # elastic's @record wrapper is in every rank's stack: it says nothing about waiting
+    frames = [ln for ln in stack.splitlines() if "torch/distributed/elastic/" not in ln]
+    return any(frame in ln for ln in frames for frame in _WAITING_FRAMES)
 
 
 def _read(path: Path) -> str:
@@ -118,47 +221,3 @@ def _innermost_frame(dump: str) -> str | None:
             if len(parts) >= 3:
                 return f"{Path(parts[1]).name}{parts[2].replace(', line ', ':')}"
     return None
-
-
-def _last_beat(job_dir: Path, rank: int, started: float) -> float:
-    """Monotonic time of the rank's last sign of progress. Start-up, up to the end of the
-    first step (imports, process group, lazy initialization), has an extra allowance."""
-    try:
-        age = time.time() - (job_dir / f"rank{rank}.beat").stat().st_mtime
-    except FileNotFoundError:
-        return started + STARTUP_S
-    last = max(started, time.monotonic() - age)
-    return last if (job_dir / f"rank{rank}.running").exists() else last + STARTUP_S
-
-
-def _failure_message(
-    job_dir: Path, failed: list[int], codes: list[int | None], name: str
-) -> str:
-    def error_of(r: int) -> str | None:
-        path = job_dir / f"rank{r}.error"
-        return path.read_text().strip() if path.exists() else None
-
-    def blame(r: int) -> tuple[int, int]:
-        error = error_of(r) or ""
-        # killed by a signal or exited without a Python error first; peers' comm errors last
-        return (0 if error == "" else 1 + is_communication_error(error), r)
-
-    r = min(failed, key=blame)
-    error = error_of(r)
-    if error:
-        return f"rank {r} failed during {name}: {error}"
-    code = codes[r]
-    how = f"exited with code {code}"
-    if code is not None and code < 0:
-        with contextlib.suppress(ValueError):
-            how += f" (killed by {signal.Signals(-code).name})"
-    return f"rank {r} {how} during {name}{_log_hint(job_dir, r)}"
-
-
-def _log_hint(job_dir: Path, rank: int) -> str:
-    path = job_dir / f"rank{rank}.log"
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return f"; its last output: {lines[-1].strip()[:200]}" if lines else ""
