@@ -41,16 +41,15 @@ _MIN_RENEWAL_S = 0.1  # renew the timer at most this often (each renewal is a FI
 def main(job_dir: Path) -> None:
     """Measure this rank's part of the job; never returns (the process exits)."""
     exit_with_parent()
+    status = 0
     try:
         _measure(job_dir)
     except BaseException:
         traceback.print_exc()  # @record has written the error file for the launcher
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
+        status = 1
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)  # skip interpreter teardown: a backend thread must not hold the rank
+    os._exit(status)  # skip interpreter teardown: a backend thread must not hold the rank
 
 
 @record

@@ -83,18 +83,16 @@ def quiet_elastic() -> Iterator[None]:
     profkit reports the failure in one line of its own."""
     import torch.distributed.elastic.multiprocessing  # noqa: F401 (creates its loggers)
 
-    loggers = [
-        logger for name, logger in logging.root.manager.loggerDict.items()
-        if name.startswith("torch.distributed.elastic") and isinstance(logger, logging.Logger)
-        and not logger.disabled
-    ]
-    for logger in loggers:
-        logger.disabled = True
+    loggers = [log for name, log in logging.root.manager.loggerDict.items()
+               if name.startswith("torch.distributed.elastic") and isinstance(log, logging.Logger)
+               and not log.disabled]
+    for log in loggers:
+        log.disabled = True
     try:
         yield
     finally:
-        for logger in loggers:
-            logger.disabled = False
+        for log in loggers:
+            log.disabled = False
 
 
 def watch(ranks: PContext, timers: ProgressTimers, job_dir: Path, name: str,
