@@ -128,3 +128,25 @@ def test_hung_rank_ends_within_the_rank_timeout(tmp_path: Path) -> None:
     # start-up (imports) has its own allowance; after that the 4 s limit applies
     assert time.monotonic() - start < 60
     assert _processes_with(mark) == []
+
+
+def test_a_rank_that_never_starts_is_named_after_the_startup_allowance(tmp_path: Path) -> None:
+    """A rank stuck before its progress timer runs (in ``import torch``, say) has no timer
+    to expire; the watchdog names it once the start-up allowance is over."""
+    from profiler_kit.measure.distributed import RankFailure
+    from profiler_kit.measure.distributed.watchdog import started_marker, watch
+
+    class Ranks:  # elastic's PContext as watch() sees it: two ranks still running
+        def wait(self, timeout: float) -> None:
+            return None
+
+        def pids(self) -> dict[int, int]:
+            return {0: 101, 1: 102}
+
+    class Timers:
+        def expired(self) -> set[int]:
+            return set()
+
+    started_marker(tmp_path, 0).touch()
+    with pytest.raises(RankFailure, match=r"^rank 1 did not start within 0.2 s during w2 "):
+        watch(Ranks(), Timers(), tmp_path, "w2", timeout_s=0.1, startup_s=0.1)

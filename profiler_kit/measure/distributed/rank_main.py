@@ -33,6 +33,7 @@ from profiler_kit.measure.distributed.watchdog import (
     STARTUP_S,
     TIMER_FILE_ENV,
     TIMER_SCOPE,
+    started_marker,
 )
 
 _MIN_RENEWAL_S = 0.1  # renew the timer at most this often (each renewal is a FIFO write)
@@ -64,6 +65,7 @@ def _measure(job_dir: Path) -> None:
     stack_fd = os.open(job_dir / f"rank{rank}.stack", os.O_WRONLY | os.O_CREAT, 0o644)
     faulthandler.register(STACK_SIGNAL, file=stack_fd, all_threads=True)
     beat = _progress_timer(job.timeout_s)
+    started_marker(job_dir, rank).touch()  # from now on a hang expires the timer
 
     import torch
     import torch.distributed as dist

@@ -95,17 +95,34 @@ def quiet_elastic() -> Iterator[None]:
             log.disabled = False
 
 
+def started_marker(job_dir: Path, rank: int) -> Path:
+    """The file a rank writes once its progress timer runs (see rank_main)."""
+    return job_dir / f"rank{rank}.started"
+
+
 def watch(ranks: PContext, timers: ProgressTimers, job_dir: Path, name: str,
-          timeout_s: float) -> None:
+          timeout_s: float, startup_s: float = STARTUP_S) -> None:
     """Until every rank exits 0; raise RankFailure for the first that fails or hangs.
 
+    A rank that hangs before its progress timer runs (in ``import torch``, say) has no
+    timer to expire: it is caught by not having started within ``timeout_s + startup_s``.
     On the first failure elastic stops the other ranks (SIGTERM) before reporting."""
+    deadline = time.monotonic() + timeout_s + startup_s
     while True:
         result = ranks.wait(0)
         if result is not None:
             if result.is_failed():
                 raise RankFailure(_failure_message(ranks, result.failures, name))
             return
+        if time.monotonic() > deadline:
+            late = sorted(r for r in ranks.pids() if not started_marker(job_dir, r).exists())
+            if late:
+                who = f"rank {late[0]}" if len(late) == 1 else "ranks " + ", ".join(
+                    str(r) for r in late)
+                raise RankFailure(
+                    f"{who} did not start within {timeout_s + startup_s:g} s during {name} "
+                    "(hung while starting?); all ranks were stopped (--rank-timeout)")
+            deadline = float("inf")
         if timers.expired():
             time.sleep(2 * _TIMER_INTERVAL_S)  # peers waiting for the culprit expire too
             pids = ranks.pids()
