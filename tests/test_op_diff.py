@@ -11,6 +11,7 @@ from trace_counts import count_names
 from profiler_kit import api
 from profiler_kit.analysis.op_diff import op_diff
 from profiler_kit.analysis.trace_analysis import analyze_table
+from profiler_kit.trace.normalize import SHAPES_NOT_KEPT
 from profiler_kit.trace.table import Cat
 
 DATA = Path(__file__).parent / "data"
@@ -84,6 +85,68 @@ def test_cpu_runs_of_sequential_and_amp_match_counts_from_the_json():
     # autocast to bfloat16 adds casts of the weights and inputs
     to_copy = next(r for r in diff.ops if r.name == "aten::_to_copy")
     assert to_copy.count_per_step[1] > to_copy.count_per_step[0]
+
+
+def _shape_counts(path: Path):
+    """The independent counts; the ops that only make views or allocate (whose shapes
+    the loader does not keep, by design) count under empty shapes."""
+    return count_names(path, SHAPES_NOT_KEPT)
+
+
+def _check_shapes(diff, counts, baseline: int = 0) -> None:
+    """Rows by (op, input shapes, dtypes) against the counts from the JSON."""
+    keys = set().union(*(c.shape_count for c in counts))
+    assert len(diff.op_shapes) == len(keys)
+    for r in diff.op_shapes:
+        key = (r.name, r.input_dims, r.input_types)
+        assert list(r.counts) == [c.shape_count[key] for c in counts]
+        assert list(r.totals_ns) == [c.shape_total[key] for c in counts]
+        per = [c.shape_total[key] / c.steps for c in counts]
+        for i, d in enumerate(r.delta_ns_per_step):
+            assert d is None if i == baseline else d == pytest.approx(per[i] - per[baseline])
+    changes = [r.change_ns for r in diff.op_shapes]
+    assert changes == sorted(changes, reverse=True)
+    # the shapes of an op split its row: they add up to it
+    for row in diff.ops:
+        parts = [r for r in diff.op_shapes if r.name == row.name]
+        assert tuple(map(sum, zip(*(r.counts for r in parts), strict=True))) == row.counts
+        assert tuple(map(sum, zip(*(r.totals_ns for r in parts), strict=True))) == row.totals_ns
+
+
+def test_ops_by_input_shape_match_counts_from_the_json():
+    analyses = api.analyze(list(BERT), jobs=1)
+    counts = [_shape_counts(p) for p in BERT]
+    diff = api.compare(analyses).ops
+    assert diff.shapes_recorded == (True, True)
+    _check_shapes(diff, counts)
+    # the same model on both GPUs: the same (op, shapes) pairs, only their times move
+    assert {r.status[1] for r in diff.op_shapes} == {"same", "changed"}
+    addmm = {r.input_dims for r in diff.op_shapes if r.name == "aten::addmm"}
+    assert "[[512],[141,512],[512,512],[],[]]" in addmm
+
+
+@pytest.mark.skipif(not CPU_RUN[0].exists(), reason="CPU run traces not present")
+def test_autocast_shows_as_new_bf16_shapes_of_the_same_ops():
+    analyses = api.analyze(list(CPU_RUN), jobs=1)
+    counts = [_shape_counts(p) for p in CPU_RUN]
+    diff = api.compare(analyses).ops
+    _check_shapes(diff, counts)
+    conv = [r for r in diff.op_shapes if r.name == "aten::mkldnn_convolution"]
+    # same op count per step, but every fp32 convolution is gone and a bf16 one is new
+    assert all(r.status[1] in ("added", "removed") for r in conv)
+    assert {"bf16" in r.input_types or "BFloat16" in r.input_types
+            for r in conv if r.status[1] == "added"} == {True}
+    assert all("BFloat16" not in r.input_types for r in conv if r.status[1] == "removed")
+
+
+def test_ops_by_shape_are_left_out_unless_every_trace_recorded_them():
+    events = [op("ProfilerStep#1", 0, 1000, cat=Cat.USER_ANNOTATION),
+              op("aten::mm", 10, 100)]
+    plain = analyze_table(make_table(events), label="plain")
+    shaped = api.analyze([BERT[0]], jobs=1)[0]
+    diff = op_diff(["plain", "shaped"], [plain.names, shaped.names], 0)
+    assert diff.shapes_recorded == (False, True) and diff.op_shapes == ()
+    assert diff.ops  # the rows by name stay
 
 
 def _steps(n: int, kernel_ns: int, extra: bool = False):
@@ -161,3 +224,31 @@ def test_whole_trace_counts_equal_hta_trace_diff():
         assert (hta[r.name][2] == "=") == (r.counts[0] == r.counts[1]), r.name
         moved += r.counts[0] != r.counts[1]
     assert moved == 4  # as_strided, empty, permute and view run more often on the MI300
+
+
+@pytest.mark.skipif(not CPU_RUN[0].exists(), reason="CPU run traces not present")
+def test_by_shape_in_the_console_and_the_json(tmp_path, capsys, monkeypatch):
+    import json
+
+    from profiler_kit import cli
+
+    monkeypatch.setenv("COLUMNS", "160")
+    out = tmp_path / "c.json"
+    assert cli.main(["compare", *map(str, CPU_RUN), "--by-shape", "--top", "3", "-j", "1",
+                     "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())["comparison"]["ops"]
+    counts = [_shape_counts(p) for p in CPU_RUN]
+    assert doc["shapes_recorded"] == [True, True]
+    assert len(doc["op_shapes"]) == len(set().union(*(c.shape_count for c in counts)))
+    top = doc["op_shapes"][0]
+    key = (top["name"], top["input_dims"], top["input_types"])
+    assert top["counts"] == [c.shape_count[key] for c in counts]
+    assert cli.main(["compare", *map(str, CPU_RUN), "--by-shape", "--top", "3",
+                     "-j", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "CPU ops by input shape that changed most" in text
+    assert top["name"] in text and "bf16" in text
+    # without record_shapes the console says so instead of listing nothing
+    plain = DATA / "a100_simple_add.json.gz"
+    assert cli.main(["compare", str(plain), str(CPU_RUN[0]), "--by-shape", "-j", "1"]) == 0
+    assert "no input shapes recorded in a100_simple_add" in capsys.readouterr().out

@@ -27,11 +27,15 @@ class Counts:
     kernel_count: Counter  # (name, category)
     kernel_total: Counter
     launches: Counter  # (innermost cpu_op name around the launch, kernel name) -> count
+    # (op name, "Input Dims", "Input type" as compact JSON, "" where absent) -> count, total
+    shape_count: Counter
+    shape_total: Counter
 
 
-def count_names(path: str | Path) -> Counts:
+def count_names(path: str | Path, shapes_not_kept: frozenset[str] = frozenset()) -> Counts:
     """Ops starting inside a ``ProfilerStep#`` span; GPU activities whose runtime call
-    (same correlation id) starts inside one (their own start when there is none)."""
+    (same correlation id) starts inside one (their own start when there is none). Ops
+    named in ``shapes_not_kept`` count as having no shapes."""
     with gzip.open(path, "rt") if str(path).endswith(".gz") else open(path) as fh:
         doc = json.load(fh, parse_float=Decimal)
     events = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
@@ -50,10 +54,16 @@ def count_names(path: str | Path) -> Counts:
                if e.get("cat") in RUNTIME_CATS and "correlation" in e.get("args", {})}
     ops = [e for e in events if e.get("cat") == "cpu_op" and inside(ns(e["ts"]))]
     all_ops = [e for e in events if e.get("cat") == "cpu_op"]
-    c = Counts(max(len(steps), 1), Counter(), Counter(), Counter(), Counter(), Counter())
+    c = Counts(max(len(steps), 1), *(Counter() for _ in range(7)))
     for e in ops:
         c.op_count[e["name"]] += 1
         c.op_total[e["name"]] += ns(e["dur"])
+        args = e.get("args", {})
+        dims = args.get("Input Dims") if e["name"] not in shapes_not_kept else None
+        key = (e["name"], _compact(dims) if dims else "",
+               _compact(args["Input type"]) if dims and "Input type" in args else "")
+        c.shape_count[key] += 1
+        c.shape_total[key] += ns(e["dur"])
     for e in events:
         category = GPU_CATS.get(e.get("cat"))
         if category is None:
@@ -67,6 +77,10 @@ def count_names(path: str | Path) -> Counts:
         if call is not None:
             c.launches[(_innermost(all_ops, call), e["name"])] += 1
     return c
+
+
+def _compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _innermost(ops: list[dict], call: dict) -> str:

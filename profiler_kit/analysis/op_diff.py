@@ -3,8 +3,10 @@
 Each trace is first reduced to a :class:`NameProfile`: per CPU op name and per GPU
 activity name, the count and exact total time over the profiled steps (CPU ops that
 start inside a step, GPU activities launched inside one), plus which op launched which
-kernels. Profiles are then diffed per step, so traces with different step counts
-compare. Totals are exact integer sums; per-step values are those sums over the steps.
+kernels, and (traces recorded with ``record_shapes=True``) per op name and input
+shapes and dtypes. Profiles are then diffed per step, so traces with different step
+counts compare. Totals are exact integer sums; per-step values are those sums over the
+steps.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from profiler_kit.analysis.hotspots import name_totals
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.step_windows import activity_steps, row_steps, step_count
 from profiler_kit.analysis.steps import Steps
-from profiler_kit.trace.table import Cat, EventTable
+from profiler_kit.trace.table import INPUT_TYPE_SEP, Cat, EventTable
 
 # A name whose count per step is unchanged is "changed" only when its time per step
 # moved by more than this share of the baseline's (run-to-run noise stays "same").
@@ -49,6 +51,25 @@ class LaunchStat(msgspec.Struct, frozen=True):
     total_ns: int
 
 
+class ShapeStat(msgspec.Struct, frozen=True):
+    """One op name with one set of recorded input shapes and dtypes (``input_dims`` and
+    ``input_types``: the trace's ``Input Dims`` and ``Input type`` as compact JSON; both
+    empty for the instances of the op that have none recorded, and for the ops that only
+    make views or allocate, whose shapes the loader does not keep)."""
+
+    name: str
+    input_dims: str
+    input_types: str
+    klass: str
+    count: int
+    total_ns: int
+    self_ns: int
+
+    @property
+    def category(self) -> str:
+        return "cpu_op"
+
+
 class NameProfile(msgspec.Struct, frozen=True):
     """What one trace ran, by name, over its steps (``window`` ``"steps"``) or the
     whole trace (``"trace"``, ``steps`` 1) when it has no ``ProfilerStep#`` spans."""
@@ -58,6 +79,8 @@ class NameProfile(msgspec.Struct, frozen=True):
     ops: tuple[NameStat, ...]  # largest total first
     kernels: tuple[NameStat, ...]
     launches: tuple[LaunchStat, ...]
+    shapes_recorded: bool = False  # the trace has ``Input Dims`` on its ops
+    op_shapes: tuple[ShapeStat, ...] = ()  # per (op, input shapes, dtypes); largest first
 
 
 def name_profile(table: EventTable, tree: OpTree, gpu: GpuActivity, steps: Steps) -> NameProfile:
@@ -91,7 +114,60 @@ def name_profile(table: EventTable, tree: OpTree, gpu: GpuActivity, steps: Steps
                       for n in kernels),
         launches=_launches(table, op_name, table.name[rows], cats, gpu.klass[inside],
                            table.dur_ns[rows]),
+        shapes_recorded=bool(table.inputs),
+        op_shapes=_shape_stats(table, op_rows, tree.self_ns[op_nodes],
+                               {n.name: n.klass for n in ops}),
     )
+
+
+def _shape_stats(table: EventTable, op_rows: np.ndarray, self_ns: np.ndarray,
+                 klass: dict[str, str]) -> tuple[ShapeStat, ...]:
+    """Count and totals per (op name, recorded input shapes and dtypes): the raw inputs
+    the loader kept, decoded once per distinct value."""
+    if not table.inputs or not len(op_rows):
+        return ()
+    raw_ids: dict[object, int] = {}
+    shape_of = np.zeros(len(op_rows), dtype=np.int64)  # 0: nothing recorded (or kept)
+    inputs = table.inputs
+    type_col = table.input_type
+    for i, row in enumerate(op_rows.tolist()):
+        raw = inputs.get(row)
+        if raw is not None:  # "Input type" is in the raw args or the interned column
+            types = raw.types or (int(type_col[row]) if type_col is not None else -1)
+            shape_of[i] = raw_ids.setdefault((raw.dims, types), len(raw_ids) + 1)
+    labels = [("", "")] * (len(raw_ids) + 1)
+    encode = msgspec.json.encode
+    for (dims, types), k in raw_ids.items():
+        if isinstance(types, bytes):
+            decoded = _json(types)
+        else:
+            decoded = table.names[types].split(INPUT_TYPE_SEP) if types >= 0 else None
+        labels[k] = (encode(_json(dims)).decode(),
+                     encode(decoded).decode() if decoded is not None else "")
+    key = table.name[op_rows].astype(np.int64) * (len(raw_ids) + 1) + shape_of
+    uniq, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    count = np.bincount(inverse, minlength=len(uniq))
+    total = _sums(inverse, table.dur_ns[op_rows], len(uniq))
+    own = _sums(inverse, self_ns, len(uniq))
+    merged: dict[tuple[str, str, str], list[int]] = {}  # equal JSON written differently
+    for i in range(len(uniq)):
+        name_id, k = divmod(int(uniq[i]), len(raw_ids) + 1)
+        acc = merged.setdefault((table.names[name_id], *labels[k]), [0, 0, 0])
+        acc[0] += int(count[i])
+        acc[1] += int(total[i])
+        acc[2] += int(own[i])
+    stats = [ShapeStat(name, dims, types, klass.get(name, "other"), c, t, o)
+             for (name, dims, types), (c, t, o) in merged.items()]
+    stats.sort(key=lambda s: (-s.total_ns, s.name, s.input_dims, s.input_types))
+    return tuple(stats)
+
+
+def _json(raw: bytes) -> object:
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return raw.decode(errors="replace")
 
 
 def _sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -147,6 +223,8 @@ class DiffRow(msgspec.Struct, frozen=True):
     status: tuple[str, ...]
     self_ns_per_step: tuple[float, ...]  # CPU ops: without nested ops; GPU: = ns_per_step
     launched: tuple[DiffRow, ...] = ()  # for an op: the GPU activities it launched
+    input_dims: str = ""  # rows by input shape: the op's recorded shapes, compact JSON
+    input_types: str = ""  # and its dtypes ("" where the op had none recorded)
 
     @property
     def change_ns(self) -> float:
@@ -163,6 +241,9 @@ class OpDiff(msgspec.Struct, frozen=True):
     steps: tuple[int, ...]  # what each trace's totals are divided by
     ops: tuple[DiffRow, ...]
     kernels: tuple[DiffRow, ...]
+    shapes_recorded: tuple[bool, ...] = ()  # per trace: it has input shapes
+    # every (op, input shapes, dtypes) when every trace recorded shapes, else empty
+    op_shapes: tuple[DiffRow, ...] = ()
 
 
 def op_diff(labels: Sequence[str], profiles: Sequence[NameProfile], baseline: int) -> OpDiff:
@@ -174,6 +255,11 @@ def op_diff(labels: Sequence[str], profiles: Sequence[NameProfile], baseline: in
                          steps, baseline)
     launched = _launched_by_op(profiles, steps, baseline)
     ops = tuple(msgspec.structs.replace(r, launched=launched.get(r.name, ())) for r in ops)
+    recorded = tuple(p.shapes_recorded for p in profiles)
+    shapes: tuple[DiffRow, ...] = ()
+    if all(recorded):
+        shapes = _diff_rows([{(s.name, s.category, s.input_dims, s.input_types): s
+                              for s in p.op_shapes} for p in profiles], steps, baseline)
     return OpDiff(
         labels=tuple(labels),
         baseline=baseline,
@@ -181,6 +267,8 @@ def op_diff(labels: Sequence[str], profiles: Sequence[NameProfile], baseline: in
         steps=steps,
         ops=ops,
         kernels=kernels,
+        shapes_recorded=recorded,
+        op_shapes=shapes,
     )
 
 
@@ -196,7 +284,7 @@ def _launched_by_op(profiles: Sequence[NameProfile], steps: tuple[int, ...],
     return {op: _diff_rows(tables, steps, baseline) for op, tables in per_op.items()}
 
 
-def _diff_rows(tables: Sequence[dict[tuple[str, str], NameStat | LaunchStat]],
+def _diff_rows(tables: Sequence[dict[tuple[str, ...], NameStat | LaunchStat | ShapeStat]],
                steps: tuple[int, ...], baseline: int) -> tuple[DiffRow, ...]:
     keys = sorted({k for t in tables for k in t})
     rows = []
@@ -218,8 +306,9 @@ def _diff_rows(tables: Sequence[dict[tuple[str, str], NameStat | LaunchStat]],
         own = tuple((getattr(s, "self_ns", s.total_ns) if s is not None else 0) / n
                     for s, n in zip(stats, steps, strict=True))
         rows.append(DiffRow(key[0], key[1], klass, counts, totals, per_count, per_ns, deltas,
-                            status, own))
-    rows.sort(key=lambda r: (-r.change_ns, -max(r.ns_per_step), r.name))
+                            status, own, (), *key[2:]))
+    rows.sort(key=lambda r: (-r.change_ns, -max(r.ns_per_step), r.name, r.input_dims,
+                             r.input_types))
     return tuple(rows)
 
 

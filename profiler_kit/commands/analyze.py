@@ -31,6 +31,9 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
                    help="trace label or path the others are compared against (default: first)")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="names to list per table (default 10)")
+    p.add_argument("--by-shape", action="store_true",
+                   help="also list the CPU ops that changed most per input shapes and "
+                        "dtypes (traces recorded with record_shapes=True)")
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="processes to use: traces analyzed at once, or parts of one large "
                         "trace loaded at once (default: one per core)")
@@ -104,10 +107,12 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
 
         console = Console()
         if full:
-            render(console, analyses, comparison, top=args.top, jobs=jobs)
+            render(console, analyses, comparison, top=args.top, jobs=jobs,
+                   by_shape=args.by_shape)
         else:
             if comparison is not None:
-                console.print(comparison_view(comparison, args.top, console.width))
+                console.print(comparison_view(comparison, args.top, console.width,
+                                              args.by_shape))
             render_jobs(console, jobs)
     return 1 if unreadable else 0
 

@@ -18,7 +18,12 @@ from profiler_kit.analysis.steps import STEP_PARTS, StepBreakdown
 from profiler_kit.analysis.timeline import DeviceTimeline
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
-from profiler_kit.render.diff_views import diff_table, verdict_lines, waterfall_table
+from profiler_kit.render.diff_views import (
+    diff_table,
+    shape_table,
+    verdict_lines,
+    waterfall_table,
+)
 from profiler_kit.render.names import short_name
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
@@ -439,9 +444,11 @@ def _cell(m: Metric, i: int, baseline: int) -> Text:
     return Text(text, style="bold green" if m.best == i else "")
 
 
-def comparison_view(c: Comparison, top: int = 10, width: int = 120) -> Group:
+def comparison_view(c: Comparison, top: int = 10, width: int = 120,
+                    by_shape: bool = False) -> Group:
     """The comparison table, then per trace its step-time waterfall, the kernels and ops
-    that changed most, and the verdict lines last, where the eye lands."""
+    that changed most (``by_shape``: and the ops by input shape), and the verdict lines
+    last, where the eye lands."""
     parts: list = [comparison_table(c)]
     if c.steps is not None:
         base = c.labels[c.baseline]
@@ -450,6 +457,10 @@ def comparison_view(c: Comparison, top: int = 10, width: int = 120) -> Group:
         table = diff_table(c, kind, top, width)
         if table is not None:
             parts.append(table)
+    if by_shape:
+        shapes = shape_table(c, top, width)
+        if shapes is not None:
+            parts.append(shapes)
     lines = verdict_lines(c)
     if lines:
         verdict = Text("Verdict\n", style="bold")
@@ -461,12 +472,12 @@ def comparison_view(c: Comparison, top: int = 10, width: int = 120) -> Group:
 
 def render(console: Console, analyses: Sequence[TraceAnalysis],
            comparison: Comparison | None = None, top: int = 10,
-           jobs: Sequence[JobView] = ()) -> None:
+           jobs: Sequence[JobView] = (), by_shape: bool = False) -> None:
     """Print every analysis, then the comparison when there is one, then the job views."""
     for a in analyses:
         console.print(Panel(trace_view(a, top, console.width), box=box.ROUNDED, expand=True))
     if comparison is not None:
-        console.print(comparison_view(comparison, top, console.width))
+        console.print(comparison_view(comparison, top, console.width, by_shape))
     render_jobs(console, jobs)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
 from rich import box
 from rich.table import Table
 from rich.text import Text
@@ -108,6 +109,59 @@ def diff_table(c: Comparison, kind: str, top: int, width: int = 120) -> Table | 
                              for n, w in zip(c.ops.steps, c.ops.windows, strict=True)))
     t.caption_justify = "left"
     return t
+
+
+def shape_table(c: Comparison, top: int, width: int = 120) -> Table | Text | None:
+    """The ``top`` (op, input shapes, dtypes) whose time per step changed most; a line
+    naming the traces without recorded shapes when there is nothing to show."""
+    if c.ops is None:
+        return None
+    if not c.ops.op_shapes:
+        missing = [label for label, ok in zip(c.labels, c.ops.shapes_recorded, strict=True)
+                   if not ok]
+        return Text("CPU ops by input shape: no input shapes recorded in "
+                    + ", ".join(missing) + " (profile with record_shapes=True)\n")
+    base = c.labels[c.baseline]
+    t = Table(title=Text("CPU ops by input shape that changed most, per step (baseline: "
+                         f"{base}; new, gone, = unchanged)"), **_TABLE)
+    n = len(c.labels)
+    name_w = max(24, width - 18 - 24 * n - 17 * (n - 1))
+    t.add_column("op (tensor input shapes, dtypes)", overflow="ellipsis", no_wrap=True,
+                 max_width=name_w)
+    t.add_column("class", no_wrap=True, min_width=14)
+    for i, label in enumerate(c.labels):
+        t.add_column(Text(label + (" (base)" if i == c.baseline else "")), justify="right",
+                     no_wrap=True, min_width=17, overflow="fold")
+        if i != c.baseline:
+            t.add_column("Δ", justify="right", no_wrap=True, min_width=14)
+    for r in c.ops.op_shapes[:top]:
+        _diff_row(t, c, r, short_name(r.name, name_w) + "\n  " + shape_label(r, name_w - 2))
+    t.caption = f"{len(c.ops.op_shapes):,} (op, shapes) pairs; full shapes in --json"
+    t.caption_justify = "left"
+    return t
+
+
+def shape_label(r: DiffRow, width: int) -> str:
+    """The tensor inputs, ``2×576×1×1 bf16, 144×576×1×1 f32`` (scalars and empty
+    inputs left out), cut to ``width``; ``(no shapes)`` when none were recorded."""
+    if not r.input_dims:
+        return "(no shapes)"
+    dims = msgspec.json.decode(r.input_dims)
+    types = msgspec.json.decode(r.input_types) if r.input_types else []
+    parts = []
+    for i, d in enumerate(dims if isinstance(dims, list) else []):
+        if not isinstance(d, list) or not d:
+            continue
+        size = "×".join(str(x) for x in d) if all(type(x) is int for x in d) else \
+            f"{len(d)} tensors"
+        kind = types[i] if i < len(types) and isinstance(types[i], str) else ""
+        parts.append(f"{size} {_DTYPES.get(kind, kind)}".rstrip())
+    text = ", ".join(parts) or "(scalars only)"
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
+
+
+_DTYPES = {"float": "f32", "double": "f64", "c10::BFloat16": "bf16", "c10::Half": "f16",
+           "long int": "i64", "int": "i32", "bool": "bool", "TensorList": ""}
 
 
 def _diff_row(t: Table, c: Comparison, r: DiffRow, name: str, dim: bool = False) -> None:
