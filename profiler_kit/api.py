@@ -183,53 +183,74 @@ def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDi
 
 def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
            out: str | os.PathLike[str] | None = None, *, title: str | None = None,
-           baseline: str | None = None, jobs: int | None = None) -> Path:
+           baseline: str | None = None, jobs: int | None = None,
+           force: bool = False) -> Path | None:
     """Write the HTML report of ``paths`` (run folders, traces, folders of traces, DDP
-    benchmark reports) to ``out`` and return its path.
+    benchmark reports) to ``out`` (``-``: stdout, then None is returned) and return its path.
 
-    ``out`` defaults to ``report.html`` in the run folder when ``paths`` is one run
-    folder, else in the current folder; it never replaces an input. Needs plotly
-    (``MissingDependency`` says how to install it); does not import torch.
+    ``out`` defaults to :func:`default_report_path`. It is checked before any work as
+    every output is (see ``profiler_kit.outputs``): never an input, a trace or a file
+    profkit did not write; a report written earlier is replaced only with ``force``.
+    Needs plotly (``MissingDependency`` says how to install it); does not import torch.
     """
-    from profiler_kit import artifacts
-    from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
-    from profiler_kit.errors import UsageError
+    from profiler_kit import outputs
     from profiler_kit.render import html_report
-    from profiler_kit.results import read_run
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     html_report.plotly_js()  # before any work: say early when plotly is missing
+    chosen = str(out) if out is not None else str(default_report_path(paths))
+    target = outputs.check(chosen, "-o", inputs=paths, force=force)
+    outputs.write(target, report_html(paths, title=title, baseline=baseline, jobs=jobs))
+    return target
+
+
+def default_report_path(paths: Sequence[str | os.PathLike[str]]) -> Path:
+    """``report.html`` in the run folder when ``paths`` is one run folder, else here."""
+    from profiler_kit import artifacts
+
+    if len(paths) == 1 and (Path(paths[0]) / artifacts.RUN_JSON).is_file():
+        return Path(paths[0]) / artifacts.REPORT_HTML
+    return Path(artifacts.REPORT_HTML)
+
+
+def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = None,
+                baseline: str | None = None, jobs: int | None = None,
+                analyses: Sequence[TraceAnalysis] | None = None,
+                comparison: Comparison | None = None,
+                job_views: Sequence[JobView] | None = None) -> str:
+    """The HTML report of ``paths`` as text. ``analyses`` (with their ``comparison`` and
+    ``job_views``) are used as given instead of analyzing the traces again."""
+    from profiler_kit import artifacts
+    from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
+    from profiler_kit.render import html_report
+    from profiler_kit.results import read_run
+
     runs, reports, trace_paths = [], [], []
     for p in map(Path, paths):
         if p.is_dir() and (p / artifacts.RUN_JSON).is_file():
             runs.append(read_run(p))
             if (p / REPORT_NAME).is_file():
                 reports.append(load_report(p / REPORT_NAME))
-            trace_paths.append(p)
+            if any(s.trace_files for s in runs[-1].strategies):
+                trace_paths.append(p)
         elif p.is_file() and _is_benchmark_report(p):
             reports.append(load_report(p))
         else:
             trace_paths.append(p)
-    analyses = analyze(trace_paths, jobs=jobs) if trace_paths else []
-    if len(runs) == 1:  # strategies in the order they ran, as in the run's own charts
-        analyses = _in_run_order(analyses, runs[0], Path(paths[0]))
-    comparison = compare(analyses, baseline) if len(analyses) > 1 else None
-    if out is None:
-        single_run = len(paths) == 1 and len(runs) == 1
-        out = Path(paths[0]) / "report.html" if single_run else Path("report.html")
-    target = Path(out)
-    inputs = {Path(a.path).resolve() for a in analyses} | {
-        Path(p).resolve() for p in paths if Path(p).is_file()}
-    if target.resolve() in inputs or target.is_dir():
-        raise UsageError(f"{target}: refusing to overwrite an input (choose another -o)")
-    text = html_report.render(
+    if analyses is None:
+        analyses = analyze(trace_paths, jobs=jobs) if trace_paths else []
+        job_views = getattr(analyses, "jobs", ())
+        if len(runs) == 1:  # strategies in the order they ran, the baseline first
+            analyses = _in_run_order(list(analyses), runs[0], Path(paths[0]))
+        comparison = compare(analyses, baseline) if len(analyses) > 1 else None
+    elif job_views is None:
+        job_views = getattr(analyses, "jobs", ())
+    return html_report.render(
         title or html_report.default_title(runs[0] if len(runs) == 1 else None,
                                            [str(p) for p in paths]),
-        analyses, comparison, runs=runs, ddp_reports=reports,
+        analyses, comparison, runs=runs, ddp_reports=reports, jobs=job_views,
         subtitle=html_report.default_subtitle(runs, analyses))
-    artifacts.write_report(target, text)
-    return target
 
 
 def _in_run_order(analyses: list[TraceAnalysis], run: RunResult,
@@ -262,7 +283,8 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
         out: str | os.PathLike[str] = "traces", seed: int = 0, argv: list[str] | None = None,
         observer: RunObserver | None = None, force: bool = False) -> RunResult:
     """Measure every strategy of ``scenario`` (a built-in name, a .py path or a Scenario)
-    and write ``<out>/<scenario>/<run-id>/``: traces, key averages, run.json, summary.md.
+    and write ``<out>/<scenario>/<run-id>/``: traces, key averages, run.json, summary.md
+    and report.html (when plotly is installed).
 
     ``params`` values may be Python values or command-line strings; sweep parameters
     take lists. Bad input raises ``UsageError`` before anything runs, output paths
@@ -274,10 +296,15 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
     from profiler_kit.scenario import load
 
     sc = scenario if isinstance(scenario, _Scenario) else load(str(scenario))
-    return runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
-                      amp=amp, options=options, out=out, seed=seed, argv=argv,
-                      observer=observer, summary=render_markdown, force=force,
-                      verdicts=_verdicts)
+    result = runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
+                        amp=amp, options=options, out=out, seed=seed, argv=argv,
+                        observer=observer, summary=render_markdown, force=force,
+                        verdicts=_verdicts)
+    from profiler_kit.measure.distributed import is_output_rank
+
+    if is_output_rank() and not result.nothing_ran:  # the rank that keeps the run folder
+        result = _run_report(result)
+    return result
 
 
 def _verdicts(result: RunResult) -> RunResult:
@@ -319,6 +346,27 @@ def _verdicts(result: RunResult) -> RunResult:
                                         step_change_ns=change)
     result = replace(result, strategies=tuple(strategies))
     artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
+    return result
+
+
+def _run_report(result: RunResult) -> RunResult:
+    """report.html beside run.json. Without plotly there is none (the run says how to
+    install it); one that cannot be made or written is a report error, as for summary.md:
+    the run and its other files stand."""
+    from msgspec.structs import replace
+
+    from profiler_kit import artifacts, outputs
+    from profiler_kit.errors import MissingDependency, OutputError, ProfkitError
+
+    target = result.run_dir / artifacts.REPORT_HTML
+    try:
+        outputs.write(target, report_html([result.run_dir]))
+    except MissingDependency:
+        return result
+    except ProfkitError as exc:  # an unreadable trace, or the file could not be written
+        line = str(exc) if isinstance(exc, OutputError) else f"{target}: {exc}"
+        result = replace(result, report_errors=(*result.report_errors, line))
+        artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
     return result
 
 

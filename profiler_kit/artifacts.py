@@ -19,6 +19,7 @@ from typing import Any
 RUN_SCHEMA = "profkit.run/1"
 RUN_JSON = "run.json"
 SUMMARY_MD = "summary.md"
+REPORT_HTML = "report.html"
 
 
 def new_run_dir(out: str | Path, scenario_name: str) -> Path:

@@ -30,3 +30,7 @@ class OutputError(ProfkitError):
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class MissingDependency(ProfkitError):
+    """An optional package a feature needs is not installed: the message says how to get it."""

@@ -47,10 +47,12 @@ class PageReport:
     drawn: list[str] = field(default_factory=list)  # ids of charts with drawn marks
     empty: list[str] = field(default_factory=list)  # ids of charts without
     screenshots: dict[str, Path] = field(default_factory=dict)
+    print_tick_colors: set[str] = field(default_factory=set)  # axis labels when printed
 
 
 def open_report(html: Path, shots: Path, browser: str, timeout_ms: int = 60_000) -> PageReport:
-    """Load ``html`` from file://, wait for the charts, screenshot light and dark themes."""
+    """Load ``html`` from file://, wait for the charts, screenshot the light and dark
+    themes and the page as printed from the dark one."""
     from playwright.sync_api import sync_playwright
 
     out = PageReport()
@@ -83,6 +85,16 @@ def open_report(html: Path, shots: Path, browser: str, timeout_ms: int = 60_000)
                     path = shots / f"report-{theme}.png"
                     page.screenshot(path=str(path), full_page=True)
                     out.screenshots[theme] = path
+                    if theme == "dark":  # printed from a dark screen: black on white
+                        page.emulate_media(media="print", color_scheme="dark")
+                        page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+                        page.wait_for_timeout(300)
+                        out.print_tick_colors = set(page.evaluate("""() => Array.from(
+                            document.querySelectorAll('g.xtick text, g.ytick text'))
+                            .map(t => getComputedStyle(t).fill)"""))
+                        path = shots / "report-print.png"
+                        page.screenshot(path=str(path), full_page=True)
+                        out.screenshots["print"] = path
                     page.close()
             finally:
                 context.close()

@@ -13,6 +13,7 @@ import pytest
 from profiler_kit.analysis.compare import compare
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.ddp_benchmark import report as ddp_report
+from profiler_kit.errors import MissingDependency
 from profiler_kit.render import html_report, html_run_charts, html_scenario_charts
 from profiler_kit.render import html_trace_charts as trace_charts
 from profiler_kit.results import RunResult, Stats, StrategyResult, read_run
@@ -60,18 +61,29 @@ def test_step_time_box_is_the_samples_percentiles(run):
         assert p95["y"][i] == pytest.approx(np.percentile(ns, 95) / 1e6)
     assert len(samples["y"]) == sum(len(s["samples_ns"]) for s in ok)
     assert "5 per strategy" in chart.caption
+    # 26 ms (threads+amp) to 3.29 s (sequential): more than 20x apart, a log axis
+    assert chart.layout["yaxis"]["type"] == "log" and "more than 20×" in chart.caption
+
+
+def test_step_times_within_20x_on_a_linear_axis_from_zero(run):
+    import msgspec
+
+    sequential = msgspec.structs.replace(run, strategies=run.strategies[:1])  # 1.19-3.29 s
+    chart = html_run_charts.step_time_chart(sequential)
+    assert chart.layout["yaxis"]["rangemode"] == "tozero" and "logarithmic" not in chart.caption
 
 
 def test_throughput_bars_and_speedup_labels(run):
     chart = html_run_charts.throughput_chart(run)
     (bars,) = chart.data
     ok = {s["name"]: s for s in raw_run()["strategies"] if s["status"] == "ok"}
-    base = ok["sequential"]["stats"]["median_ns"]
+    base = ok["sequential"]["items_per_step"] / ok["sequential"]["stats"]["median_ns"]
     for label, y, text in zip(bars["x"], bars["y"], bars["text"], strict=True):
         s = ok[label]
-        # images per second at the median step, and the baseline's median over this one
-        assert y == pytest.approx(s["items_per_step"] / (s["stats"]["median_ns"] / 1e9))
-        assert text == f"{base / s['stats']['median_ns']:.2f}×"
+        # images per second at the median step, and this throughput over the baseline's
+        rate = s["items_per_step"] / s["stats"]["median_ns"]
+        assert y == pytest.approx(rate * 1e9)
+        assert text == f"{rate / base:.2f}×"
     assert "sequential" in chart.caption and "Images" in chart.caption
 
 
@@ -149,9 +161,12 @@ def test_ranks_of_one_strategy_share_a_timeline(tmp_path):
         table = load(DATA / "a100_ddp_nccl_rank0.json.gz")  # the same trace as both ranks
         table.meta.path = str(folder / f"rank{rank}.json.gz")
         table.meta.rank = rank
-        two.append(analyze_table(table, label=f"ddp-w2/rank{rank}"))
+        two.append(analyze_table(table, label=f"ddp-w2/rank{rank}.1795382492503719955"))
     (chart,) = trace_charts.timeline_charts(two)
     assert chart.title == "One step of ddp-w2"
+    # a rank's worker name and timestamp are shortened to the rank on the charts
+    bars = trace_charts.class_breakdown_chart(two, "gpu")
+    assert bars.data[0]["x"] == ["ddp-w2 rank 0", "ddp-w2 rank 1"]
     labels = [lane["label"] for lane in chart.timeline["lanes"]]
     assert labels[0].startswith("rank 0 · ") and labels[-1].startswith("rank 1 · ")
     assert len(chart.timeline["row"]) == sum(len(a.step_timeline.lane) for a in two)
@@ -289,7 +304,7 @@ def test_missing_plotly_says_how_to_install(monkeypatch):
         raise ModuleNotFoundError(name)
 
     monkeypatch.setattr(html_report.resources, "files", missing)
-    with pytest.raises(html_report.MissingDependency, match=r"pip install 'profkit\[report\]'"):
+    with pytest.raises(MissingDependency, match=r"pip install 'profkit\[report\]'"):
         html_report.plotly_js()
 
 
@@ -299,3 +314,21 @@ def test_every_class_has_its_own_colour():
 
     assert set(CLASS_COLORS) == set(classify.CLASSES)
     assert len(set(CLASS_COLORS.values())) == len(CLASS_COLORS)
+
+
+def test_job_chart_splits_wait_and_transfer_and_names_the_straggler():
+    from test_job import MS, summary
+
+    from profiler_kit.analysis.job import analyze_job
+    from profiler_kit.render.html_job_charts import job_charts
+
+    # rank 2 arrives last in every step (the job view's own hand-checked case)
+    job = analyze_job([summary(0, [(10, 60), (110, 160), (210, 255)], world=3),
+                       summary(1, [(20, 60), (130, 161), (220, 255)], world=3),
+                       summary(2, [(50, 61), (150, 160), (240, 256)], world=3)])
+    (chart,) = job_charts([job])
+    wait, transfer = chart.data
+    assert wait["x"] == ["rank 0", "rank 1", "rank 2 (straggler)"]
+    assert wait["y"] == [110 * MS / 1e6, 70 * MS / 1e6, 0.0]
+    assert transfer["y"] == [35.0, 36.0, 37.0]
+    assert "rank 2 arrived last in 3 of 3" in chart.caption and "30 ms per step" in chart.caption

@@ -27,6 +27,9 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the analysis as JSON (schema profkit.analysis/2) to FILE, "
                         "or to stdout when FILE is left out")
     p.add_argument("--markdown", metavar="FILE", help="also write a Markdown report to FILE")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML report with charts to FILE "
+                        "(the same as profkit report)")
     p.add_argument("--baseline", metavar="LABEL",
                    help="trace label or path the others are compared against (default: first)")
     p.add_argument("--top", type=int, default=10, metavar="N",
@@ -59,6 +62,10 @@ def output_targets(args: argparse.Namespace) -> dict[str, object]:
                                    force=args.force)
                for name, flag in OUTPUT_FLAGS if getattr(args, name, None) is not None}
     outputs.check_distinct((flag, targets.get(name)) for name, flag in OUTPUT_FLAGS)
+    if "html" in targets:  # say how to install plotly before the work, not after
+        from profiler_kit.render.html_report import plotly_js
+
+        plotly_js()
     to_stdout = [flag for name, flag in OUTPUT_FLAGS if name in targets and targets[name] is None]
     if len(to_stdout) > 1:
         from profiler_kit.errors import UsageError
@@ -100,6 +107,11 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
 
         outputs.write(targets["markdown"], markdown(analyses, comparison, top=args.top,
                                                     unreadable=unreadable))
+    if "html" in targets:
+        from profiler_kit import api
+
+        outputs.write(targets["html"], api.report_html(
+            args.paths, analyses=analyses, comparison=comparison, job_views=jobs))
     if None not in targets.values():
         from rich.console import Console
 

@@ -137,7 +137,7 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
             out=opts.get("out", "traces"), seed=opts.get("seed", 0),
             argv=["profkit", *sys.argv[1:]], observer=bars, force=bool(opts.get("force")),
         )
-    run_console.render(console, result)
+    run_console.render(console, result, _charts_line(result))
     for table in scenario.console_tables(result):
         console.print(table)
     for line in result.report_errors:
@@ -146,6 +146,22 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
         reasons = "; ".join(f"{s.name}: {s.reason}" for s in result.strategies)
         print(f"profkit: error: nothing could run ({reasons})", file=sys.stderr)
     return result.exit_status
+
+
+def _charts_line(result: Any) -> str:
+    """Where report.html is, or how to get it (a report that failed is a report error)."""
+    from profiler_kit.artifacts import REPORT_HTML
+    from profiler_kit.errors import MissingDependency
+    from profiler_kit.render.html_report import plotly_js
+
+    html = result.run_dir / REPORT_HTML
+    if html.exists():
+        return str(html)
+    try:
+        plotly_js()
+    except MissingDependency as exc:
+        return f"no {REPORT_HTML}: {exc}"
+    return ""
 
 
 COMMAND = Command(

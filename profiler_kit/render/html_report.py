@@ -18,9 +18,16 @@ from string import Template
 from typing import Any
 
 from profiler_kit.analysis.compare import Comparison
+from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.errors import ProfkitError
-from profiler_kit.render import html_run_charts, html_scenario_charts, html_trace_charts, units
+from profiler_kit.errors import MissingDependency
+from profiler_kit.render import (
+    html_job_charts,
+    html_run_charts,
+    html_scenario_charts,
+    html_trace_charts,
+    units,
+)
 from profiler_kit.render.analysis_console import recommendation_lines, value
 from profiler_kit.render.html_figures import Chart
 from profiler_kit.results import RunResult
@@ -32,11 +39,8 @@ SECTION_ORDER = (
     html_trace_charts.TIME_BY_CLASS,
     html_trace_charts.ONE_STEP,
     html_trace_charts.MEMORY,
+    html_job_charts.ACROSS_RANKS,
 )
-
-
-class MissingDependency(ProfkitError):
-    """A package an optional feature needs is not installed."""
 
 
 def plotly_js() -> tuple[str, str]:
@@ -55,7 +59,8 @@ def plotly_js() -> tuple[str, str]:
 
 
 def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = (),
-               ddp_reports: Sequence[Mapping[str, Any]] = ()) -> list[Chart]:
+               ddp_reports: Sequence[Mapping[str, Any]] = (),
+               jobs: Sequence[JobView] = ()) -> list[Chart]:
     """Every chart the inputs have data for, in page order."""
     charts: list[Chart] = []
     for run in runs:
@@ -67,6 +72,7 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
                            html_trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
     charts += html_trace_charts.timeline_charts(analyses)
     charts += html_trace_charts.memory_charts(analyses)
+    charts += html_job_charts.job_charts(jobs)
     for run in runs:
         charts += html_scenario_charts.scenario_charts(run)
     for report in ddp_reports:
@@ -90,10 +96,11 @@ def _in_section_of(run: RunResult, runs: Sequence[RunResult],
 
 def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
            runs: Sequence[RunResult] = (),
-           ddp_reports: Sequence[Mapping[str, Any]] = (), subtitle: str = "") -> str:
+           ddp_reports: Sequence[Mapping[str, Any]] = (), jobs: Sequence[JobView] = (),
+           subtitle: str = "") -> str:
     """The whole page. Raises MissingDependency without plotly."""
     plotly, plotly_version = plotly_js()
-    charts = charts_for(analyses, runs, ddp_reports)
+    charts = charts_for(analyses, runs, ddp_reports, jobs)
     sections: dict[str, list[Chart]] = {}
     for c in charts:
         sections.setdefault(c.section, []).append(c)
@@ -107,7 +114,7 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
         body.append(f'<h2 id="{anchor}">{_e(name)}</h2>')
         body += [_chart_html(c) for c in sections[name]]
     extra = [
-        ("comparison", "Comparison", _comparison_html(comparison)),
+        ("comparison", "Comparison", _comparison_html(comparison, analyses)),
         ("recommendations", "Recommendations", _recommendations_html(analyses)),
         ("not-measured", "Skipped and failed", "".join(_not_measured_html(r) for r in runs)),
         ("parameters", "Parameters and environment", "".join(_run_html(r, len(runs) > 1)
@@ -173,10 +180,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _comparison_html(c: Comparison | None) -> str:
+def _comparison_html(c: Comparison | None, analyses: Sequence[TraceAnalysis]) -> str:
     if c is None:
         return ""
-    header = ["metric"] + [lab + (" (baseline)" if i == c.baseline else "")
+    names = {a.label: html_trace_charts.name_of(a) for a in analyses}
+    header = ["metric"] + [names.get(lab, lab) + (" (baseline)" if i == c.baseline else "")
                            for i, lab in enumerate(c.labels)]
     rows = []
     for m in c.metrics:
@@ -202,7 +210,8 @@ def _recommendations_html(analyses: Sequence[TraceAnalysis]) -> str:
         items += [f'<li class="muted">note: {_e(n)}</li>' for n in a.notes]
         if not items:
             items = ['<li class="muted">None fired.</li>']
-        parts.append(f"<h3>{_e(a.label)}</h3><ul class=\"recs\">{''.join(items)}</ul>")
+        name = html_trace_charts.name_of(a)
+        parts.append(f"<h3>{_e(name)}</h3><ul class=\"recs\">{''.join(items)}</ul>")
     return "\n".join(parts)
 
 

@@ -10,6 +10,7 @@ from profiler_kit.render.html_figures import Chart, axis, ms, series_color
 from profiler_kit.results import OK, RunResult, StrategyResult
 
 STRATEGIES = "Strategies side by side"
+WIDE_SPAN = 20  # max / min sample above which step times are drawn on a log axis
 
 
 def measured(run: RunResult) -> list[StrategyResult]:
@@ -47,14 +48,19 @@ def step_time_chart(run: RunResult) -> Chart | None:
         "hovertemplate": "%{y:.4g} ms<extra>%{x}</extra>",
     }]
     n = max(st.n for st in stats)
+    # samples spanning decades (a noisy machine, strategies far apart) read on a log axis
+    wide = min(st.min_ns for st in stats) * WIDE_SPAN < max(st.max_ns for st in stats)
     return Chart(
         id="step-time", section=STRATEGIES, title="Step time per strategy",
         caption=f"Wall time of each timed iteration ({n} per strategy, after warm-up, every "
                 "device synchronized): box from p25 to p75 with the median (p50) line, "
-                "whiskers at min and max, p95 marked.",
+                "whiskers at min and max, p95 marked"
+                + (f"; logarithmic axis, as the samples span more than {WIDE_SPAN}×." if wide
+                   else "."),
         data=data,
-        layout={"yaxis": axis("seconds per step (ms)", rangemode="tozero"), "xaxis": axis(""),
-                "boxmode": "overlay"},
+        layout={"yaxis": axis("step time (ms)", type="log") if wide else
+                axis("step time (ms)", rangemode="tozero"),
+                "xaxis": axis(""), "boxmode": "overlay"},
     )
 
 
@@ -68,8 +74,8 @@ def throughput_chart(run: RunResult) -> Chart | None:
     return Chart(
         id="throughput", section=STRATEGIES, title="Throughput and speed-up",
         caption=f"{unit.capitalize()} per second at the median step (all ranks together); "
-                f"each bar is labelled with its speed-up against {baseline} (baseline "
-                "median / strategy median).",
+                f"each bar is labelled with its speed-up against {baseline} (its throughput "
+                "over the baseline's).",
         data=[{
             "type": "bar", "name": f"{unit}/s", "x": [s.label for s in done],
             "y": [s.throughput_items_per_s for s in done],

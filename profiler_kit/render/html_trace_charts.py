@@ -27,6 +27,15 @@ MEMORY = "Memory"
 STEPS = "Step time"
 
 
+def name_of(a: TraceAnalysis) -> str:
+    """A trace's name on a chart: its label, with a rank's file name (a worker name and
+    a timestamp) shortened to the rank, as in ``ddp-w2 rank 1``."""
+    folder, _, rest = a.label.rpartition("/")
+    if a.rank is not None and folder and rest.startswith(("rank", "worker")):
+        return f"{folder} rank {a.rank}"
+    return a.label
+
+
 def profiled_steps_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
     """Every profiled step of every trace and the median, on the side each trace leads with
     (device side on GPU traces, CPU side otherwise): for traces without a run.json."""
@@ -41,16 +50,16 @@ def profiled_steps_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
         durations = [s.device_dur_ns if device else s.dur_ns for s in a.steps.steps]
         side = "device side" if device else "CPU side"
         data.append({
-            "type": "scatter", "mode": "markers", "name": a.label, "legendgroup": a.label,
-            "x": [a.label] * len(durations), "y": [ms(d) for d in durations],
+            "type": "scatter", "mode": "markers", "name": name_of(a), "legendgroup": name_of(a),
+            "x": [name_of(a)] * len(durations), "y": [ms(d) for d in durations],
             "text": [f"ProfilerStep#{s.number} ({side})" for s in a.steps.steps],
             "marker": {"color": series_color(i), "size": 8, "opacity": 0.7},
             "hovertemplate": "%{text}: %{y:.4g} ms<extra>%{x}</extra>",
         })
         data.append({
-            "type": "scatter", "mode": "markers", "name": f"{a.label} median",
-            "legendgroup": a.label, "showlegend": False,
-            "x": [a.label], "y": [ms(a.steps.headline_median_ns)],
+            "type": "scatter", "mode": "markers", "name": f"{name_of(a)} median",
+            "legendgroup": name_of(a), "showlegend": False,
+            "x": [name_of(a)], "y": [ms(a.steps.headline_median_ns)],
             "marker": {"symbol": "line-ew-open", "size": 40, "color": series_color(i),
                        "line": {"width": 3}},
             "hovertemplate": f"median ({side}) %{{y:.4g}} ms<extra>%{{x}}</extra>",
@@ -69,7 +78,7 @@ def profiled_steps_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
 
 def step_breakdown_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
     """The profiled steps split as the TensorBoard plugin's Overview, stacked per trace."""
-    rows = [(a.label, a.steps.breakdown) for a in analyses if a.steps.breakdown is not None]
+    rows = [(name_of(a), a.steps.breakdown) for a in analyses if a.steps.breakdown is not None]
     if not rows:
         return None
     data = []
@@ -94,10 +103,10 @@ def step_breakdown_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
 def class_breakdown_chart(analyses: Sequence[TraceAnalysis], which: str) -> Chart | None:
     """Stacked bars of time per hotspot class; ``which`` is "gpu" or "cpu" (self time)."""
     if which == "gpu":
-        rows = [(a.label, a.gpu) for a in analyses if a.has_gpu]
+        rows = [(name_of(a), a.gpu) for a in analyses if a.has_gpu]
         title, what = "GPU time by class", "GPU activity time (kernels, memcpy, memset)"
     else:
-        rows = [(a.label, a.cpu) for a in analyses if a.cpu.count]
+        rows = [(name_of(a), a.cpu) for a in analyses if a.cpu.count]
         title, what = "CPU self time by class", "CPU op self time"
     if not rows:
         return None
@@ -213,33 +222,35 @@ def memory_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
         for i, a, s in entries:
             color = series_color(i)
             data.append({
-                "type": "scatter", "mode": "lines", "name": f"{a.label} allocated",
-                "legendgroup": a.label, "x": [ms(t) for t in s.ts_ns],
+                "type": "scatter", "mode": "lines",
+                "name": f"{name_of(a)} allocated (peak {units.nbytes(s.peak_allocated_bytes)})",
+                "legendgroup": name_of(a), "x": [ms(t) for t in s.ts_ns],
                 "y": [b / size for b in s.allocated_bytes],
                 "line": {"color": color, "width": 2, "shape": "hv"},
                 "hovertemplate": f"%{{y:.4g}} {unit} allocated at %{{x:.4g}} ms<extra>"
-                                 f"{a.label}</extra>",
+                                 f"{name_of(a)}</extra>",
             })
             if s.reserved_bytes:
                 data.append({
-                    "type": "scatter", "mode": "lines", "name": f"{a.label} reserved",
-                    "legendgroup": a.label, "x": [ms(t) for t in s.ts_ns],
+                    "type": "scatter", "mode": "lines", "name": f"{name_of(a)} reserved",
+                    "legendgroup": name_of(a), "x": [ms(t) for t in s.ts_ns],
                     "y": [b / size for b in s.reserved_bytes],
                     "line": {"color": color, "width": 1.5, "dash": "dash", "shape": "hv"},
                     "hovertemplate": f"%{{y:.4g}} {unit} reserved at %{{x:.4g}} ms<extra>"
-                                     f"{a.label}</extra>",
+                                     f"{name_of(a)}</extra>",
                 })
             data.append({
-                "type": "scatter", "mode": "markers+text", "name": f"{a.label} peak",
-                "legendgroup": a.label, "showlegend": False,
+                "type": "scatter", "mode": "markers+text" if len(entries) == 1 else "markers",
+                "name": f"{name_of(a)} peak",
+                "legendgroup": name_of(a), "showlegend": False,
                 "x": [ms(s.peak_ts_ns)], "y": [s.peak_allocated_bytes / size],
                 "text": [f"peak {units.nbytes(s.peak_allocated_bytes)}"],
                 "textposition": "top center",
                 "marker": {"color": color, "size": 10, "symbol": "triangle-down"},
-                "hovertemplate": "%{text} at %{x:.4g} ms<extra>" f"{a.label}</extra>",
+                "hovertemplate": "%{text} at %{x:.4g} ms<extra>" f"{name_of(a)}</extra>",
             })
             if s.downsampled:
-                thinned.append(f"{a.label}: {len(s.ts_ns):,} of {s.events:,} events drawn")
+                thinned.append(f"{name_of(a)}: {len(s.ts_ns):,} of {s.events:,} events drawn")
         charts.append(Chart(
             id=f"memory-{len(charts)}", section=MEMORY, title=f"Memory over time on {device}",
             caption=f"Bytes allocated (solid) and reserved by the caching allocator (dashed) "

@@ -173,8 +173,9 @@ def sweep_table(result: RunResult) -> Table | None:
     return table
 
 
-def render(console: Console, result: RunResult) -> None:
-    """The results of a run: a table per point, hotspots, problems, how to look deeper."""
+def render(console: Console, result: RunResult, charts: str = "") -> None:
+    """The results of a run: a table per point, hotspots, problems, how to look deeper;
+    ``charts`` says where the HTML report is (or why there is none)."""
     def heading(text: str) -> None:
         console.print(Text(text, style="bold"))
 
@@ -218,6 +219,8 @@ def render(console: Console, result: RunResult) -> None:
     console.print(f"results: {result.run_dir / 'run.json'}  report: "
                   f"{result.run_dir / 'summary.md'}", highlight=False, soft_wrap=True,
                   markup=False)
+    if charts:
+        console.print(f"charts: {charts}", highlight=False, soft_wrap=True, markup=False)
     console.print("view the traces:", highlight=False)
     console.print(f"  {result.tensorboard_command}", highlight=False, soft_wrap=True,
                   markup=False)

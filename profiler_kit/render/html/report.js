@@ -20,8 +20,11 @@
     return target;
   }
 
-  function themeLayout(layout) {
-    var fg = css("--fg"), grid = css("--grid"), muted = css("--muted");
+  /* Colours from the page's theme; paper is always printed dark on light. */
+  function themeLayout(layout, forPrint) {
+    var fg = forPrint ? "#000000" : css("--fg");
+    var grid = forPrint ? "#dddddd" : css("--grid");
+    var muted = forPrint ? "#444444" : css("--muted");
     var t = {
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
       font: { color: fg, family: getComputedStyle(document.body).fontFamily, size: 12 },
@@ -93,18 +96,35 @@
     }).then(function () { drawn += 1; });
   }
 
-  function retheme() {
+  /* {a: {b: 1}} -> {"a.b": 1}: relayout replaces whole objects, dotted keys only leaves. */
+  function flatten(obj, prefix, out) {
+    out = out || {};
+    Object.keys(obj).forEach(function (k) {
+      var v = obj[k], key = prefix ? prefix + "." + k : k;
+      if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, key, out);
+      else out[key] = v;
+    });
+    return out;
+  }
+
+  function retheme(forPrint) {
     charts.forEach(function (c) {
       var el = document.getElementById(c.id);
-      if (el && el.layout) Plotly.relayout(el, themeLayout(el.layout));
+      if (el && el.layout) {
+        Plotly.relayout(el, flatten(themeLayout(el.layout, forPrint === true)));
+      }
     });
   }
 
   Promise.all(charts.map(draw)).then(function () {
     document.body.setAttribute("data-charts-drawn", String(drawn));
   });
-  if (scheme && scheme.addEventListener) scheme.addEventListener("change", retheme);
+  if (scheme && scheme.addEventListener) {
+    scheme.addEventListener("change", function () { retheme(false); });
+  }
   window.addEventListener("beforeprint", function () {
+    retheme(true);
     charts.forEach(function (c) { Plotly.Plots.resize(document.getElementById(c.id)); });
   });
+  window.addEventListener("afterprint", function () { retheme(false); });
 })();

@@ -1,0 +1,43 @@
+"""``profkit report PATH... [-o report.html]``: one self-contained HTML file with charts.
+
+Reads what ``analyze``, ``compare`` and ``diff`` read: run folders, traces, folders of
+traces and DDP benchmark reports. Never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from profiler_kit.commands import Command
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="run folders, traces (.json/.json.gz), folders of traces, or DDP "
+                        "benchmark reports (ddp_report.json)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="the HTML file to write, - for stdout (default: report.html in the "
+                        "run folder when PATH is one run folder, else ./report.html)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a report profkit wrote earlier (never traces, inputs or "
+                        "other files)")
+    p.add_argument("--title", help="the report's title (default: the run or the paths)")
+    p.add_argument("--baseline", metavar="LABEL",
+                   help="trace label or path the others are compared against (default: first)")
+    p.add_argument("-j", "--jobs", type=int, metavar="N",
+                   help="processes to analyze traces with (default: one per core)")
+
+
+def report(args: argparse.Namespace) -> int:
+    from profiler_kit import api
+    from profiler_kit.commands.analyze import jobs
+
+    path = api.report(args.paths, args.output, title=args.title, baseline=args.baseline,
+                      jobs=jobs(args), force=args.force)
+    if path is not None:  # not stdout
+        print(f"report: {path}")
+    return 0
+
+
+COMMAND = Command("report", "one self-contained HTML report with charts (opens offline) of "
+                  "runs, traces or DDP reports", add_arguments, report, data_only=True)
