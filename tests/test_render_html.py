@@ -332,3 +332,20 @@ def test_job_chart_splits_wait_and_transfer_and_names_the_straggler():
     assert wait["y"] == [110 * MS / 1e6, 70 * MS / 1e6, 0.0]
     assert transfer["y"] == [35.0, 36.0, 37.0]
     assert "rank 2 arrived last in 3 of 3" in chart.caption and "30 ms per step" in chart.caption
+
+
+def test_waterfall_is_the_comparisons_step_change(analyses):
+    from profiler_kit.render.html_diff_charts import waterfall_charts
+
+    comparison = compare(analyses)  # baseline: h100_vit; a100_ddp on the same (device) side
+    fall = next(w for w in comparison.steps.waterfalls if w is not None)
+    (chart,) = waterfall_charts(comparison)
+    (trace,) = chart.data
+    moved = [t for t in fall.terms if t.delta_ns != 0]
+    assert trace["x"] == [comparison.labels[comparison.steps.baseline],
+                          *(t.name for t in moved), fall.label]
+    assert trace["measure"] == ["absolute", *["relative"] * len(moved), "total"]
+    assert trace["y"][0] == fall.before_ns / 1e6 and trace["y"][-1] == fall.after_ns / 1e6
+    # the bars walk from one step time to the other
+    assert sum(trace["y"][:-1]) == pytest.approx(trace["y"][-1])
+    assert waterfall_charts(None) == []

@@ -22,6 +22,7 @@ from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import MissingDependency
 from profiler_kit.render import (
+    html_diff_charts,
     html_job_charts,
     html_run_charts,
     html_scenario_charts,
@@ -37,6 +38,7 @@ SECTION_ORDER = (
     html_run_charts.STRATEGIES,
     html_trace_charts.STEPS,
     html_trace_charts.TIME_BY_CLASS,
+    html_diff_charts.STEP_CHANGE,
     html_trace_charts.ONE_STEP,
     html_trace_charts.MEMORY,
     html_job_charts.ACROSS_RANKS,
@@ -60,7 +62,8 @@ def plotly_js() -> tuple[str, str]:
 
 def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = (),
                ddp_reports: Sequence[Mapping[str, Any]] = (),
-               jobs: Sequence[JobView] = ()) -> list[Chart]:
+               jobs: Sequence[JobView] = (), comparison: Comparison | None = None
+               ) -> list[Chart]:
     """Every chart the inputs have data for, in page order."""
     charts: list[Chart] = []
     for run in runs:
@@ -70,6 +73,7 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
     charts += [c for c in (html_trace_charts.step_breakdown_chart(analyses),
                            html_trace_charts.class_breakdown_chart(analyses, "gpu"),
                            html_trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
+    charts += html_diff_charts.waterfall_charts(comparison)
     charts += html_trace_charts.timeline_charts(analyses)
     charts += html_trace_charts.memory_charts(analyses)
     charts += html_job_charts.job_charts(jobs)
@@ -100,7 +104,7 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
            subtitle: str = "") -> str:
     """The whole page. Raises MissingDependency without plotly."""
     plotly, plotly_version = plotly_js()
-    charts = charts_for(analyses, runs, ddp_reports, jobs)
+    charts = charts_for(analyses, runs, ddp_reports, jobs, comparison)
     sections: dict[str, list[Chart]] = {}
     for c in charts:
         sections.setdefault(c.section, []).append(c)
