@@ -24,6 +24,7 @@ from profiler_kit.errors import MissingDependency
 from profiler_kit.render import (
     html_diff_charts,
     html_job_charts,
+    html_roofline_charts,
     html_run_charts,
     html_scenario_charts,
     html_trace_charts,
@@ -41,6 +42,7 @@ SECTION_ORDER = (
     html_diff_charts.STEP_CHANGE,
     html_trace_charts.ONE_STEP,
     html_trace_charts.MEMORY,
+    html_roofline_charts.ROOFLINE,
     html_job_charts.ACROSS_RANKS,
 )
 
@@ -76,6 +78,7 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
     charts += html_diff_charts.waterfall_charts(comparison)
     charts += html_trace_charts.timeline_charts(analyses)
     charts += html_trace_charts.memory_charts(analyses)
+    charts += html_roofline_charts.roofline_charts(analyses)
     charts += html_job_charts.job_charts(jobs)
     for run in runs:
         charts += html_scenario_charts.scenario_charts(run)
