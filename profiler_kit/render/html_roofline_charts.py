@@ -1,5 +1,6 @@
 """The roofline: each modelled op and shape as a point, achieved FLOP/s against arithmetic
-intensity, under the device's memory roof and compute ceilings (from the perf model)."""
+intensity, under the device's memory roof and compute ceilings (from the perf model).
+Rates stay in FLOP/s; the axis labels them with SI prefixes (M, G, T)."""
 
 from __future__ import annotations
 
@@ -29,14 +30,14 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
             data.append({
                 "type": "scatter", "mode": "markers", "name": family,
                 "x": [g.intensity_flops_per_byte for g in mine],
-                "y": [g.flops_per_s / TERA for g in mine],
+                "y": [g.flops_per_s for g in mine],
                 "customdata": [[g.op, g.dtype, str(g.input_dims), g.count,
                                 units.duration(g.total_ns), units.percent(g.compute_peak_share),
                                 g.bound or "-"] for g in mine],
                 "marker": {"color": series_color(i), "size": 10, "opacity": 0.85,
                            "line": {"width": 1, "color": "rgba(0,0,0,0.4)"}},
                 "hovertemplate": "%{customdata[0]} %{customdata[1]} %{customdata[2]}<br>"
-                                 "%{y:.3g} TFLOP/s at %{x:.3g} FLOP/byte, "
+                                 "%{y:.3s}FLOP/s at %{x:.3g} FLOP/byte, "
                                  "%{customdata[5]} of peak (%{customdata[6]} bound)<br>"
                                  "%{customdata[3]} calls, %{customdata[4]}<extra></extra>",
             })
@@ -54,7 +55,7 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
                     f"logarithmic; {where}.",
             data=data,
             layout={"xaxis": axis("arithmetic intensity (FLOP/byte)", type="log"),
-                    "yaxis": axis("achieved TFLOP/s", type="log")},
+                    "yaxis": axis("achieved FLOP/s", type="log", tickformat="~s")},
         ))
     return charts
 
@@ -72,7 +73,7 @@ def _roofs(perf, groups) -> list[dict]:
         x = [min(lo, ridge / 4), ridge, max(hi, ridge * 4)]
         roofs.append({
             "type": "scatter", "mode": "lines", "name": f"ceiling {peak / TERA:.4g} TFLOP/s",
-            "x": x, "y": [x[0] * bandwidth / TERA, peak / TERA, peak / TERA],
+            "x": x, "y": [x[0] * bandwidth, peak, peak],
             "line": {"color": "rgba(128,128,128,0.8)", "width": 1.5, "dash": "dash"},
             "hovertemplate": f"peak {peak / TERA:.4g} TFLOP/s, "
                              f"{bandwidth / TERA:.3g} TB/s; ridge at {ridge:.3g} FLOP/byte"
