@@ -59,18 +59,6 @@ def write_text_atomic(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_report(path: str | Path, text: str) -> None:
-    """A report the user asked for (``--json FILE``): atomic, one clear line when it can't be."""
-    from profiler_kit.errors import UsageError
-
-    target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target, text)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot write ({exc.strerror or exc})") from None
-
-
 def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
 

@@ -175,3 +175,19 @@ def test_write_errors_are_one_line_naming_path_and_problem(tmp_path: Path, monke
     error = outputs.write_error(blocker / "x", NotADirectoryError(errno.ENOTDIR, "Not a dir"))
     assert "not a directory" in str(error)
     assert "permission denied" in str(outputs.write_error("p", PermissionError(errno.EACCES, "")))
+
+
+def test_html_report_output_is_checked_before_any_work(traces: Path) -> None:
+    from profiler_kit import api
+
+    pytest.importorskip("plotly")
+    with pytest.raises(UsageError, match="existing trace"):
+        api.report([traces / A.name], traces / B.name)
+    with pytest.raises(UsageError, match="one of the inputs"):
+        api.report([traces / A.name], traces / A.name)
+    html = api.report([traces / A.name], traces / "r.html")
+    assert outputs.written_by_profkit(html)
+    with pytest.raises(UsageError, match="add --force"):
+        api.report([traces / A.name], html)
+    assert api.report([traces / A.name], html, force=True) == html
+    unchanged(traces)
