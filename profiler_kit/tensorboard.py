@@ -95,6 +95,9 @@ class TensorBoardServer:
     port: int
     log_path: Path
     host: str = LOOPBACK
+    # the child's own temporary folder (TMPDIR): what it and the plugin's loader processes
+    # leave there (multiprocessing's pymp-* folders, when killed) goes with it at stop()
+    tmp_dir: Path | None = None
 
     @property
     def base_url(self) -> str:
@@ -129,7 +132,10 @@ class TensorBoardServer:
         processes, so after ``timeout_s`` (or at a second Ctrl-C) the whole process group
         (TensorBoard, its data server, the plugin's loaders) is killed.
         """
-        return child_processes.stop(self.process, timeout_s)
+        status = child_processes.stop(self.process, timeout_s)
+        if self.tmp_dir is not None:
+            shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        return status
 
 
 def start(
@@ -153,9 +159,15 @@ def start(
     log_file = tempfile.NamedTemporaryFile(
         prefix="profkit-tensorboard-", suffix=".log", delete=False
     )
-    process = _spawn(argv, log_file)
-    log_file.close()
-    server = TensorBoardServer(process, logdir, chosen, Path(log_file.name), host)
+    tmp_dir = Path(tempfile.mkdtemp(prefix="profkit-tensorboard-tmp-"))
+    try:
+        process = _spawn(argv, log_file, tmp_dir)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    finally:
+        log_file.close()
+    server = TensorBoardServer(process, logdir, chosen, Path(log_file.name), host, tmp_dir)
     try:
         _wait_until_ready(server, timeout_s)
     except BaseException:
@@ -164,8 +176,9 @@ def start(
     return server
 
 
-def _spawn(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+def _spawn(argv: list[str], log: IO[bytes], tmp_dir: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+               TMPDIR=str(tmp_dir))
     try:
         return child_processes.start(argv, log, env)
     except OSError as exc:

@@ -324,6 +324,13 @@ def test_overview_and_operator_views_load(
 
 @pytest.mark.slow
 def test_ctrl_c_stops_tensorboard(served: Served) -> None:
+    """And leaves nothing behind: TensorBoard runs with its own TMPDIR, where the plugin's
+    loader processes put multiprocessing's pymp-* folders, removed with it."""
+    (pid,) = _tensorboard_pids(served.port)
+    environ = dict(item.split(b"=", 1) for item in
+                   Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item)
+    tmp_dir = Path(environ[b"TMPDIR"].decode())
+    assert tmp_dir.name.startswith("profkit-tensorboard-tmp-") and tmp_dir.is_dir()
     served.process.send_signal(signal.SIGINT)
     status = served.process.wait(timeout=30)
     served.read_until("TensorBoard stopped", 5)
@@ -331,3 +338,4 @@ def test_ctrl_c_stops_tensorboard(served: Served) -> None:
     assert not tb.port_in_use(served.port)
     assert served.log is not None and not served.log.exists()  # removed after a clean stop
     assert _tensorboard_pids(served.port) == []
+    assert not tmp_dir.exists(), "the child's temporary folder (pymp-*) is removed"
