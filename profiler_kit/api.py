@@ -46,6 +46,9 @@ class Analyses(list):
 
     jobs: tuple = ()
     unreadable: tuple = ()
+    # the run's own baseline when the paths hold a profkit run folder: the folder of its
+    # baseline strategy (for compare's ``baseline``), else None (the first trace)
+    baseline: str | None = None
 
 
 class Summaries(list):
@@ -97,8 +100,33 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     read, unreadable = _readable(analyze_files(files, labels, top, jobs), "trace")
     out = Analyses(read)
     out.unreadable = unreadable
+    out.baseline = _run_baseline(paths, out)
     out.jobs = analyze_jobs([a.communication for a in out if a.communication is not None])
     return out
+
+
+def _run_baseline(paths: Sequence[str | os.PathLike[str]], analyses: Sequence[Any]
+                  ) -> str | None:
+    """The folder of the baseline strategy of the first run folder among ``paths`` (its
+    run.json says which), when one of ``analyses`` lies in it."""
+    from profiler_kit.artifacts import RUN_JSON
+    from profiler_kit.errors import UsageError
+    from profiler_kit.results import read_run
+
+    for p in map(Path, paths):
+        if not (p.is_dir() and (p / RUN_JSON).is_file()):
+            continue
+        try:
+            run = read_run(p)
+        except UsageError:
+            continue
+        for s in run.strategies:
+            if s.name != run.baseline or not s.dir:
+                continue
+            folder = (p / s.dir).resolve()
+            if any(folder in Path(a.path).resolve().parents for a in analyses):
+                return str(p / s.dir)
+    return None
 
 
 def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
@@ -146,7 +174,8 @@ def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]]
 
 def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
             baseline: str | int | None = None) -> Comparison:
-    """Side by side with deltas against ``baseline`` (a label, a path or an index; default first).
+    """Side by side with deltas against ``baseline`` (a label, a path or an index; default:
+    the run's own baseline when the analyses are of a run folder, else the first).
 
     ``items`` are analyses from :func:`analyze` or paths to analyze first.
     """
@@ -154,10 +183,12 @@ def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
     from profiler_kit.analysis.trace_analysis import TraceAnalysis as _TraceAnalysis
 
     if all(isinstance(i, _TraceAnalysis) for i in items):
-        analyses = list(items)
+        analyses = items
     else:
         analyses = analyze(items)  # type: ignore[arg-type]
-    return compare_analyses(analyses, baseline)
+    if baseline is None:  # a run folder's own baseline
+        baseline = getattr(analyses, "baseline", None)
+    return compare_analyses(list(analyses), baseline)
 
 
 def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDiff:

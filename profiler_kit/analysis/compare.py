@@ -167,6 +167,19 @@ def _metric(key: str, label: str, unit: str, better: str, values: tuple[Value, .
 
 
 _TRACE_SUFFIX = re.compile(r"(\.pt\.trace)?\.json(\.gz)?$")
+# tensorboard_trace_handler names a trace <worker>.<time in ns>.pt.trace.json
+_HANDLER_STAMP = re.compile(r"\.\d{10,}$")
+
+
+def _short_stems(paths: Sequence[Path]) -> list[str]:
+    """File names without the trace suffix, and without the trace handler's time stamp
+    (``rank0.1795377761762408591`` -> ``rank0``) where that leaves them unique in
+    their folder (a profiler that repeats writes one trace per cycle and worker)."""
+    stems = [_TRACE_SUFFIX.sub("", p.name) for p in paths]
+    short = [_HANDLER_STAMP.sub("", s) for s in stems]
+    taken = Counter((p.parent, s) for p, s in zip(paths, short, strict=True))
+    return [s if taken[(p.parent, s)] == 1 else full
+            for p, s, full in zip(paths, short, stems, strict=True)]
 
 
 def label_traces(paths: Sequence[Path], given: Sequence[bool] | None = None) -> list[str]:
@@ -178,10 +191,10 @@ def label_traces(paths: Sequence[Path], given: Sequence[bool] | None = None) -> 
     given = list(given) if given is not None else [False] * len(paths)
     per_parent = Counter(p.parent for p in paths)
     several_parents = len(per_parent) > 1
+    stems = _short_stems(paths)
     parts: list[list[str]] = []
     depth: list[int] = []  # components each label starts with
-    for p, named in zip(paths, given, strict=True):
-        stem = _TRACE_SUFFIX.sub("", p.name)
+    for p, named, stem in zip(paths, given, stems, strict=True):
         if named:
             parts.append([*p.parent.parts, stem])
             depth.append(1)

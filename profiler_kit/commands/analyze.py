@@ -31,7 +31,8 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
                    help="also write a self-contained HTML report with charts to FILE "
                         "(the same as profkit report)")
     p.add_argument("--baseline", metavar="LABEL",
-                   help="trace label or path the others are compared against (default: first)")
+                   help="trace label or path the others are compared against (default: the "
+                        "run's baseline strategy for a run folder, else the first trace)")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="names to list per table (default 10)")
     p.add_argument("--by-shape", action="store_true",
