@@ -167,3 +167,11 @@ def test_memory_without_totals_uses_the_running_sum_and_attributes_to_ops():
     assert (dev.device, dev.peak_allocated_bytes, dev.peak_reserved_bytes) == ("cpu", 150, None)
     assert [(o.name, o.allocations, o.allocated_bytes) for o in a.memory.top_ops] == [
         ("aten::empty", 1, 100), ("aten::mm", 2, 80)]
+
+
+def test_missing_memory_says_why_it_may_be_missing():
+    """No [memory] events: profile_memory was off, or every thread was followed
+    (profile_all_threads, as profkit's threads strategy is profiled), which records none."""
+    a = analyze_table(make_table([op("aten::mm", 0, 10)]))
+    (note,) = [n for n in a.notes if n.startswith("memory rule")]
+    assert "profile_memory was off" in note and "profile_all_threads" in note

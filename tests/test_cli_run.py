@@ -118,6 +118,10 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
         assert s["equivalence"]["ok"] is True
         if not s["name"].startswith("threads"):  # profiling all threads records no memory
             assert s["peak_memory"]["cpu"]["allocated_bytes"] > 0
+            assert "cpu_memory" not in s["info"]
+        else:  # and the run says so, rather than leaving the memory blank
+            assert "cpu" not in s["peak_memory"]
+            assert "profile_all_threads" in s["info"]["cpu_memory"]
         assert set(s["hotspots"]) == {"convolution", "batchnorm", "gemm", "other"}
         assert s["info"]["param_count"] > 0
         folder = run_dir / s["dir"]
@@ -130,6 +134,8 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
     assert doc["strategies"][0]["speedup"] == pytest.approx(1.0)
     summary = (run_dir / "summary.md").read_text()
     assert "threads+amp" in summary and "profkit tensorboard" in summary
+    assert "CPU not recorded: its ops run in worker threads, profiled with profile_all_threads" \
+        in summary
     assert f"profkit tensorboard {run_dir}" in " ".join(out.split())
     _check_verdicts(tmp_path, out)
     amp = next(s for s in doc["strategies"] if s["name"] == "sequential+amp")

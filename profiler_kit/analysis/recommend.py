@@ -260,7 +260,9 @@ def _fp32_matmul(table: EventTable, precision: Precision, gpu_bd: Breakdown,
 
 def _memory(memory: Memory, notes: list[str]) -> list[Recommendation]:
     if not memory.recorded:
-        notes.append("memory rule: no [memory] events (profile_memory was off)")
+        notes.append("memory rule: no [memory] events (profile_memory was off, or the "
+                     "profiler followed every thread with profile_all_threads, which "
+                     "records none)")
         return []
     out = []
     for d in memory.devices:

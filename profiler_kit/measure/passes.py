@@ -105,9 +105,21 @@ def measure(
         peak_memory=peak,
         trace_files=trace_files,
         items_per_step=int(workload.items_per_step),
-        info=dict(workload.info or {}),
+        info=_info(workload, options),
         key_averages_files=ka_files,
     )
+
+
+# why a strategy has no CPU peak memory although profile_memory was on (run.json's info)
+NO_MEMORY_EVENTS = ("not recorded: its ops run in worker threads, profiled with "
+                    "profile_all_threads, which records no memory events")
+
+
+def _info(workload: Workload, options: MeasureOptions) -> dict[str, Any]:
+    info = dict(workload.info or {})
+    if options.profile and options.profile_memory and _all_threads(workload):
+        info["cpu_memory"] = NO_MEMORY_EVENTS
+    return info
 
 
 def _phases(workload: Workload) -> list[tuple[str, Callable[[], None]]]:

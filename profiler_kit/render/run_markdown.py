@@ -47,6 +47,9 @@ def _results(result: RunResult, point: str) -> list[str]:
 def _memory(s: StrategyResult) -> str:
     parts = [f"{dev} {units.nbytes(v.get('allocated_bytes'))}"
              for dev, v in s.peak_memory.items() if v.get("allocated_bytes") is not None]
+    why = s.info.get("cpu_memory")  # e.g. threads profiled without memory events
+    if why and "cpu" not in s.peak_memory:
+        parts.append(f"CPU {why}")
     return ", ".join(parts) or "-"
 
 
