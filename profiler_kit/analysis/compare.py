@@ -77,6 +77,8 @@ _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...
      _gpu(lambda a: a.timeline.window_ns - a.timeline.busy_ns)),
     ("gpu_idle_share", "GPU idle share", "fraction", "lower",
      _gpu(lambda a: a.timeline.idle_share)),
+    ("step_gpu_busy_share", "GPU busy / device-side step", "fraction", "higher",
+     _gpu(lambda a: a.step_gpu_busy_share)),
     ("multi_stream_ns", "time with 2+ streams busy", "ns", "higher",
      _gpu(lambda a: sum(d.multi_stream_ns for d in a.timeline.devices))),
     ("multi_device_ns", "time with 2+ devices busy", "ns", "higher",

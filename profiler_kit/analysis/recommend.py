@@ -81,6 +81,7 @@ def recommend(
     precision: Precision,
     memory: Memory,
     launches: Launches | None = None,
+    step_device_ns: int | None = None,
 ) -> Findings:
     """Evaluate every rule; return those that fired and notes about those that could not run."""
     recs: list[Recommendation] = []
@@ -88,7 +89,7 @@ def recommend(
     if not len(gpu):
         notes.append("CPU-only trace (no GPU kernels, memcpy or memset): GPU rules not evaluated")
     else:
-        recs += _utilization(timeline)
+        recs += _utilization(timeline, step_device_ns)
         recs += _precision(precision, gpu_breakdown)
         recs += _launch_bound(table, gpu, timeline, launches)
         recs += _memcpy(gpu_breakdown)
@@ -100,12 +101,17 @@ def recommend(
     return Findings(tuple(recs), tuple(notes))
 
 
-def _utilization(timeline: Timeline) -> list[Recommendation]:
+def _utilization(timeline: Timeline, step_device_ns: int | None = None
+                 ) -> list[Recommendation]:
+    """GPU busy over the steps' device-side time (from each step's start to the end of the
+    last GPU work it launched) where there are steps, else over the GPU window (first to
+    last GPU activity), which calls a long step with little GPU work busy."""
     out = []
     for d in timeline.devices:
-        if d.window_ns <= 0:
+        window = step_device_ns or d.window_ns
+        if window <= 0:
             continue
-        util = d.busy_ns / d.window_ns
+        util = min(1.0, d.busy_ns / window)
         if util < LOW_UTILIZATION:
             out.append(Recommendation(
                 rule="low_gpu_utilization", scope=_dev(d.device),
@@ -115,8 +121,9 @@ def _utilization(timeline: Timeline) -> list[Recommendation]:
                        "on more streams.",
                 measured=util, threshold=LOW_UTILIZATION, fires_when="below", unit="fraction",
                 evidence=(Evidence("GPU busy", d.busy_ns, "ns"),
-                          Evidence("GPU window", d.window_ns, "ns"),
-                          Evidence("idle", d.idle_ns, "ns")),
+                          Evidence("device-side step time" if step_device_ns else
+                                   "GPU window", window, "ns"),
+                          Evidence("idle", max(0, window - d.busy_ns), "ns")),
             ))
     return out
 

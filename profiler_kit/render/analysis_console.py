@@ -85,6 +85,10 @@ def _steps(a: TraceAnalysis) -> Text:
         f"Steps: {s.count} × ProfilerStep, {side} median {units.duration(h.median_ns)} "
         f"(min {units.duration(h.min_ns)}, max {units.duration(h.max_ns)}{spread}){cpu}"
     )
+    if a.step_gpu_busy_share is not None and a.step_device_ns:
+        text.append(f"\nGPU busy {units.percent(a.step_gpu_busy_share)} of the device-side "
+                    f"step time ({units.duration(a.timeline.busy_ns)} in "
+                    f"{units.duration(a.step_device_ns)})")
     if s.breakdown is not None:
         text.append("\n" + step_breakdown_line(s.breakdown), style="dim")
     return text
@@ -416,18 +420,23 @@ def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
     return Group(*parts)
 
 
-def comparison_table(c: Comparison) -> Table:
-    t = Table(title=Text(f"Comparison (baseline: {c.labels[c.baseline]}; best in bold green)"),
+def comparison_table(c: Comparison, traces: Sequence[int] | None = None) -> Table:
+    """Metrics as rows, the traces (all, or those at ``traces``) as columns."""
+    shown = list(range(len(c.labels))) if traces is None else list(traces)
+    t = Table(title=Text(f"Comparison (baseline: {c.labels[c.baseline]}; best in bold green)"
+                         if traces is None else
+                         f"Comparison, {', '.join(c.labels[i] for i in shown[1:3])}"
+                         f"{' ...' if len(shown) > 3 else ''} against {c.labels[c.baseline]}"),
               **_TABLE)
     t.add_column("metric")
     whole = [i for i, w in enumerate(c.windows) if w == "trace"]
-    for i, label in enumerate(c.labels):
+    for i in shown:
         mark = " †" if i in whole else ""
-        t.add_column(Text(label + mark + (" (baseline)" if i == c.baseline else "")),
+        t.add_column(Text(c.labels[i] + mark + (" (baseline)" if i == c.baseline else "")),
                      justify="right", overflow="fold")
     for m in c.metrics:
-        _row(t, m.label, *(_cell(m, i, c.baseline) for i in range(len(c.labels))))
-    if whole:
+        _row(t, m.label, *(_cell(m, i, c.baseline) for i in shown))
+    if set(whole) & set(shown):
         t.caption = WHOLE_TRACE_NOTE
         t.caption_justify = "left"
     return t
@@ -444,12 +453,80 @@ def _cell(m: Metric, i: int, baseline: int) -> Text:
     return Text(text, style="bold green" if m.best == i else "")
 
 
+# the columns of the summary of a comparison too wide for one table, in this order
+SUMMARY_METRICS = ("step_median_ns", "step_gpu_busy_share", "gpu_idle_share", "gpu_busy_ns",
+                   "exposed_communication_ns", "peak_allocated_bytes", "kernels")
+_COLUMN_WIDTH = 16  # a value and its delta
+_METRIC_WIDTH = 28
+
+
+def columns_that_fit(width: int) -> int:
+    """Traces side by side in one table at this console width (at least the baseline and
+    one other)."""
+    return max(2, (width - _METRIC_WIDTH) // _COLUMN_WIDTH)
+
+
+def comparison_tables(c: Comparison, width: int = 120) -> list[Table]:
+    """The comparison as one table when its traces fit side by side; else a summary (one
+    row per trace, the headline metrics as columns) and the full table per group of
+    traces (traces of one folder together, the baseline in each)."""
+    fits = columns_that_fit(width)
+    if len(c.labels) <= fits:
+        return [comparison_table(c)]
+    tables = [summary_table(c, width)]
+    for group in trace_groups(c.labels, c.baseline, fits - 1):
+        tables.append(comparison_table(c, (c.baseline, *group)))
+    return tables
+
+
+def trace_groups(labels: Sequence[str], baseline: int, size: int) -> list[list[int]]:
+    """The traces other than the baseline in groups of at most ``size``: a folder's traces
+    (the label before its last ``/``) stay together where they fit."""
+    folders: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        if i != baseline:
+            folders.setdefault(label.rpartition("/")[0], []).append(i)
+    groups: list[list[int]] = []
+    for members in folders.values():
+        for start in range(0, len(members), size):
+            chunk = members[start:start + size]
+            if groups and len(groups[-1]) + len(chunk) <= size:
+                groups[-1].extend(chunk)
+            else:
+                groups.append(list(chunk))
+    return groups
+
+
+def summary_table(c: Comparison, width: int = 120) -> Table:
+    """One row per trace, the headline metrics as columns (as many as fit)."""
+    by_key = {m.key: m for m in c.metrics}
+    shown = [by_key[k] for k in SUMMARY_METRICS
+             if k in by_key and any(v is not None for v in by_key[k].values)]
+    room = max(1, (width - 30) // _COLUMN_WIDTH)
+    shown = shown[:room]
+    t = Table(title=Text(f"Comparison of {len(c.labels)} traces (baseline: "
+                         f"{c.labels[c.baseline]}; best in bold green); details per group "
+                         "below"), **_TABLE)
+    t.add_column("trace", overflow="fold")
+    for m in shown:
+        t.add_column(Text(m.label), justify="right", overflow="fold")
+    whole = {i for i, w in enumerate(c.windows) if w == "trace"}
+    for i, label in enumerate(c.labels):
+        name = label + (" †" if i in whole else "") + (" (baseline)" if i == c.baseline else "")
+        _row(t, name, *(_cell(m, i, c.baseline) for m in shown))
+    if whole:
+        t.caption = WHOLE_TRACE_NOTE
+        t.caption_justify = "left"
+    return t
+
+
 def comparison_view(c: Comparison, top: int = 10, width: int = 120,
                     by_shape: bool = False) -> Group:
-    """The comparison table, then per trace its step-time waterfall, the kernels and ops
-    that changed most (``by_shape``: and the ops by input shape), and the verdict lines
-    last, where the eye lands."""
-    parts: list = [comparison_table(c)]
+    """The comparison table (a summary and tables per group when the traces do not fit
+    side by side), then per trace its step-time waterfall, the kernels and ops that
+    changed most (``by_shape``: and the ops by input shape), and the verdict lines last,
+    where the eye lands."""
+    parts: list = list(comparison_tables(c, width))
     if c.steps is not None:
         base = c.labels[c.baseline]
         parts += [waterfall_table(w, base) for w in c.steps.waterfalls if w is not None]

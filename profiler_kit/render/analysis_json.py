@@ -49,6 +49,8 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "skipped": dict(a.skipped),
         "normalized": dict(a.normalized),
         "steps": _plain(a.steps),
+        "step_gpu_busy_share": a.step_gpu_busy_share,
+        "step_device_ns": a.step_device_ns,
         "gpu_hotspots": _plain(a.gpu),
         "gpu_hotspots_by_device": [
             {"device": dev, **_plain(bd)} for dev, bd in a.gpu_by_device
