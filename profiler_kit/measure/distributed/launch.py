@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 _PORT_ATTEMPTS = 3  # the free port can be taken between choosing it and listening on it
 RANK_MAIN = "profiler_kit.measure.distributed.rank_main"
+# the signals elastic's start_processes takes over (see _start_ranks)
+_ELASTIC_SIGNALS = [getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+                    if hasattr(signal, n)]
 
 
 def run_strategy(
@@ -65,7 +68,8 @@ def run_strategy(
 
         measured = torchrun.measure_strategy(scenario, strategy, config, options, strategy_dir)
     else:
-        measured = _spawn(scenario, strategy, config, options, strategy_dir)
+        measured = _spawn(RankJob(scenario_ref(scenario), strategy, config, options,
+                                  str(strategy_dir), rank_timeout_s(config)))
     return [own_files(m, rank) for rank, m in enumerate(measured)]
 
 
@@ -78,7 +82,6 @@ class RankJob:
     config: RunConfig
     options: MeasureOptions
     strategy_dir: str
-    job_dir: str
     timeout_s: float
 
 
@@ -97,41 +100,24 @@ def scenario_ref(scenario: Scenario) -> str:
     return str(Path(path).resolve())
 
 
-def _spawn(
-    scenario: Scenario,
-    strategy: Strategy,
-    config: RunConfig,
-    options: MeasureOptions,
-    strategy_dir: Path,
-) -> list[Measurement]:
-    for attempt in range(_PORT_ATTEMPTS):
+def _spawn(job: RankJob) -> list[Measurement]:
+    """Run the job's ranks; again on another port if one was taken before rank 0
+    listened on it."""
+    for _ in range(_PORT_ATTEMPTS - 1):
         try:
-            return _spawn_once(scenario, strategy, config, options, strategy_dir)
+            return _spawn_once(job)
         except RankFailure as failure:
-            # Another process took the free port before rank 0 listened on it: try another.
             text = str(failure)
-            if attempt + 1 == _PORT_ATTEMPTS or not (
-                "EADDRINUSE" in text or "address already in use" in text.lower()
-            ):
+            if "EADDRINUSE" not in text and "address already in use" not in text.lower():
                 raise
-    raise AssertionError("unreachable")
+    return _spawn_once(job)
 
 
-def _spawn_once(
-    scenario: Scenario,
-    strategy: Strategy,
-    config: RunConfig,
-    options: MeasureOptions,
-    strategy_dir: Path,
-) -> list[Measurement]:
-    world = strategy.world_size
-    timeout_s = rank_timeout_s(config)
+def _spawn_once(job: RankJob) -> list[Measurement]:
+    world, name = job.strategy.world_size, job.strategy.name
+    strategy_dir = Path(job.strategy_dir)
     strategy_dir.mkdir(parents=True, exist_ok=True)
     job_dir = Path(tempfile.mkdtemp(prefix="profkit-ranks-"))
-    job = RankJob(
-        scenario_ref(scenario), strategy, config, options, str(strategy_dir),
-        str(job_dir), timeout_s,
-    )
     (job_dir / "job.pkl").write_bytes(pickle.dumps(job))
     package_root = str(Path(__file__).resolve().parents[3])
     env = {
@@ -149,11 +135,10 @@ def _spawn_once(
         with ProgressTimers(job_dir / "progress.fifo") as timers, quiet_elastic():
             ranks = _start_ranks(env, world, job_dir)
             try:
-                watch(ranks, timers, job_dir, strategy.name, timeout_s)
-                return [_load_result(job_dir, r, strategy.name) for r in range(world)]
+                watch(ranks, timers, job_dir, name, job.timeout_s)
+                return [_load_result(job_dir, r, name) for r in range(world)]
             except RankFailure as failure:
-                kept = _keep_logs(ranks, strategy_dir)
-                raise RankFailure(f"{failure}{kept}") from None
+                raise RankFailure(f"{failure}{_keep_logs(ranks, strategy_dir)}") from None
             finally:
                 # Elastic stops only the ranks still running; what a rank started (its
                 # process group) may outlive it, so every group is killed.
@@ -173,9 +158,7 @@ def _start_ranks(env: dict[str, str], world: int, job_dir: Path) -> PContext:
     and the ranks are killed on the way out."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std, start_processes
 
-    signals = [getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
-               if hasattr(signal, n)]
-    saved = {s: signal.getsignal(s) for s in signals}
+    saved = {s: signal.getsignal(s) for s in _ELASTIC_SIGNALS}
     try:
         return start_processes(
             name="profkit-rank",

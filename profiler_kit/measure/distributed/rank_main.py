@@ -98,7 +98,7 @@ def _progress_timer(timeout_s: float) -> Callable[[], None]:
     """A beat that renews this rank's elastic progress timer: it expires ``timeout_s``
     after the last beat (plus a start-up allowance until the first step is done)."""
     client = FileTimerClient(os.environ[TIMER_FILE_ENV], signal=0)  # see ProgressTimers
-    beats = 0
+    beats = -1  # the first beat is this one; then after init, after build, the first step
     last = 0.0
 
     def beat() -> None:
@@ -107,12 +107,10 @@ def _progress_timer(timeout_s: float) -> Callable[[], None]:
         now = time.time()
         if beats > 3 and now - last < _MIN_RENEWAL_S:
             return
-        # after init, after build, then the first step: start-up is over
-        allowance = timeout_s + (STARTUP_S if beats < 3 else 0.0)
-        client.acquire(TIMER_SCOPE, now + allowance)
+        client.acquire(TIMER_SCOPE, now + timeout_s + (STARTUP_S if beats < 3 else 0.0))
         last = now
 
-    client.acquire(TIMER_SCOPE, time.time() + timeout_s + STARTUP_S)
+    beat()
     return beat
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed import RankFailure, rank_device, rank_timeout_s
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
-from profiler_kit.measure.distributed.watchdog import STARTUP_S, is_communication_error
+from profiler_kit.measure.distributed.watchdog import STARTUP_S, is_communication_error, name_ranks
 from profiler_kit.measure.passes import Measurement, MeasureOptions
 from profiler_kit.scenario import RunConfig, Scenario, Strategy
 
@@ -153,9 +153,8 @@ def _collect(store: Any, prefix: str, size: int, name: str, timeout_s: float) ->
         allowance += STARTUP_S if steps <= size else 0.0
         if now - last_change > (allowance if judge else 2 * allowance + 30):
             missing = [r for r, ok in enumerate(done) if not ok]
-            who = ", ".join(str(r) for r in missing)
             message = (
-                f"rank{'s' if len(missing) > 1 else ''} {who} made no progress for "
+                f"{name_ranks(missing)} made no progress for "
                 f"{timeout_s:g} s during {name} (hung?) (--rank-timeout)"
             )
             store.set(verdict_key, message)

@@ -95,6 +95,11 @@ def quiet_elastic() -> Iterator[None]:
             log.disabled = False
 
 
+def name_ranks(ranks: list[int]) -> str:
+    """``rank 1`` or ``ranks 0, 1``, for messages."""
+    return f"rank{'s' if len(ranks) > 1 else ''} " + ", ".join(str(r) for r in ranks)
+
+
 def started_marker(job_dir: Path, rank: int) -> Path:
     """The file a rank writes once its progress timer runs (see rank_main)."""
     return job_dir / f"rank{rank}.started"
@@ -117,11 +122,9 @@ def watch(ranks: PContext, timers: ProgressTimers, job_dir: Path, name: str,
         if time.monotonic() > deadline:
             late = sorted(r for r in ranks.pids() if not started_marker(job_dir, r).exists())
             if late:
-                who = f"rank {late[0]}" if len(late) == 1 else "ranks " + ", ".join(
-                    str(r) for r in late)
                 raise RankFailure(
-                    f"{who} did not start within {timeout_s + startup_s:g} s during {name} "
-                    "(hung while starting?); all ranks were stopped (--rank-timeout)")
+                    f"{name_ranks(late)} did not start within {timeout_s + startup_s:g} s during "
+                    f"{name} (hung while starting?); all ranks were stopped (--rank-timeout)")
             deadline = float("inf")
         if timers.expired():
             time.sleep(2 * _TIMER_INTERVAL_S)  # peers waiting for the culprit expire too
@@ -142,13 +145,10 @@ def _hang_message(pids: dict[int, int], job_dir: Path, stale: list[int],
     stacks = {r: _read(job_dir / f"rank{r}.stack") for r in stale}
     waiting = {r for r, text in stacks.items() if _in_collective(_main_stack(text))}
     culprits = [r for r in stale if r not in waiting] or stale
-    who = f"rank {culprits[0]}" if len(culprits) == 1 else "ranks " + ", ".join(
-        str(r) for r in culprits
-    )
     where = _innermost_frame(stacks[culprits[0]])
     at = f"; it was at {where}" if where else ""
     return (
-        f"{who} made no progress for {timeout_s:g} s during {name} (hung?){at}; "
+        f"{name_ranks(culprits)} made no progress for {timeout_s:g} s during {name} (hung?){at}; "
         "all ranks were stopped (--rank-timeout)"
     )
 
@@ -183,11 +183,8 @@ def error_of(failure: ProcessFailure) -> str | None:
 
 def rank_output(ranks: PContext, rank: int) -> str:
     """What a rank wrote: its stdout, then its stderr (elastic redirects them to files)."""
-    parts = []
-    for path in (ranks.stdouts.get(rank), ranks.stderrs.get(rank)):
-        if path:
-            parts.append(_read(Path(path)))
-    return "".join(parts)
+    return "".join(_read(Path(path)) for path in (ranks.stdouts.get(rank),
+                                                   ranks.stderrs.get(rank)) if path)
 
 
 def _log_hint(ranks: PContext, rank: int) -> str:
