@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiler_kit.analysis.arrays import distinct, percentile
+from profiler_kit.analysis.arrays import dense_ids, distinct, percentile
 
 values = st.lists(st.integers(-(2**52), 2**52), max_size=60)
 
@@ -21,3 +21,23 @@ def test_distinct_is_np_unique(xs: list[int]) -> None:
 def test_percentile_is_np_percentile(xs: list[int], q: float) -> None:
     a = np.array(xs, dtype=np.int64)
     assert percentile(a, q) == float(np.percentile(a, q))
+
+
+@given(st.lists(st.integers(-300, 300), max_size=60) | values,
+       st.sampled_from([np.int8, np.int16, np.int32, np.int64, np.uint32]))
+def test_dense_ids_is_np_unique_with_inverse(xs: list[int], dtype: type) -> None:
+    """Narrow ranges take the table path, wide ones the sort; both give np.unique's arrays."""
+    info = np.iinfo(dtype)
+    a = np.array([min(max(x, info.min), info.max) for x in xs], dtype=dtype)
+    uniq, inverse = dense_ids(a)
+    want_uniq, want_inverse = np.unique(a, return_inverse=True)
+    assert uniq.dtype == want_uniq.dtype and inverse.dtype == want_inverse.dtype
+    np.testing.assert_array_equal(uniq, want_uniq)
+    np.testing.assert_array_equal(inverse, want_inverse.reshape(-1))
+
+
+def test_dense_ids_of_other_dtypes_falls_back_to_np_unique() -> None:
+    a = np.array([2.5, -1.0, 2.5])
+    uniq, inverse = dense_ids(a)
+    np.testing.assert_array_equal(uniq, [-1.0, 2.5])
+    np.testing.assert_array_equal(inverse, [1, 0, 1])

@@ -15,6 +15,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
+from profiler_kit.analysis.arrays import dense_ids
 from profiler_kit.analysis.nesting import OpTree, innermost_at, thread_keys_for
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -93,7 +94,7 @@ def _name_classes(table: EventTable, rows: np.ndarray) -> np.ndarray:
     """Class of every activity from its name alone (the rules run once per distinct name)."""
     if not len(rows):
         return np.zeros(0, dtype=np.int8)
-    uniq, inverse = np.unique(table.name[rows], return_inverse=True)
+    uniq, inverse = dense_ids(table.name[rows])
     lut = np.array(
         [classify.CLASS_INDEX[classify.classify_kernel_name(table.names[int(u)])] for u in uniq],
         dtype=np.int8,

@@ -237,9 +237,13 @@ def _computation(table: EventTable, on_device: bool, comm_kernels: list[CommEven
         comm_starts = {(c.ts_ns, c.stream) for c in comm_kernels}
         rows = rows[keep]
         if comm_starts:  # kernels that name a collective only in their args
-            rows = np.array([r for r in rows.tolist()
-                             if (int(table.ts_ns[r]), int(table.stream[r])) not in comm_starts],
-                            dtype=np.int64)
+            # only kernels starting when one of them starts can be one of them
+            at = np.flatnonzero(np.isin(table.ts_ns[rows],
+                                        np.array(sorted({t for t, _ in comm_starts}),
+                                                 dtype=table.ts_ns.dtype)))
+            drop = [i for i in at.tolist() if (int(table.ts_ns[rows[i]]),
+                                               int(table.stream[rows[i]])) in comm_starts]
+            rows = np.delete(rows, drop).astype(np.int64)
     else:
         rows = table.rows(Cat.CPU_OP)
         names = table.names

@@ -31,7 +31,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
-from profiler_kit.analysis.arrays import distinct
+from profiler_kit.analysis.arrays import dense_ids, distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.nesting import parents
 from profiler_kit.analysis.steps import Steps
@@ -171,7 +171,7 @@ def _entries(table: EventTable, rows: np.ndarray, weight: np.ndarray, klass: np.
     if not len(rows):
         return ()
     key = table.name[rows].astype(np.int64) * 16 + table.cat[rows].astype(np.int64)
-    uniq, inverse = np.unique(key, return_inverse=True)
+    uniq, inverse = dense_ids(key)
     inverse = inverse.reshape(-1)
     ns = np.rint(np.bincount(inverse, weights=weight, minlength=len(uniq))).astype(np.int64)
     # an event can own several edges (the stretches between its children): count it once

@@ -10,6 +10,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
+from profiler_kit.analysis.arrays import dense_ids
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.trace.table import Cat, EventTable
@@ -62,7 +63,7 @@ def name_totals(
         return []
     cat = category if category is not None else np.zeros(len(name_ids), dtype=np.int64)
     key = cat.astype(np.int64) * (len(names) + 1) + name_ids.astype(np.int64)
-    uniq, inverse = np.unique(key, return_inverse=True)
+    uniq, inverse = dense_ids(key)
     inverse = inverse.reshape(-1)
     n = len(uniq)
     count = np.bincount(inverse, minlength=n)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.arrays import dense_ids
 from profiler_kit.analysis.nesting import OpTree, innermost_at, thread_keys_for_tid
 from profiler_kit.trace.table import EventTable
 
@@ -101,7 +102,7 @@ def analyze_memory(table: EventTable, tree: OpTree, top: int = 10) -> Memory:
         names = table.name[tree.row[op[linked]]]
         sizes = mem.bytes[allocs][linked]
         if len(names):
-            uniq, inverse = np.unique(names, return_inverse=True)
+            uniq, inverse = dense_ids(names)
             inverse = inverse.reshape(-1)
             total = np.rint(np.bincount(inverse, weights=sizes)).astype(np.int64)
             count = np.bincount(inverse)

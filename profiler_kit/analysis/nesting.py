@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
-from profiler_kit.analysis.arrays import distinct
+from profiler_kit.analysis.arrays import dense_ids, distinct
 from profiler_kit.trace.table import Cat, EventTable
 
 _TREE_CATS = (Cat.CPU_OP, Cat.USER_ANNOTATION)
@@ -92,10 +92,10 @@ def _pair_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[list[tuple[int, int]], 
     """Dense ids of (pid, tid) pairs, in sorted pair order, and each row's id."""
     if not len(pid):
         return [], np.zeros(0, dtype=np.int64)
-    upid, ipid = np.unique(pid, return_inverse=True)
-    utid, itid = np.unique(tid, return_inverse=True)
+    upid, ipid = dense_ids(pid)
+    utid, itid = dense_ids(tid)
     combined = ipid.reshape(-1).astype(np.int64) * len(utid) + itid.reshape(-1)
-    ucomb, ids = np.unique(combined, return_inverse=True)
+    ucomb, ids = dense_ids(combined)
     pairs = [(int(upid[c // len(utid)]), int(utid[c % len(utid)])) for c in ucomb.tolist()]
     return pairs, ids.reshape(-1).astype(np.int64)
 
@@ -143,7 +143,7 @@ def _own_classes(table: EventTable, rows: np.ndarray, is_op: np.ndarray) -> np.n
         sel = np.flatnonzero(is_op == op_flag)
         if not len(sel):
             continue
-        uniq, inverse = np.unique(names[sel], return_inverse=True)
+        uniq, inverse = dense_ids(names[sel])
         lut = np.array([classify.CLASS_INDEX[rule(table.names[int(u)])] for u in uniq],
                        dtype=np.int8)
         own[sel] = lut[inverse.reshape(-1)]
@@ -195,6 +195,6 @@ def thread_keys_for_tid(tree: OpTree, tid: np.ndarray) -> np.ndarray:
         lookup.setdefault(t, i)
     if not len(tid):
         return np.zeros(0, dtype=np.int64)
-    uniq, inverse = np.unique(tid, return_inverse=True)
+    uniq, inverse = dense_ids(tid)
     keys = np.array([lookup.get(int(t), -1) for t in uniq], dtype=np.int64)
     return keys[inverse.reshape(-1)]

@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
+from profiler_kit.analysis.arrays import dense_ids
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.hotspots import name_totals
 from profiler_kit.analysis.nesting import OpTree
@@ -182,7 +183,7 @@ def _launches(table: EventTable, op_name: np.ndarray, kernel_name: np.ndarray, c
         return ()
     n = len(table.names) + 1
     key = ((op_name.astype(np.int64) + 1) * n + kernel_name.astype(np.int64)) * 16 + cat
-    uniq, inverse = np.unique(key, return_inverse=True)
+    uniq, inverse = dense_ids(key)
     inverse = inverse.reshape(-1)
     count = np.bincount(inverse, minlength=len(uniq))
     total = _sums(inverse, dur, len(uniq))

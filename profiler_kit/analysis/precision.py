@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
+from profiler_kit.analysis.arrays import dense_ids
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.trace.table import INPUT_TYPE_SEP, Cat, EventTable
 
@@ -111,7 +112,7 @@ def eligible_mask(table: EventTable, gpu: GpuActivity) -> np.ndarray:
     sel &= table.cat[gpu.row] == Cat.KERNEL
     if sel.any():
         ids = table.name[gpu.row[sel]]
-        uniq, inverse = np.unique(ids, return_inverse=True)
+        uniq, inverse = dense_ids(ids)
         helper = np.array([bool(_HELPER.search(table.names[int(u)][:classify.MATCH_CHARS]))
                            for u in uniq], dtype=bool)
         idx = np.flatnonzero(sel)
@@ -129,7 +130,7 @@ def analyze_precision(table: EventTable, gpu: GpuActivity, top: int = 5) -> Prec
     rows = gpu.row[sel]
     dur = table.dur_ns[rows]
     is_gemm = gpu.klass[sel] == gemm
-    uniq, inverse = np.unique(table.name[rows], return_inverse=True)
+    uniq, inverse = dense_ids(table.name[rows])
     inverse = inverse.reshape(-1)
     name_low = np.array([is_low_precision(table.names[int(u)]) for u in uniq], dtype=bool)
     name_tc = np.array([names_tensor_core_family(table.names[int(u)]) for u in uniq],
@@ -181,7 +182,7 @@ def _low_from_input_types(table: EventTable, op_rows: np.ndarray) -> np.ndarray:
     has = types >= 0
     if not has.any():
         return out
-    uniq, inverse = np.unique(types[has], return_inverse=True)
+    uniq, inverse = dense_ids(types[has])
     lut = np.array([{None: -1, False: 0, True: 1}[input_dtype_is_low(table.names[int(u)])]
                     for u in uniq], dtype=np.int8)
     out[has] = lut[inverse.reshape(-1)]

@@ -18,7 +18,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import intervals
-from profiler_kit.analysis.arrays import distinct
+from profiler_kit.analysis.arrays import dense_ids, distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.device_peaks import DevicePeak, compute_peak, device_of
 from profiler_kit.analysis.nesting import OpTree
@@ -312,7 +312,7 @@ def _gpu_time(table: EventTable, tree: OpTree, gpu: GpuActivity, owner_of_node: 
     mine = owner >= 0
     time_ns = np.rint(np.bincount(owner[mine], weights=dur[mine], minlength=n)).astype(np.int64)
     names = table.name[gpu.row[mine]]
-    uniq, inverse = np.unique(names, return_inverse=True)
+    uniq, inverse = dense_ids(names)
     lut = np.array([bool(_TF32.search(table.names[int(u)])) for u in uniq], dtype=bool)
     tf32 = np.zeros(n, dtype=bool)
     if len(uniq):
@@ -321,7 +321,7 @@ def _gpu_time(table: EventTable, tree: OpTree, gpu: GpuActivity, owner_of_node: 
     launcher = gpu.op_node[rest]
     unmod: dict[int, tuple[int, int]] = {}
     if len(launcher):
-        nodes, inv = np.unique(launcher, return_inverse=True)
+        nodes, inv = dense_ids(launcher)
         counts = np.bincount(inv)
         totals = np.rint(np.bincount(inv, weights=dur[rest])).astype(np.int64)
         unmod = {int(nd): (int(c), int(s)) for nd, c, s in zip(nodes, counts, totals,
@@ -359,7 +359,7 @@ def _gpu_busy(table: EventTable, gpu: GpuActivity) -> int:
 def _backward_nodes(table: EventTable, tree: OpTree) -> np.ndarray:
     """Whether each node runs under an autograd backward node (``AddmmBackward0``, ...)."""
     ids = table.name[tree.row]
-    uniq, inverse = np.unique(ids, return_inverse=True)
+    uniq, inverse = dense_ids(ids)
     lut = np.array([bool(_BACKWARD.search(table.names[int(u)])) for u in uniq], dtype=bool)
     flag = lut[inverse.reshape(-1)] if len(uniq) else np.zeros(0, dtype=bool)
     return nearest_self_or_ancestor(flag, tree.parent) >= 0
@@ -373,7 +373,7 @@ def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, node_key: np.nda
         return ()
     backward = _backward_nodes(table, tree)[nodes]
     gkey = node_key[nodes] * 2 + backward
-    uniq, inverse = np.unique(gkey, return_inverse=True)
+    uniq, inverse = dense_ids(gkey)
     inverse = inverse.reshape(-1)
     count = np.bincount(inverse, minlength=len(uniq))
     total = np.rint(np.bincount(inverse, weights=time_ns[nodes], minlength=len(uniq)))

@@ -16,7 +16,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import classify
-from profiler_kit.analysis.arrays import distinct
+from profiler_kit.analysis.arrays import dense_ids, distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.steps import Steps
@@ -122,7 +122,7 @@ def step_timeline(table: EventTable, tree: OpTree, gpu: GpuActivity, steps: Step
     keep = np.arange(total)
     if total > max_intervals:
         keep = np.sort(np.argsort(-durs, kind="stable")[:max_intervals])
-    name_ids, name_index = np.unique(table.name[rows[keep]], return_inverse=True)
+    name_ids, name_index = dense_ids(table.name[rows[keep]])
     window = int((starts[keep] + durs[keep]).max()) - start if len(keep) else dur
     return StepTimeline(
         source=steps.source,
