@@ -1,6 +1,6 @@
 """Hotspots: time per class for GPU activities and for CPU ops (self time), with the top names.
 
-Per-name totals are one ``np.unique`` + ``np.bincount`` over interned name ids, so
+Per-name totals are one ``dense_ids`` + ``np.bincount`` over interned name ids, so
 they are exact integer sums whatever the trace size.
 """
 
