@@ -64,6 +64,7 @@ def assert_same(a: EventTable, b: EventTable) -> None:
     assert a.thread_names == b.thread_names
     assert a.inputs.keys() == b.inputs.keys()
     assert all(a.op_inputs(r) == b.op_inputs(r) for r in a.inputs)
+    assert a.event_waits == b.event_waits
 
 
 @pytest.fixture(scope="module", params=REAL, ids=lambda p: p.name)
@@ -437,6 +438,23 @@ def test_recorded_shapes_are_kept_per_op(name: str, chunk_bytes: int | None) -> 
         assert got == expected
         assert sum(expected.values()) > 100
         assert not any(name in SHAPES_NOT_KEPT for name, _ts, _i in got)
+
+
+def test_stream_wait_events_keep_the_stream_and_the_record_they_wait_on() -> None:
+    """Against the JSON: every cuda_sync event with both args, by start and correlation."""
+    path = DATA / "a100_alexnet.json.gz"
+    doc = raw_doc(path)
+    expected = Counter(
+        (int(Decimal(str(e["ts"])) * 1000), e["args"]["correlation"],
+         (e["args"]["wait_on_stream"], e["args"]["wait_on_cuda_event_record_corr_id"]))
+        for e in doc["traceEvents"]
+        if e.get("cat") == "cuda_sync" and e["args"].get("wait_on_stream", -1) >= 0
+        and e["args"].get("wait_on_cuda_event_record_corr_id", -1) >= 0)
+    assert len(expected) == 20
+    for table in (load(path), load_simple(path)):
+        assert Counter((int(table.ts_ns[r]), int(table.correlation[r]), w)
+                       for r, w in table.event_waits.items()) == expected
+        assert {table.name_of(r) for r in table.event_waits} == {"Stream Wait Event"}
 
 
 def test_traces_without_shapes_keep_no_inputs() -> None:

@@ -15,14 +15,19 @@ The graph has a start and an end node per CPU op, runtime call and GPU activity
   stream (``kernel_gap``, weight = the gap).
 - Synchronization: a ``Context Sync`` joins the last activity of every stream, a
   ``Stream Sync`` that of its stream, to the end of the runtime call that waited (weight 0).
+- Between streams: a ``Stream Wait Event`` (``cudaStreamWaitEvent``) joins the activity
+  launched last on the recorded stream before its ``cudaEventRecord`` (its args
+  ``wait_on_stream`` and ``wait_on_cuda_event_record_corr_id``) to the next activity that
+  the waiting thread launches on the waiting stream (``sync``, weight 0); that activity
+  then follows its launch or its stream's previous activity only when the one it waited
+  for ended before them.
 
 The critical path is the longest path through this DAG (ties broken as networkx's
 ``dag_longest_path`` does on HTA's graph). Each edge's time is attributed to one event
 (HTA's rules), so the path splits into CPU work, GPU compute, communication, launch
 delays and gaps between kernels, and lists the ops and kernels on it.
 
-Not modelled (as in HTA without the args they need, which the event table does not keep):
-``cudaStreamWaitEvent``/``Event Sync`` dependencies between streams.
+Not modelled: ``Event Sync`` (``cudaEventSynchronize``) as a GPU -> CPU edge.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ CONTEXT_SYNC = "Context Sync"
 # one loaded core, see benchmarks/critical_path_speed.py; ``build_path`` takes any window).
 MAX_EVENTS = 500_000
 STREAM_SYNC = "Stream Sync"
+STREAM_WAIT_EVENT = "Stream Wait Event"
+EVENT_RECORDS = frozenset({"cudaEventRecord", "hipEventRecord"})
 
 # edge kinds
 OPERATOR, DEPENDENCY, LAUNCH, KERNEL_GAP, SYNC = range(5)
@@ -314,24 +321,83 @@ class _Builder:
         prev[order[1:][same]] = order[:-1][same]
         has_prev = prev >= 0
         prev_end = np.where(has_prev, self.node_ts[2 * k[np.maximum(prev, 0)] + 1], 0)
+        waited = self._waited_for(rows)
+        has_wait = waited >= 0
+        wait_end = np.where(has_wait, self.node_ts[2 * k[np.maximum(waited, 0)] + 1], 0)
         idle = ((q_launch == 1) & (q_kernel == 0)
-                & (~has_prev | (prev_end < t.ts_ns[np.maximum(launch, 0)])))
-        gap = ~idle & has_prev
+                & (~has_prev | (prev_end < t.ts_ns[np.maximum(launch, 0)]))
+                & (~has_wait | (wait_end < t.ts_ns[np.maximum(launch, 0)])))
+        gap = ~idle & has_prev & (~has_wait | (wait_end < prev_end))
         by_pos = np.argsort(pos_act, kind="stable")  # edges in HTA's order
-        src = np.stack([2 * k, np.where(idle, 2 * np.array(
+        src = np.stack([2 * k, 2 * k[np.maximum(waited, 0)] + 1, np.where(idle, 2 * np.array(
             [self.node_of.get(int(r), 0) for r in launch.tolist()], dtype=np.int64),
             2 * k[np.maximum(prev, 0)] + 1)], axis=1)[by_pos]
-        dst = np.stack([2 * k + 1, 2 * k], axis=1)[by_pos]
-        kind = np.stack([np.full(len(k), OPERATOR), np.where(idle, LAUNCH, KERNEL_GAP)],
-                        axis=1)[by_pos]
-        event = np.stack([rows, np.where(idle, -1, rows[np.maximum(prev, 0)])],
-                         axis=1)[by_pos]
-        keep = np.stack([np.ones(len(k), bool), idle | gap], axis=1)[by_pos]
+        dst = np.stack([2 * k + 1, 2 * k, 2 * k], axis=1)[by_pos]
+        kind = np.stack([np.full(len(k), OPERATOR), np.full(len(k), SYNC),
+                         np.where(idle, LAUNCH, KERNEL_GAP)], axis=1)[by_pos]
+        event = np.stack([rows, np.full(len(k), -1),
+                          np.where(idle, -1, rows[np.maximum(prev, 0)])], axis=1)[by_pos]
+        keep = np.stack([np.ones(len(k), bool), has_wait, idle | gap], axis=1)[by_pos]
         self.src.extend(src[keep].tolist())
         self.dst.extend(dst[keep].tolist())
         self.kind.extend(kind[keep].tolist())
         self.event.extend(event[keep].tolist())
         self._sync_edges(syncs, sync_call, pos_sync, pos_act, group, order, k)
+
+    def _waited_for(self, rows: np.ndarray) -> np.ndarray:
+        """Per activity of the window (``rows``), the index in ``rows`` of the activity on
+        another stream that a ``Stream Wait Event`` before it makes it wait for (-1).
+
+        As HTA: the source is the activity launched last on the recorded stream (of the
+        device) at or before the ``cudaEventRecord``; the waiter is the first activity the
+        thread of the ``cudaStreamWaitEvent`` call launches on the waiting stream at or
+        after the call. A later wait on the same activity replaces an earlier one."""
+        t, gpu = self.t, self.gpu
+        out = np.full(len(rows), -1, dtype=np.int64)
+        wait_id = [i for i, n in enumerate(t.names) if n == STREAM_WAIT_EVENT]
+        waits = np.array(sorted(r for r in t.event_waits if t.name[r] in wait_id),
+                         dtype=np.int64)
+        if not len(waits) or not len(rows):
+            return out
+        waits = waits[np.argsort(t.ts_ns[waits] + t.dur_ns[waits], kind="stable")]
+        records = np.flatnonzero((t.cat == Cat.RUNTIME) & np.isin(
+            t.name, [i for i, n in enumerate(t.names) if n in EVENT_RECORDS]))
+        record_of = dict(zip(t.correlation[records].tolist(), records.tolist(), strict=True))
+        call_of = _runtime_rows(t, t.correlation[waits])
+        launched = np.flatnonzero(gpu.launch_row >= 0)
+        act_row, call = gpu.row[launched], gpu.launch_row[launched]
+        order = np.argsort(t.ts_ns[call], kind="stable")
+        act_row, call = act_row[order], call[order]
+        by_stream: dict[tuple[int, int], list[int]] = {}  # (device, stream) -> launches
+        by_thread: dict[tuple[int, int, int], list[int]] = {}  # (pid, tid, stream)
+        for i, (d, s, p, h) in enumerate(zip(t.device[act_row].tolist(),
+                                             t.stream[act_row].tolist(),
+                                             t.pid[call].tolist(), t.tid[call].tolist(),
+                                             strict=True)):
+            by_stream.setdefault((d, s), []).append(i)
+            by_thread.setdefault((p, h, s), []).append(i)
+        index_of = {r: i for i, r in enumerate(rows.tolist())}
+        call_ts = t.ts_ns[call]
+        for w, wait_call in zip(waits.tolist(), call_of.tolist(), strict=True):
+            stream, record_corr = t.event_waits[w]
+            record = record_of.get(record_corr)
+            device = int(t.device[w]) if t.device[w] >= 0 else int(t.pid[w])
+            waiting = int(t.tid[w])
+            if record is None or wait_call < 0 or stream == waiting:
+                continue
+            before = by_stream.get((device, stream), [])
+            i = int(np.searchsorted(call_ts[before], t.ts_ns[record], side="right")) - 1
+            after = by_thread.get((int(t.pid[wait_call]), int(t.tid[wait_call]), waiting), [])
+            j = int(np.searchsorted(call_ts[after], t.ts_ns[wait_call], side="left"))
+            if i < 0 or j >= len(after):
+                continue
+            src = index_of.get(int(act_row[before[i]]))
+            dst = index_of.get(int(act_row[after[j]]))
+            end = t.ts_ns[w] + t.dur_ns[w]
+            if src is None or dst is None or end >= t.ts_ns[rows[dst]]:
+                continue  # outside the window, or met after the activity (HTA's order)
+            out[dst] = src
+        return out
 
     def _sync_edges(self, syncs: np.ndarray, sync_call: np.ndarray, pos_sync: np.ndarray,
                     pos_act: np.ndarray, group: np.ndarray, order: np.ndarray,

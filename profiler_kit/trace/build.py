@@ -65,17 +65,19 @@ def list_memory(acc: Accumulator) -> dict[str, np.ndarray]:
 
 def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray],
                 memory: dict[str, np.ndarray],
-                inputs: dict[int, RecordedInputs] | None = None) -> EventTable:
+                inputs: dict[int, RecordedInputs] | None = None,
+                event_waits: dict[int, tuple[int, int]] | None = None) -> EventTable:
     """The table with rows sorted by start time (stable: ties keep file order).
 
-    ``inputs`` is keyed by row in file order (the order of ``columns``).
+    ``inputs`` and ``event_waits`` are keyed by row in file order (that of ``columns``).
     """
     order = np.argsort(columns["ts_ns"], kind="stable")
     sorted_cols = {k: np.ascontiguousarray(columns[k][order]) for k in EVENT_COLUMNS}
-    if inputs:
+    if inputs or event_waits:
         new_row = np.empty(len(order), dtype=np.int64)
         new_row[order] = np.arange(len(order), dtype=np.int64)
-        inputs = {int(new_row[r]): v for r, v in inputs.items()}
+        inputs = {int(new_row[r]): v for r, v in (inputs or {}).items()}
+        event_waits = {int(new_row[r]): v for r, v in (event_waits or {}).items()}
     return EventTable(
         meta=meta,
         names=list(acc.names),
@@ -86,5 +88,6 @@ def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray
         normalized=dict(sorted(acc.normalized.items())),
         comms=sorted(acc.comms, key=lambda c: c.ts_ns),  # stable: ties keep file order
         inputs=inputs or {},
+        event_waits=event_waits or {},
         **sorted_cols,
     )

@@ -29,8 +29,10 @@ from profiler_kit.trace.normalize import (
     INT32_MAX,
     INT32_MIN,
     SHAPES_NOT_KEPT,
+    SYNC_VALUE,
     Accumulator,
     category_code,
+    event_wait,
     input_type_key,
     string_id,
 )
@@ -81,20 +83,24 @@ class ColumnBuilder:
 
     def table(self, path: Path, header: Mapping[str, Any]) -> EventTable:
         """The table of everything added, with the metadata from the trace's top-level keys."""
-        columns, inputs = self.columns()
+        columns, inputs, waits = self.columns()
         return build_table(meta_from_header(path, header), self.acc, columns,
-                           list_memory(self.acc), inputs)
+                           list_memory(self.acc), inputs, waits)
 
-    def columns(self) -> tuple[dict[str, np.ndarray], dict[int, RecordedInputs]]:
-        """The chunks joined into whole columns, and the recorded inputs by row (file
-        order); the chunks are consumed."""
+    def columns(self) -> tuple[dict[str, np.ndarray], dict[int, RecordedInputs],
+                               dict[int, tuple[int, int]]]:
+        """The chunks joined into whole columns, and the recorded inputs and event waits
+        by row (file order); the chunks are consumed."""
         if not self.chunks:
-            return {k: np.empty(0, dtype=t) for k, t in EVENT_COLUMNS.items()}, {}
+            return {k: np.empty(0, dtype=t) for k, t in EVENT_COLUMNS.items()}, {}, {}
         inputs: dict[int, RecordedInputs] = {}
+        waits: dict[int, tuple[int, int]] = {}
         offset = 0
         for c in self.chunks:
             for row, value in c.pop("inputs", ()):
                 inputs[offset + row] = value
+            for row, wait in c.pop("waits", ()):
+                waits[offset + row] = wait
             offset += len(c["ts_ns"])
         out = {}
         for key in EVENT_COLUMNS:
@@ -102,7 +108,7 @@ class ColumnBuilder:
             for c in self.chunks:
                 del c[key]
         self.chunks.clear()
-        return out, inputs
+        return out, inputs, waits
 
     def add_untyped(self, events: Iterable[Any]) -> None:
         """Plain decoded events, one by one with the per-event rules."""
@@ -115,6 +121,9 @@ class ColumnBuilder:
             if acc.inputs:
                 chunk["inputs"] = acc.inputs
                 acc.inputs = []
+            if acc.event_waits:
+                chunk["waits"] = acc.event_waits
+                acc.event_waits = []
             self.chunks.append(chunk)
             for key in EVENT_COLUMNS:
                 getattr(acc, key).clear()
@@ -172,6 +181,7 @@ class ColumnBuilder:
             device[gpu] = dev
             stream[gpu] = np.where(strm == ABSENT, tid[gpu], strm)
         inputs = recorded_inputs(args, cat, names)
+        waits = event_waits(args, cat)
         # commit only now: an Irregular above leaves no trace of this batch
         self._others(others)
         self.acc.skipped.update(unsupported)
@@ -193,6 +203,8 @@ class ColumnBuilder:
         }
         if inputs:
             chunk["inputs"] = inputs
+        if waits:
+            chunk["waits"] = waits
         self.chunks.append(chunk)
 
     def _input_type_column(self, values: list[Any], n: int) -> np.ndarray:
@@ -295,6 +307,14 @@ def recorded_inputs(args: list[Args], cat: np.ndarray,
     return [(i, RecordedInputs(bytes(a.input_dims), b"", bytes(a.input_strides),
                                bytes(a.concrete_inputs)))
             for i in ops if (a := args[i]).input_dims and names[i] not in SHAPES_NOT_KEPT]
+
+
+def event_waits(args: list[Args], cat: np.ndarray) -> list[tuple[int, tuple[int, int]]]:
+    """(row, (stream, cudaEventRecord correlation)) of the cuda_sync rows that wait on an
+    event; one scan of the sync rows (few) for every trace."""
+    return [(i, w) for i in np.flatnonzero(cat == SYNC_VALUE).tolist()
+            if (a := args[i]).wait_on_stream != ABSENT
+            and (w := event_wait(a.wait_on_stream, a.wait_on_record)) is not None]
 
 
 def document_table(path: Path, data: bytes) -> EventTable | None:

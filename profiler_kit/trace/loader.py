@@ -87,7 +87,7 @@ def load_simple(path: str | os.PathLike[str]) -> EventTable:
     for event in doc["traceEvents"]:
         acc.add(event)
     return build_table(meta_from_header(p, doc), acc, list_columns(acc), list_memory(acc),
-                       dict(acc.inputs))
+                       dict(acc.inputs), dict(acc.event_waits))
 
 
 def find_traces(path: str | os.PathLike[str]) -> list[Path]:

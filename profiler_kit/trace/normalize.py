@@ -37,6 +37,7 @@ INSTANT_PHASES = frozenset({"i", "I"})
 KNOWN_OTHER_CATEGORIES = frozenset({"trace", "cpu_instant_event", "cuda_profiler_range"})
 GPU_CAT_VALUES = frozenset(int(c) for c in GPU_CATS)
 CPU_OP_VALUE = int(Cat.CPU_OP)
+SYNC_VALUE = int(Cat.SYNC)
 # Ops that only make views, allocate or read metadata: no data moves, so their recorded
 # shapes are not kept (they are most of a trace's ops; keeping them would only cost time).
 SHAPES_NOT_KEPT = frozenset({
@@ -139,6 +140,7 @@ class Accumulator:
         self.input_type: list[int] = []
         self.mem: dict[str, list[int]] = {k: [] for k in MEMORY_COLUMNS}
         self.inputs: list[tuple[int, RecordedInputs]] = []  # (row in these lists, inputs)
+        self.event_waits: list[tuple[int, tuple[int, int]]] = []  # (row, (stream, record))
         self.skipped: Counter[str] = Counter()
         self.normalized: Counter[str] = Counter()
         self.process_names: dict[int, str] = {}
@@ -239,6 +241,11 @@ class Accumulator:
                                         self.external_id[-1], args_from_dict(args)))
         if cat == CPU_OP_VALUE and "Input Dims" in args and name not in SHAPES_NOT_KEPT:
             self.inputs.append((len(self.ts_ns) - 1, recorded_inputs(args)))
+        elif cat == SYNC_VALUE and "wait_on_stream" in args:
+            wait = event_wait(args.get("wait_on_stream"),
+                              args.get("wait_on_cuda_event_record_corr_id"))
+            if wait is not None:
+                self.event_waits.append((len(self.ts_ns) - 1, wait))
 
     def intern_input_type(self, value: Any) -> int:
         """The interned ``Input type`` list (-1 when absent or not a list)."""
@@ -293,6 +300,14 @@ class Accumulator:
             tid = id_value(tid_raw)
             if type(tid) is int:
                 self.thread_names[(pid, tid)] = label
+
+
+def event_wait(stream: Any, record: Any) -> tuple[int, int] | None:
+    """(stream, cudaEventRecord correlation) of a wait, None unless both are known (>= 0)."""
+    s, r = optional_int(stream), optional_int(record)
+    if s is None or r is None or s < 0 or r < 0:
+        return None
+    return s, r
 
 
 def input_type_key(types: list[Any]) -> str:

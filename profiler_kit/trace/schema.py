@@ -40,6 +40,10 @@ class Args(CommArgs, gc=False):
     input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
     input_strides: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Strides")
     concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
+    # a "Stream Wait Event" (cuda_sync): the stream and the cudaEventRecord it waits on
+    wait_on_stream: int = ABSENT
+    wait_on_record: int = msgspec.field(default=ABSENT,
+                                        name="wait_on_cuda_event_record_corr_id")
 
 
 class OtherArgs(msgspec.Struct, gc=False):

@@ -153,6 +153,10 @@ class EventTable(msgspec.Struct):
     # row -> the shapes, dtypes, strides and scalar arguments of a cpu_op row that has
     # "Input Dims" (traces recorded with shapes); empty for traces without them
     inputs: dict[int, RecordedInputs] = msgspec.field(default_factory=dict)
+    # row -> (wait_on_stream, correlation of the cudaEventRecord waited on) of the cuda_sync
+    # rows that carry them ("Stream Wait Event", "Event Sync"); the critical path's
+    # cross-stream edges read it
+    event_waits: dict[int, tuple[int, int]] = msgspec.field(default_factory=dict)
     # args["Input type"] of each row (traces recorded with shapes): an index into ``names``
     # of the dtypes joined by ", " (``"c10::BFloat16, c10::BFloat16, "``), -1 where absent;
     # None when the table was built without the column. Precision reads it.
