@@ -72,7 +72,7 @@ class PathEntry(msgspec.Struct, frozen=True):
 
     name: str
     category: str  # cpu_op / runtime / kernel / memcpy / memset
-    klass: str
+    klass: str = msgspec.field(name="class")
     count: int  # events of this name whose own time is on the path
     ns: int
 

@@ -23,7 +23,7 @@ class NameTotal(msgspec.Struct, frozen=True):
 
     name: str
     category: str  # kernel / memcpy / memset / cpu_op
-    klass: str
+    klass: str = msgspec.field(name="class")
     count: int
     total_ns: int
     min_ns: int
@@ -31,7 +31,7 @@ class NameTotal(msgspec.Struct, frozen=True):
 
 
 class ClassTotal(msgspec.Struct, frozen=True):
-    klass: str
+    klass: str = msgspec.field(name="class")
     count: int
     total_ns: int
     share: float  # of all the time in this breakdown

@@ -35,7 +35,7 @@ class NameStat(msgspec.Struct, frozen=True):
 
     name: str
     category: str  # cpu_op / kernel / memcpy / memset
-    klass: str
+    klass: str = msgspec.field(name="class")
     count: int
     total_ns: int  # sum of durations
     self_ns: int  # CPU ops: minus the time of the ops nested in them; GPU: = total_ns
@@ -47,7 +47,7 @@ class LaunchStat(msgspec.Struct, frozen=True):
     op: str
     kernel: str
     category: str
-    klass: str
+    klass: str = msgspec.field(name="class")
     count: int
     total_ns: int
 
@@ -61,7 +61,7 @@ class ShapeStat(msgspec.Struct, frozen=True):
     name: str
     input_dims: str
     input_types: str
-    klass: str
+    klass: str = msgspec.field(name="class")
     count: int
     total_ns: int
     self_ns: int
@@ -215,7 +215,7 @@ class DiffRow(msgspec.Struct, frozen=True):
 
     name: str
     category: str
-    klass: str
+    klass: str = msgspec.field(name="class")
     counts: tuple[int, ...]
     totals_ns: tuple[int, ...]
     count_per_step: tuple[float, ...]

@@ -54,7 +54,7 @@ class StepTimeline(msgspec.Struct, frozen=True):
     offset_ns: tuple[int, ...]
     dur_ns: tuple[int, ...]
     name: tuple[int, ...]
-    klass: tuple[int, ...]
+    klass: tuple[int, ...] = msgspec.field(name="class")
 
     @property
     def downsampled(self) -> bool:

@@ -22,18 +22,9 @@ SCHEMA = "profkit.analysis/2"
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, msgspec.Struct):
-        return {
-            ("class" if name == "klass" else name): _plain(getattr(value, name))
-            for name in value.__struct_fields__
-        }
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and value != value:  # NaN is not JSON
-        return None
-    return value
+    """Plain JSON data: Structs as dicts (``klass`` fields are named ``class``), tuples as
+    lists. NaN stays a float, which the JSON encoder writes as ``null``."""
+    return msgspec.to_builtins(value, str_keys=True)
 
 
 def trace_document(a: TraceAnalysis) -> dict[str, Any]:
