@@ -89,15 +89,7 @@ def diff_table(c: Comparison, kind: str, top: int, width: int = 120) -> Table | 
     base = c.labels[c.baseline]
     t = Table(title=Text(f"{what} that changed most, per step (baseline: {base}; "
                          "new, gone, = unchanged)"), **_TABLE)
-    n = len(c.labels)
-    name_w = max(24, width - 18 - 24 * n - 17 * (n - 1))
-    t.add_column("name", overflow="ellipsis", no_wrap=True, max_width=name_w)
-    t.add_column("class", no_wrap=True, min_width=14)
-    for i, label in enumerate(c.labels):
-        t.add_column(Text(label + (" (base)" if i == c.baseline else "")), justify="right",
-                     no_wrap=True, min_width=17, overflow="fold")
-        if i != c.baseline:
-            t.add_column("Δ", justify="right", no_wrap=True, min_width=14)
+    name_w = _diff_columns(t, c, "name", width)
     for r in rows[:top]:
         _diff_row(t, c, r, short_name(r.name, name_w))
         if kind == "ops":
@@ -109,6 +101,21 @@ def diff_table(c: Comparison, kind: str, top: int, width: int = 120) -> Table | 
                              for n, w in zip(c.ops.steps, c.ops.windows, strict=True)))
     t.caption_justify = "left"
     return t
+
+
+def _diff_columns(t: Table, c: Comparison, first: str, width: int) -> int:
+    """The diff tables' columns: ``first`` (names), class, then each trace and its Δ against
+    the baseline; returns the width left for names."""
+    n = len(c.labels)
+    name_w = max(24, width - 18 - 24 * n - 17 * (n - 1))
+    t.add_column(first, overflow="ellipsis", no_wrap=True, max_width=name_w)
+    t.add_column("class", no_wrap=True, min_width=14)
+    for i, label in enumerate(c.labels):
+        t.add_column(Text(label + (" (base)" if i == c.baseline else "")), justify="right",
+                     no_wrap=True, min_width=17, overflow="fold")
+        if i != c.baseline:
+            t.add_column("Δ", justify="right", no_wrap=True, min_width=14)
+    return name_w
 
 
 def shape_table(c: Comparison, top: int, width: int = 120) -> Table | Text | None:
@@ -124,16 +131,7 @@ def shape_table(c: Comparison, top: int, width: int = 120) -> Table | Text | Non
     base = c.labels[c.baseline]
     t = Table(title=Text("CPU ops by input shape that changed most, per step (baseline: "
                          f"{base}; new, gone, = unchanged)"), **_TABLE)
-    n = len(c.labels)
-    name_w = max(24, width - 18 - 24 * n - 17 * (n - 1))
-    t.add_column("op (tensor input shapes, dtypes)", overflow="ellipsis", no_wrap=True,
-                 max_width=name_w)
-    t.add_column("class", no_wrap=True, min_width=14)
-    for i, label in enumerate(c.labels):
-        t.add_column(Text(label + (" (base)" if i == c.baseline else "")), justify="right",
-                     no_wrap=True, min_width=17, overflow="fold")
-        if i != c.baseline:
-            t.add_column("Δ", justify="right", no_wrap=True, min_width=14)
+    name_w = _diff_columns(t, c, "op (tensor input shapes, dtypes)", width)
     for r in c.ops.op_shapes[:top]:
         _diff_row(t, c, r, short_name(r.name, name_w) + "\n  " + shape_label(r, name_w - 2))
     t.caption = f"{len(c.ops.op_shapes):,} (op, shapes) pairs; full shapes in --json"
