@@ -191,9 +191,12 @@ def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
     return compare_analyses(list(analyses), baseline)
 
 
-def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDiff:
+def diff(base: str | os.PathLike[str], test: str | os.PathLike[str], *,
+         min_effect: float | None = None) -> ReportDiff:
     """Two DDP benchmark reports side by side (profkit's ``ddp_report.json``, a ``ddp`` run
     folder, or PyTorch's DDP benchmark JSON), with a noise verdict per change.
+    ``min_effect``: the smallest change (a fraction, 0.05 is 5 %) that may be called beyond
+    noise, in place of the defaults (10 % with one run a side, 5 % with repeats).
 
     A file that is not such a report raises ``UsageError``. Does not import torch.
     """
@@ -209,7 +212,8 @@ def diff(base: str | os.PathLike[str], test: str | os.PathLike[str]) -> ReportDi
     base_label, test_label = label(base), label(test)
     if base_label == test_label:
         base_label, test_label = str(base), str(test)
-    return diff_reports(load_report(base), load_report(test), base_label, test_label)
+    return diff_reports(load_report(base), load_report(test), base_label, test_label,
+                        min_effect=min_effect)
 
 
 def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],

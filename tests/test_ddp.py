@@ -167,8 +167,9 @@ def test_same_command_runs_under_torchrun(tmp_path: Path) -> None:
 def test_a_a_pair_of_repeated_runs_is_within_noise(tmp_path: Path) -> None:
     """Two runs of the same code on this machine, each configuration in three independent
     rounds: the diff judges noise between runs and calls no change real. (One round each,
-    the issue's A/A pair of runs saw +37 % at p75 and p = 2.8e-10: samples of one run
-    share its conditions and say nothing about the next run's.)"""
+    an A/A pair of runs once saw +37 % at p75 and p = 2.8e-10: samples of one run share its
+    conditions and say nothing about the next run's. With repeats but no margin, the t
+    interval alone excluded 0 at +3.7 %: repeats back to back share the run's drift.)"""
     ddp = _ddp()
     options = MeasureOptions(iterations=6, warmup=2, profile_wait=0, profile_warmup=0,
                              profile_active=1, repeats=3)
@@ -186,5 +187,6 @@ def test_a_a_pair_of_repeated_runs_is_within_noise(tmp_path: Path) -> None:
     # interval, so over many A/A pairs about one row in twenty lies outside by chance
     assert c.beyond_noise is False, c
     (p50,) = [p for p in c.percentiles if p.percentile == 50]
-    assert p50.noise.ci_low_fraction < 0 < p50.noise.ci_high_fraction or abs(
-        p50.change_fraction) < p50.noise.min_effect_fraction
+    margin = p50.noise.min_effect_fraction
+    assert margin == 0.05
+    assert p50.noise.ci_low_fraction <= margin and p50.noise.ci_high_fraction >= -margin

@@ -16,6 +16,7 @@ from rich.console import Console
 from scipy import stats as scipy_stats
 
 from profiler_kit import api, artifacts
+from profiler_kit.cli import main
 from profiler_kit.ddp_benchmark import report as ddp_report
 from profiler_kit.ddp_benchmark.diff import diff_reports
 from profiler_kit.ddp_benchmark.noise import (
@@ -428,3 +429,36 @@ def test_repeats_judge_noise_between_runs_where_one_run_each_is_fooled() -> None
     console = Console(width=160, record=True, color_system=None)
     render(console, single)
     assert "run-to-run noise is unknown" in console.export_text()
+
+
+def test_a_drift_between_runs_smaller_than_the_margin_is_within_noise(tmp_path: Path) -> None:
+    """The A/A pair that a Welch interval alone calls real: two runs of the same code whose
+    repeats agree closely within each run but sit 3.7 % apart (the machine drifted between
+    the runs). The interval excludes 0 but not the +-5 % margin; ``--min-effect 2`` (a
+    quieter machine) calls it real."""
+    base = _rounds([0.1000, 0.1004, 0.0997], seed=4)
+    test = _rounds([0.1037, 0.1033, 0.1040], seed=5)
+    d = diff_reports(_repeated_run({"ddp-w2": base}), _repeated_run({"ddp-w2": test}))
+    (c,) = d.benchmarks[0].configurations
+    p50 = c.percentiles[0]
+    low, high = between_runs_change([float(np.percentile(r, 50)) for r in base],
+                                    [float(np.percentile(r, 50)) for r in test])
+    assert 0 < low < 0.05 and 0.03 < p50.change_fraction < 0.045
+    assert (p50.noise.ci_low_fraction, p50.noise.min_effect_fraction) == pytest.approx(
+        (low, 0.05))
+    assert c.beyond_noise is False
+    tight = diff_reports(_repeated_run({"ddp-w2": base}), _repeated_run({"ddp-w2": test}),
+                         min_effect=0.02)
+    (c,) = tight.benchmarks[0].configurations
+    assert c.beyond_noise is (low > 0.02) is True
+    assert tight.min_effect_repeated_fraction == tight.min_effect_one_run_fraction == 0.02
+
+    a = _write(tmp_path / "a.json", _repeated_run({"ddp-w2": base}))
+    b = _write(tmp_path / "b.json", _repeated_run({"ddp-w2": test}))
+    out = tmp_path / "d.json"
+    assert main(["diff", str(a), str(b), "--min-effect", "2", "--json", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    assert saved["min_effect_repeated_fraction"] == 0.02
+    assert saved["benchmarks"][0]["configurations"][0]["beyond_noise"] is True
+    with pytest.raises(SystemExit):
+        main(["diff", str(a), str(b), "--min-effect", "lots"])

@@ -196,15 +196,17 @@ def _pair_benchmarks(
 def diff_reports(
     base: Mapping[str, Any], test: Mapping[str, Any],
     base_label: str = "base", test_label: str = "test", seed: int = 0,
+    min_effect: float | None = None,
 ) -> ReportDiff:
-    """Compare two DDP benchmark reports (profkit's or PyTorch's)."""
+    """Compare two DDP benchmark reports (profkit's or PyTorch's). ``min_effect`` (a
+    fraction) replaces both noise models' default minimum effect."""
     pairs, unmatched = _pair_benchmarks(base, test)
     benchmarks = []
     for ba, bb in pairs:
         batch = int(ba.get("batch_size", 0))
         ca, cb = _configurations(ba), _configurations(bb)
         configs = [
-            _diff_configuration(ca[name], cb[name], batch, seed)
+            _diff_configuration(ca[name], cb[name], batch, seed, min_effect)
             for name in ca if name in cb
         ]
         benchmarks.append(BenchmarkDiff(
@@ -222,10 +224,14 @@ def diff_reports(
         metadata=_metadata_rows(base, test),
         benchmarks=tuple(benchmarks),
         unmatched=tuple(unmatched),
+        min_effect_one_run_fraction=MIN_EFFECT_ONE_RUN if min_effect is None else min_effect,
+        min_effect_repeated_fraction=(MIN_EFFECT_REPEATED if min_effect is None
+                                      else min_effect),
     )
 
 
-def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int) -> ConfigurationDiff:
+def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int,
+                        min_effect: float | None) -> ConfigurationDiff:
     raw = a.samples_s is not None and b.samples_s is not None
     rows = []
     for p in DIFF_PERCENTILES:
@@ -233,7 +239,7 @@ def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int) -> Config
             continue
         va, vb = a.percentiles_s[p], b.percentiles_s[p]
         change = vb / va - 1 if va > 0 else math.nan
-        noise = (percentile_verdict(a.repeats_s, b.repeats_s, p, change, seed=seed + p)
+        noise = (percentile_verdict(a.repeats_s, b.repeats_s, p, seed + p, min_effect)
                  if raw else NoiseVerdict(NOT_TESTED, None,
                                           reason="percentiles only: no raw samples"))
         ex_a, ex_b = _examples_per_s(batch, a.world_size, va), _examples_per_s(

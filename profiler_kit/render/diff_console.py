@@ -134,13 +134,14 @@ def _legend(d: ReportDiff) -> str:
     if BETWEEN_RUNS in models:
         lines.append(
             f"Beyond noise, between runs: the {level} Welch t interval of the change of the "
-            f"repeats' percentiles (shown, in %) excludes 0 and the change is at least "
-            f"{100 * d.min_effect_repeated_fraction:g} %.")
+            f"repeats' percentiles (shown, in %) lies beyond "
+            f"+-{100 * d.min_effect_repeated_fraction:g} % (the drift between runs that "
+            f"repeats run back to back cannot measure; --min-effect sets it).")
     if WITHIN_RUN in models:
         lines.append(
             f"Beyond noise, within one run: the {level} bootstrap interval of the change "
-            f"(shown, in %) excludes 0 and the change is at least "
-            f"{100 * d.min_effect_one_run_fraction:g} %; with one run per side, run-to-run "
+            f"(shown, in %) lies beyond +-{100 * d.min_effect_one_run_fraction:g} %; with "
+            f"one run per side, run-to-run "
             f"noise is unknown (profkit run --repeats N measures it). MW p: Mann-Whitney U "
             f"test of the whole distributions (< {d.alpha:g}: they differ).")
     if NOT_TESTED in models or not models:
