@@ -134,6 +134,23 @@ def test_run_measures_ranks_and_writes_the_report(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_json_report_to_stdout_gets_stdout_alone(tmp_path: Path) -> None:
+    """``--json-report -``: stdout is the report, so it can be piped; the tables, progress
+    and hints go to stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "profiler_kit", "run", "ddp", "--json-report", "-",
+         "--model", "resnet18", "--batch-size", "2", "--image-size", "32", "--world-size", "1",
+         "--strategies", "no-ddp", "--iterations", "2", "--warmup", "1", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = (tmp_path / "ddp").iterdir()
+    assert json.loads(done.stdout) == load_report(run_dir)
+    assert "no-ddp" in done.stderr and "profkit tensorboard" in done.stderr
+
+
+@pytest.mark.slow
 def test_same_command_runs_under_torchrun(tmp_path: Path) -> None:
     """Two processes started by torchrun on loopback: each is one rank, nothing is spawned,
     rank 0 alone writes the run folder and prints; both ranks' traces land in it."""

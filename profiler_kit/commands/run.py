@@ -128,8 +128,11 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
         names = [n.strip() for n in str(opts["strategies"]).split(",") if n.strip()]
 
     # under torchrun, rank 0 speaks; piped output gets full-width tables rather than
-    # rich's 80-column fallback
-    console = Console(quiet=not is_output_rank(), width=None if sys.stdout.isatty() else 120)
+    # rich's 80-column fallback; stdout is left to an output written there (``-``)
+    to_stderr = _writes_to_stdout(scenario, params)
+    stream = sys.stderr if to_stderr else sys.stdout
+    console = Console(quiet=not is_output_rank(), stderr=to_stderr,
+                      width=None if stream.isatty() else 120)
     with run_console.ProgressBars(console) as bars:
         result = api.run(
             scenario, params, device=opts.get("device", "auto"), strategies=names,
@@ -146,6 +149,13 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
         reasons = "; ".join(f"{s.name}: {s.reason}" for s in result.strategies)
         print(f"profkit: error: nothing could run ({reasons})", file=sys.stderr)
     return result.exit_status
+
+
+def _writes_to_stdout(scenario: Any, params: dict[str, Any]) -> bool:
+    """Whether an output parameter of the scenario (``--json-report -``) names stdout."""
+    from profiler_kit.outputs import STDOUT
+
+    return any(p.output and params.get(p.name) == STDOUT for p in scenario.params)
 
 
 def _charts_line(result: Any) -> str:
