@@ -7,6 +7,7 @@ the analysis side never pulls in torch.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from profiler_kit.analysis.collectives import RankSummary
     from profiler_kit.analysis.compare import Comparison
+    from profiler_kit.analysis.files import Unreadable
     from profiler_kit.analysis.job import JobView
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.ddp_benchmark.diff import ReportDiff
@@ -142,7 +144,9 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found = summaries.find_summary_files(list(paths))
-    out = Summaries(s for f in found for s in summaries.load(f))
+    documents = [summaries.load(f) for f in found]
+    out = Summaries(s for d in documents for s in d.summaries)
+    out.unreadable = tuple(u for d in documents for u in d.unreadable)
     trace_paths = [p for p in paths if Path(p) not in found]
     if trace_paths:
         from profiler_kit.errors import TraceError
@@ -157,7 +161,7 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
         labels = label_traces(files, [f.resolve() in given for f in files])
         read, unreadable = _readable(summarize_files(files, labels, jobs), "trace")
         out.extend(read)
-        out.unreadable = unreadable
+        out.unreadable += unreadable
     return out
 
 
@@ -253,11 +257,15 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
                 baseline: str | None = None, jobs: int | None = None,
                 analyses: Sequence[TraceAnalysis] | None = None,
                 comparison: Comparison | None = None,
-                job_views: Sequence[JobView] | None = None) -> str:
-    """The HTML report of ``paths`` as text. ``analyses`` (with their ``comparison`` and
-    ``job_views``) are used as given instead of analyzing the traces again."""
+                job_views: Sequence[JobView] | None = None,
+                unreadable: Sequence[Unreadable] = ()) -> str:
+    """The HTML report of ``paths`` as text. ``analyses`` (with their ``comparison``,
+    ``job_views`` and ``unreadable`` traces) are used as given instead of analyzing the
+    traces again. Traces it cannot read itself are left out, listed in the report, and
+    each raises a ``LeftOutWarning``."""
     from profiler_kit import artifacts
     from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
+    from profiler_kit.errors import LeftOutWarning
     from profiler_kit.render import html_report
     from profiler_kit.results import read_run
 
@@ -276,6 +284,10 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
     if analyses is None:
         analyses = analyze(trace_paths, jobs=jobs) if trace_paths else []
         job_views = getattr(analyses, "jobs", ())
+        unreadable = getattr(analyses, "unreadable", ())
+        for u in unreadable:
+            warnings.warn(f"{u.path}: unreadable, left out ({u.reason})", LeftOutWarning,
+                          stacklevel=2)
         if len(runs) == 1:  # strategies in the order they ran, the baseline first
             analyses = _in_run_order(list(analyses), runs[0], Path(paths[0]))
         comparison = compare(analyses, baseline) if len(analyses) > 1 else None
@@ -285,7 +297,7 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
         title or html_report.default_title(runs[0] if len(runs) == 1 else None,
                                            [str(p) for p in paths]),
         analyses, comparison, runs=runs, ddp_reports=reports, jobs=job_views,
-        subtitle=html_report.default_subtitle(runs, analyses))
+        subtitle=html_report.default_subtitle(runs, analyses), unreadable=unreadable)
 
 
 def _in_run_order(analyses: list[TraceAnalysis], run: RunResult,

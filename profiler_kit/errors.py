@@ -34,3 +34,7 @@ class OutputError(ProfkitError):
 
 class MissingDependency(ProfkitError):
     """An optional package a feature needs is not installed: the message says how to get it."""
+
+
+class LeftOutWarning(UserWarning):
+    """A trace that could not be read was left out; the rest was still reported."""

@@ -9,6 +9,7 @@ import pytest
 from profiler_kit.analysis.collectives import Call, GroupInfo, RankStep, RankSummary
 from profiler_kit.analysis.job import analyze_job, analyze_jobs
 from profiler_kit.analysis.summaries import dumps, load
+from profiler_kit.trace.source import Unreadable
 
 MS = 1_000_000
 
@@ -144,7 +145,10 @@ def test_summaries_file_round_trip(tmp_path) -> None:
     s = [summary(0, [(10, 20)]), summary(1, [(15, 20)])]
     path = tmp_path / "s.json"
     path.write_bytes(dumps(s))
-    assert load(path) == s
+    assert load(path).summaries == s and load(path).unreadable == []
+    left_out = [Unreadable("rank2.json", "truncated")]
+    path.write_bytes(dumps(s, left_out))
+    assert (load(path).summaries, load(path).unreadable) == (s, left_out)
 
 
 def test_bad_summaries_file_is_one_clear_error(tmp_path) -> None:

@@ -66,7 +66,27 @@ def test_a_truncated_rank_is_named_and_the_other_analyzed(job: Path) -> None:
     assert r.returncode == 1 and "unreadable, left out" in r.stderr
     r = profkit("analyze", "--summary-only", "job", cwd=job.parent)
     assert r.returncode == 1 and "unreadable, left out" in r.stderr
-    assert json.loads(r.stdout)["schema"] == "profkit.rank-summaries/1"
+    written = json.loads(r.stdout)
+    assert written["schema"] == "profkit.rank-summaries/1"
+    assert [u["path"] for u in written["unreadable"]] == [str(bad)]
+    # reduced elsewhere, the summaries still say which rank is missing
+    (job.parent / "summaries.json").write_text(r.stdout)
+    r = profkit("analyze", "summaries.json", "--json", "-", cwd=job.parent)
+    assert r.returncode == 1 and r.stderr.startswith(f"profkit: warning: {bad}: unreadable")
+    assert [u["path"] for u in json.loads(r.stdout)["unreadable"]] == [str(bad)]
+
+
+def test_a_truncated_rank_is_listed_in_the_html_report(job: Path) -> None:
+    bad = next(job.glob("rank0.*")).relative_to(job.parent)
+    r = profkit("report", "job", "-o", "r.html", cwd=job.parent)
+    assert r.returncode == 1
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"profkit: warning: {bad}: unreadable, left out (truncated")
+    html = (job.parent / "r.html").read_text(encoding="utf-8")
+    assert "Left out, unreadable" in html and f"<code>{bad}</code>" in html
+    r = profkit("analyze", "job", "--html", "a.html", cwd=job.parent)
+    assert r.returncode == 1
+    assert f"<code>{bad}</code>" in (job.parent / "a.html").read_text(encoding="utf-8")
 
 
 def test_a_truncated_trace_alone_gets_its_own_error(job: Path) -> None:

@@ -14,21 +14,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import msgspec
-
 from profiler_kit.analysis.collectives import RankSummary
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.forking import cores, may_fork, worker_pool
+from profiler_kit.trace.source import Unreadable
 
 T = TypeVar("T")
-
-
-class Unreadable(msgspec.Struct, frozen=True):
-    """A trace that could not be read, and why; the other traces are still analyzed."""
-
-    path: str
-    reason: str
 
 
 def split_unreadable(results: Sequence[T | Unreadable]) -> tuple[list[T], list[Unreadable]]:

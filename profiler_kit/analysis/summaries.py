@@ -2,19 +2,22 @@
 reads them back, so traces can be summarized where they live and reduced anywhere.
 
 The file is JSON, schema ``profkit.rank-summaries/1``: ``{"schema": ..., "summaries":
-[RankSummary, ...]}``; a call is an array ``[kind, group, seq, start_ns, end_ns,
-size_bytes, dtype, step, exposed]`` to keep thousands of calls small.
+[RankSummary, ...], "unreadable": [{"path", "reason"}, ...]}``; a call is an array
+``[kind, group, seq, start_ns, end_ns, size_bytes, dtype, step, exposed]`` to keep
+thousands of calls small.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
 from profiler_kit.analysis.collectives import RankSummary
 from profiler_kit.errors import TraceError
+from profiler_kit.trace.source import Unreadable
 
 SCHEMA = "profkit.rank-summaries/1"
 MARKER = b'"profkit.rank-summaries/'
@@ -23,13 +26,14 @@ MARKER = b'"profkit.rank-summaries/'
 class SummaryDocument(msgspec.Struct):
     schema: str
     summaries: list[RankSummary]
+    unreadable: list[Unreadable] = []  # traces left out (absent in files of profkit <= 0.1)
 
 
 _DECODER = msgspec.json.Decoder(SummaryDocument)
 
 
-def dumps(summaries: list[RankSummary]) -> bytes:
-    return msgspec.json.encode(SummaryDocument(SCHEMA, summaries)) + b"\n"
+def dumps(summaries: list[RankSummary], unreadable: Sequence[Unreadable] = ()) -> bytes:
+    return msgspec.json.encode(SummaryDocument(SCHEMA, summaries, list(unreadable))) + b"\n"
 
 
 def is_summary_file(path: Path) -> bool:
@@ -54,8 +58,9 @@ def find_summary_files(paths: list[str | os.PathLike[str]]) -> list[Path]:
     return found
 
 
-def load(path: Path) -> list[RankSummary]:
-    """The summaries in ``path``; TraceError naming the file when it is not one."""
+def load(path: Path) -> SummaryDocument:
+    """The summaries in ``path`` and the traces they left out; TraceError naming the file
+    when it is not a summaries file."""
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -67,4 +72,4 @@ def load(path: Path) -> list[RankSummary]:
     if not doc.schema.startswith("profkit.rank-summaries/1"):
         raise TraceError(f"{path}: rank-summaries schema {doc.schema!r} is not one this "
                          f"profkit reads ({SCHEMA})")
-    return doc.summaries
+    return doc

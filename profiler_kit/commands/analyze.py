@@ -112,7 +112,8 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
         from profiler_kit import api
 
         outputs.write(targets["html"], api.report_html(
-            args.paths, analyses=analyses, comparison=comparison, job_views=jobs))
+            args.paths, analyses=analyses, comparison=comparison, job_views=jobs,
+            unreadable=unreadable))
     if None not in targets.values():
         from rich.console import Console
 
@@ -188,7 +189,7 @@ def summary_only(args: argparse.Namespace) -> int:
     target = output_targets(args).get("json")
     found = api.summarize(args.paths, jobs=jobs(args))
     warn_unreadable(found.unreadable)
-    data = summaries.dumps(list(found))
+    data = summaries.dumps(list(found), found.unreadable)
     outputs.write(target, data.decode())
     if target is not None:
         sys.stderr.write(f"{len(found)} rank summaries ({len(data):,} bytes) written to "

@@ -29,14 +29,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
+    """Exit 1 when a trace was left out (named on stderr and in the report), as analyze."""
+    import sys
+    import warnings
+
     from profiler_kit import api
     from profiler_kit.commands.analyze import jobs
+    from profiler_kit.errors import LeftOutWarning
 
-    path = api.report(args.paths, args.output, title=args.title, baseline=args.baseline,
-                      jobs=jobs(args), force=args.force)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LeftOutWarning)
+        path = api.report(args.paths, args.output, title=args.title, baseline=args.baseline,
+                          jobs=jobs(args), force=args.force)
+    left_out = [w for w in caught if issubclass(w.category, LeftOutWarning)]
+    for w in caught:
+        if w in left_out:
+            print(f"profkit: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     if path is not None:  # not stdout
         print(f"report: {path}")
-    return 0
+    return 1 if left_out else 0
 
 
 COMMAND = Command("report", "one self-contained HTML report with charts (opens offline) of "

@@ -18,6 +18,7 @@ from string import Template
 from typing import Any
 
 from profiler_kit.analysis.compare import Comparison
+from profiler_kit.analysis.files import Unreadable
 from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import MissingDependency
@@ -104,8 +105,9 @@ def _in_section_of(run: RunResult, runs: Sequence[RunResult],
 def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
            runs: Sequence[RunResult] = (),
            ddp_reports: Sequence[Mapping[str, Any]] = (), jobs: Sequence[JobView] = (),
-           subtitle: str = "") -> str:
-    """The whole page. Raises MissingDependency without plotly."""
+           subtitle: str = "", unreadable: Sequence[Unreadable] = ()) -> str:
+    """The whole page; ``unreadable`` traces are listed as left out. Raises
+    MissingDependency without plotly."""
     plotly, plotly_version = plotly_js()
     charts = charts_for(analyses, runs, ddp_reports, jobs, comparison)
     sections: dict[str, list[Chart]] = {}
@@ -127,6 +129,7 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
         ("parameters", "Parameters and environment", "".join(_run_html(r, len(runs) > 1)
                                                             for r in runs)),
         ("traces", "Traces", _traces_html(analyses)),
+        ("left-out", "Left out, unreadable", _unreadable_html(unreadable)),
     ]
     for anchor, name, content in extra:
         if content:
@@ -256,6 +259,13 @@ def _traces_html(analyses: Sequence[TraceAnalysis]) -> str:
              _e(units.duration(a.steps.median_ns)), _e(str(a.steps.count or "-"))]
             for a in analyses]
     return _table(["trace", "file", "events", "median step", "steps"], rows, numeric_from=2)
+
+
+def _unreadable_html(unreadable: Sequence[Unreadable]) -> str:
+    if not unreadable:
+        return ""
+    rows = [[f"<code>{_e(u.path)}</code>", _e(u.reason)] for u in unreadable]
+    return _table(["file", "why it was left out"], rows, numeric_from=2)
 
 
 def default_subtitle(runs: Sequence[RunResult], analyses: Sequence[TraceAnalysis]) -> str:

@@ -10,7 +10,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from profiler_kit.errors import TraceError
+
+
+class Unreadable(msgspec.Struct, frozen=True):
+    """A trace that could not be read, and why; the other traces are still analyzed."""
+
+    path: str
+    reason: str
+
 
 GZIP_MAGIC = b"\x1f\x8b"
 BLOCK_BYTES = 4 << 20
