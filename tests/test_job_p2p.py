@@ -75,3 +75,24 @@ def test_sends_pair_with_recvs_and_waits_by_hand(traces: Path) -> None:
     s0, s1 = p.stages
     assert s1.recv_wait_ns > s0.recv_wait_ns
     assert 0 <= p.bubble_share <= 1
+
+
+def test_the_html_report_draws_each_stages_computation_and_bubble(traces: Path) -> None:
+    from profiler_kit.render.html_job_charts import job_charts
+
+    (job,) = api.analyze(traces).jobs
+    (chart,) = [c for c in job_charts([job]) if c.id.startswith("job-pipeline")]
+    busy, bubble = chart.data
+    assert busy["x"] == bubble["x"] == ["rank 0", "rank 1"]
+    for s, b, i in zip(job.pipeline.stages, busy["y"], bubble["y"], strict=True):
+        assert (b, i) == pytest.approx((s.busy_ns / 1e6, s.bubble_ns / 1e6))
+        assert b + i == pytest.approx(s.window_ns / 1e6), "the bars add up to the windows"
+    assert "bubble" in chart.caption
+
+
+def test_the_pipeline_report_draws_in_a_browser(traces: Path, tmp_path: Path) -> None:
+    from test_report_browser import check_in_browser
+
+    html = api.report([traces], tmp_path / "pipeline.html", jobs=1)
+    ids = {c["id"] for c in check_in_browser(html, "pipeline")}
+    assert {"job-pipeline-0", "profiled-steps"} <= ids

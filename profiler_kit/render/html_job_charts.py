@@ -1,11 +1,12 @@
 """Charts of a multi-rank job (the job view): each rank's time in collectives split into
-waiting for the last rank to arrive and transferring, the straggler named."""
+waiting for the last rank to arrive and transferring, the straggler named; and for a
+pipeline, each stage's computation and bubble."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profiler_kit.analysis.job import JobView
+from profiler_kit.analysis.job import JobView, PipelineView
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import Chart, axis, ms, series_color
 
@@ -13,9 +14,12 @@ ACROSS_RANKS = "Across ranks"
 
 
 def job_charts(jobs: Sequence[JobView]) -> list[Chart]:
-    """One chart per job whose ranks ran collectives that could be matched."""
+    """Per job: the wait/transfer chart when its ranks ran collectives that could be
+    matched, the stage chart when they sent to each other (a pipeline)."""
     charts = []
     for job in jobs:
+        if job.pipeline is not None and any(s.steps for s in job.pipeline.stages):
+            charts.append(_pipeline_chart(job.name, job.pipeline, len(charts)))
         ranks = [r for r in job.per_rank if r.instances]
         if not ranks:
             continue
@@ -51,3 +55,36 @@ def job_charts(jobs: Sequence[JobView]) -> list[Chart]:
                     "xaxis": axis("")},
         ))
     return charts
+
+
+def _pipeline_chart(name: str, p: PipelineView, index: int) -> Chart:
+    """Each stage's step windows split into computation and bubble (they add up to the
+    windows), with its time in send/recv and waiting for its peer on hover."""
+    stages = [s for s in p.stages if s.steps]
+    labels = [f"rank {s.rank}" for s in stages]
+    hover = [[units.percent(s.bubble_share), units.duration(s.p2p_ns),
+              units.duration(s.recv_wait_ns), units.duration(s.send_wait_ns)] for s in stages]
+    data = [
+        {"type": "bar", "name": "computation", "x": labels,
+         "y": [ms(s.busy_ns) for s in stages], "marker": {"color": series_color(0)},
+         "hovertemplate": "computation %{y:.4g} ms<extra>%{x}</extra>"},
+        {"type": "bar", "name": "bubble", "x": labels,
+         "y": [ms(s.bubble_ns) for s in stages], "marker": {"color": series_color(1)},
+         "customdata": hover,
+         "hovertemplate": "bubble %{y:.4g} ms (%{customdata[0]}); in send/recv "
+                          "%{customdata[1]}, waiting in recv %{customdata[2]}, in send "
+                          "%{customdata[3]}<extra>%{x}</extra>"},
+    ]
+    whole = "" if p.bubble_share is None else (
+        f" On one aligned timeline the pipeline's bubble is {units.percent(p.bubble_share)} "
+        "of its rank-time.")
+    return Chart(
+        id=f"job-pipeline-{index}", section=ACROSS_RANKS,
+        title=f"Pipeline stages of {name}: computation and bubble per rank",
+        caption="Each rank's step windows (summed over its steps) split into computation and "
+                "bubble, the time without computation; hover for its time in send/recv and "
+                f"waiting for its peer.{whole}",
+        data=data,
+        layout={"barmode": "stack", "yaxis": axis("time in the steps (ms)"),
+                "xaxis": axis("")},
+    )
