@@ -92,7 +92,6 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     """
     from profiler_kit.analysis.compare import label_traces
     from profiler_kit.analysis.files import analyze_files
-    from profiler_kit.analysis.job import analyze_jobs
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -103,7 +102,11 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     out = Analyses(read)
     out.unreadable = unreadable
     out.baseline = _run_baseline(paths, out)
-    out.jobs = analyze_jobs([a.communication for a in out if a.communication is not None])
+    ranks = [a.communication for a in out if a.communication is not None]
+    if len(ranks) > 1:  # a job needs two ranks; one trace's analysis skips the module
+        from profiler_kit.analysis.job import analyze_jobs
+
+        out.jobs = analyze_jobs(ranks)
     return out
 
 
@@ -112,12 +115,14 @@ def _run_baseline(paths: Sequence[str | os.PathLike[str]], analyses: Sequence[An
     """The folder of the baseline strategy of the first run folder among ``paths`` (its
     run.json says which), when one of ``analyses`` lies in it."""
     from profiler_kit.artifacts import RUN_JSON
+
+    run_dirs = [p for p in map(Path, paths) if p.is_dir() and (p / RUN_JSON).is_file()]
+    if not run_dirs:  # traces only: the run records' module is not needed
+        return None
     from profiler_kit.errors import UsageError
     from profiler_kit.results import read_run
 
-    for p in map(Path, paths):
-        if not (p.is_dir() and (p / RUN_JSON).is_file()):
-            continue
+    for p in run_dirs:
         try:
             run = read_run(p)
         except UsageError:

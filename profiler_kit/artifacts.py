@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,7 +28,7 @@ def new_run_dir(out: str | Path, scenario_name: str) -> Path:
     parent.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     for _ in range(100):
-        path = parent / f"{stamp}-{secrets.token_hex(2)}"
+        path = parent / f"{stamp}-{os.urandom(2).hex()}"
         try:
             path.mkdir()
         except FileExistsError:

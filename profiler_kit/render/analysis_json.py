@@ -7,16 +7,17 @@ The document is the analyses' own fields, raw units (ns, bytes, fractions), with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from profiler_kit.analysis.compare import Comparison
-from profiler_kit.analysis.files import Unreadable
-from profiler_kit.analysis.job import JobView
-from profiler_kit.analysis.launches import Launches
-from profiler_kit.analysis.timeline import Timeline
-from profiler_kit.analysis.trace_analysis import TraceAnalysis
+if TYPE_CHECKING:  # the job view's module is needed only when there is a job
+    from profiler_kit.analysis.compare import Comparison
+    from profiler_kit.analysis.files import Unreadable
+    from profiler_kit.analysis.job import JobView
+    from profiler_kit.analysis.launches import Launches
+    from profiler_kit.analysis.timeline import Timeline
+    from profiler_kit.analysis.trace_analysis import TraceAnalysis
 
 SCHEMA = "profkit.analysis/2"
 
