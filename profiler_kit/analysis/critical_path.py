@@ -225,7 +225,9 @@ class _Builder:
         rows = np.concatenate([cpu, gpu_rows]).astype(np.int64)
         self.n_events = len(rows)
         self.event_row = rows
-        self.node_of: dict[int, int] = {r: i for i, r in enumerate(rows.tolist())}
+        # the events by table row, for :meth:`_events_of`
+        self.by_row = np.argsort(rows, kind="stable")
+        self.sorted_rows = rows[self.by_row]
         # node 2k starts event k, node 2k+1 ends it
         starts, ends = ts[rows], ts[rows] + dur[rows]
         self.node_ts = np.empty(2 * len(rows), dtype=np.int64)
@@ -237,6 +239,15 @@ class _Builder:
         self.cpu_rows = cpu
         self.blocking = {i for i, n in enumerate(table.names) if n in BLOCKING_CALLS}
         self.lo, self.hi = lo, hi
+
+    def _events_of(self, rows: np.ndarray, missing: int = -1) -> np.ndarray:
+        """The event number of each table row in ``rows`` (``missing`` where the graph has
+        no event for it)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(self.sorted_rows):
+            return np.full(len(rows), missing, dtype=np.int64)
+        pos = np.maximum(np.searchsorted(self.sorted_rows, rows, side="right") - 1, 0)
+        return np.where(self.sorted_rows[pos] == rows, self.by_row[pos], missing)
 
     def _edge(self, u: int, v: int, kind: int, event: int) -> None:
         self.src.append(u)
@@ -260,7 +271,7 @@ class _Builder:
         end = start + t.dur_ns[rows]
         parent = parents(thread, start, end)
         depth = _depths(parent)
-        k = np.array([self.node_of[r] for r in rows.tolist()], dtype=np.int64)
+        k = self._events_of(rows)
         n = len(rows)
         # Depth-first order of the points: by thread and time; at one time, ends before
         # starts, deeper ends first, shallower starts first.
@@ -310,7 +321,7 @@ class _Builder:
         position = np.empty(len(keys), dtype=np.int64)
         position[np.argsort(keys, kind="stable")] = np.arange(len(keys))
         pos_act, pos_sync = position[:len(rows)], position[len(rows):]
-        k = np.array([self.node_of[r] for r in rows.tolist()], dtype=np.int64)
+        k = self._events_of(rows)
         # each activity's predecessor on its (device, stream), in processing order
         _, group = np.unique(t.device[rows].astype(np.int64) * (2**40) + t.stream[rows],
                              return_inverse=True)
@@ -329,9 +340,8 @@ class _Builder:
                 & (~has_wait | (wait_end < t.ts_ns[np.maximum(launch, 0)])))
         gap = ~idle & has_prev & (~has_wait | (wait_end < prev_end))
         by_pos = np.argsort(pos_act, kind="stable")  # edges in HTA's order
-        src = np.stack([2 * k, 2 * k[np.maximum(waited, 0)] + 1, np.where(idle, 2 * np.array(
-            [self.node_of.get(int(r), 0) for r in launch.tolist()], dtype=np.int64),
-            2 * k[np.maximum(prev, 0)] + 1)], axis=1)[by_pos]
+        follows = np.where(idle, 2 * self._events_of(launch, 0), 2 * k[np.maximum(prev, 0)] + 1)
+        src = np.stack([2 * k, 2 * k[np.maximum(waited, 0)] + 1, follows], axis=1)[by_pos]
         dst = np.stack([2 * k + 1, 2 * k, 2 * k], axis=1)[by_pos]
         kind = np.stack([np.full(len(k), OPERATOR), np.full(len(k), SYNC),
                          np.where(idle, LAUNCH, KERNEL_GAP)], axis=1)[by_pos]
@@ -407,8 +417,7 @@ class _Builder:
         t = self.t
         if not len(syncs) or not len(k):
             return
-        call_node = np.array([self.node_of.get(int(c), -1) if c >= 0 else -1
-                              for c in sync_call.tolist()], dtype=np.int64)
+        call_node = self._events_of(sync_call)
         context = np.array([t.names[int(x)] == CONTEXT_SYNC for x in t.name[syncs].tolist()])
         sync_stream = t.tid[syncs]
         act_stream = t.stream[self.gpu.row[self.act]]
