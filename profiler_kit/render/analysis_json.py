@@ -13,11 +13,11 @@ import msgspec
 
 if TYPE_CHECKING:  # the job view's module is needed only when there is a job
     from profiler_kit.analysis.compare import Comparison
-    from profiler_kit.analysis.files import Unreadable
     from profiler_kit.analysis.job import JobView
     from profiler_kit.analysis.launches import Launches
     from profiler_kit.analysis.timeline import Timeline
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
+    from profiler_kit.trace.source import Unreadable
 
 SCHEMA = "profkit.analysis/2"
 
