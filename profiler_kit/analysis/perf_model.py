@@ -2,10 +2,13 @@
 
 FLOPs follow ``torch.utils.flop_counter`` wherever it has a formula (GEMMs,
 convolutions, attention: ``2*m*n*k`` per matrix product, bias and softmax not
-counted, causal attention counted as full, as the counter does); the tests check each
-against ``FlopCounterMode`` on the same shapes. Ops the counter gives no FLOPs
-(normalization, softmax, elementwise, reductions) get the per-element counts written
-beside their formulas; copies, casts and gathers get none.
+counted); the tests check each against ``FlopCounterMode`` on the same shapes. One
+exception: causal attention with equal query and key lengths counts half the products
+(the masked half is skipped by the kernels; FlashAttention's benchmarks and TraceLens
+count it so, the counter counts it full), and says so in ``Cost.causal``. Ops the
+counter gives no FLOPs (normalization, softmax, elementwise, reductions) get the
+per-element counts written beside their formulas (normalization as TraceLens counts
+it); copies, casts and gathers get none.
 
 Bytes are the minimum traffic: every input tensor read once and every output written
 once, at its element size (``Input type``). Caches, re-reads, workspaces and
@@ -63,6 +66,7 @@ class Cost(NamedTuple):
     flops: int
     bytes: int
     dtype: str  # the compute dtype: the first floating-point tensor input's
+    causal: bool = False  # causal attention counted at half the full products
 
 
 class Inputs:
@@ -152,9 +156,10 @@ class Inputs:
 Model = Callable[[Inputs], Cost | None]
 
 
-def _cost(family: str, flops: int, nbytes: int, a: Inputs) -> Cost | None:
+def _cost(family: str, flops: int, nbytes: int, a: Inputs, causal: bool = False
+          ) -> Cost | None:
     t = a.compute_dtype()
-    return Cost(family, int(flops), int(nbytes), t[0] if t else "unknown") if t else None
+    return Cost(family, int(flops), int(nbytes), t[0], causal) if t else None
 
 
 def _size(a: Inputs, i: int) -> int:
@@ -365,8 +370,9 @@ def convolution_backward(a: Inputs) -> Cost | None:
     """``convolution_backward(grad_out, x, w, bias_sizes, stride, padding, dilation,
     transposed, output_padding, groups, output_mask)``: flop_counter's formula, grad
     input as a (transposed) convolution of grad_out with w, grad weight as one of x with
-    grad_out, each when asked for in ``output_mask``. Bytes: grad_out, x (for the weight
-    gradient) and w (for the input gradient) read, the gradients asked for written."""
+    grad_out, each when asked for in ``output_mask``. Bytes per gradient asked for, each
+    its own kernel (as TraceLens counts them): grad input reads grad_out and w, grad
+    weight reads grad_out and x, grad bias reads grad_out; each writes its gradient."""
     go, x, w = a.shape(0), a.shape(1), a.shape(2)
     mask = a.bools(10)
     is_t = a.flag(7)
@@ -378,18 +384,18 @@ def convolution_backward(a: Inputs) -> Cost | None:
 
     flops = 0
     size = _size(a, 0)
-    nbytes = a.nbytes(0)
+    nbytes = 0
     if mask[0]:
         flops += _conv_flops(go, w, x, not is_t)
-        nbytes += a.nbytes(2) + prod(x) * size
+        nbytes += a.nbytes(0) + a.nbytes(2) + prod(x) * size
     if mask[1]:
         if is_t:
             flops += _conv_flops(t(go), t(x), t(w), False)
         else:
             flops += _conv_flops(t(x), t(go), t(w), False)
-        nbytes += a.nbytes(1) + prod(w) * size
+        nbytes += a.nbytes(0) + a.nbytes(1) + prod(w) * size
     if len(mask) > 2 and mask[2]:
-        nbytes += go[1] * size  # grad bias: one value per output channel
+        nbytes += a.nbytes(0) + go[1] * size  # grad bias: one value per output channel
     return _cost(CONVOLUTION, flops, nbytes, a)
 
 
@@ -397,7 +403,7 @@ def convolution_backward(a: Inputs) -> Cost | None:
 
 def _sdpa_flops(q: list[int], k: list[int], v: list[int]) -> int | None:
     """flop_counter's sdpa_flop_count for [b, h, s, d]: Q @ K^T and P @ V (grouped-query
-    heads included); softmax and scaling are not counted, causal masks neither."""
+    heads included); softmax and scaling are not counted (causal masks: see _attention)."""
     if len(q) != 4 or len(k) != 4 or len(v) != 4:
         return None
     b, h, sq, dq = q
@@ -424,12 +430,18 @@ def _bshd(s: list[int] | None) -> list[int] | None:
 
 
 def _attention(a: Inputs, q: list[int] | None, k: list[int] | None, v: list[int] | None,
-               backward: bool, extra_read: int = 0) -> Cost | None:
-    if q is None or k is None or v is None:
+               backward: bool, extra_read: int = 0, causal: bool | None = False
+               ) -> Cost | None:
+    """A causal mask over equal query and key lengths halves the FLOPs (the kernels skip
+    the masked blocks); other lengths keep the full count, as TraceLens has none."""
+    if q is None or k is None or v is None or causal is None:
         return None
     flops = (_sdpa_bwd_flops if backward else _sdpa_flops)(q, k, v)
     if flops is None:
         return None
+    halved = causal and q[2] == k[2]
+    if halved:
+        flops //= 2  # an even count: every term is 2 * ...
     size = _size(a, 0)
     qkv = a.nbytes(0) + a.nbytes(1) + a.nbytes(2)
     out = q[0] * q[1] * q[2] * v[3] * size
@@ -437,20 +449,33 @@ def _attention(a: Inputs, q: list[int] | None, k: list[int] | None, v: list[int]
         nbytes = out + qkv + out + qkv + extra_read
     else:  # read q, k, v; write out (extra: mask / bias)
         nbytes = qkv + out + extra_read
-    return _cost(ATTENTION, flops, nbytes, a)
+    return _cost(ATTENTION, flops, nbytes, a, halved)
 
 
-def sdpa(a: Inputs) -> Cost | None:
+def _flag_at(at: int) -> Callable[[Inputs], bool | None]:
+    """``is_causal`` at position ``at`` (False when not recorded)."""
+    return lambda a: a.flag(at) if a.concrete(at) is not None else False
+
+
+def _mask_type_at(at: int) -> Callable[[Inputs], bool | None]:
+    """``custom_mask_type`` of the efficient kernels: 0 none, 1 and 2 causal."""
+    return lambda a: (a.integer(at) or 0) != 0
+
+
+def sdpa(is_causal: Callable[[Inputs], bool | None]) -> Model:
     """``scaled_dot_product_attention(q, k, v, attn_mask, ...)`` and its flash / efficient
-    / cuDNN / CPU variants ([b, h, s, d]): FLOPs as flop_counter; bytes q + k + v +
-    mask + out."""
-    return _attention(a, a.shape(0), a.shape(1), a.shape(2), False, a.nbytes(3))
+    / cuDNN / CPU variants ([b, h, s, d]): FLOPs as flop_counter (causal: half); bytes
+    q + k + v + mask + out (the mask is input 3 where the op has one)."""
+    return lambda a: _attention(a, a.shape(0), a.shape(1), a.shape(2), False, a.nbytes(3),
+                                is_causal(a))
 
 
-def sdpa_backward(a: Inputs) -> Cost | None:
+def sdpa_backward(is_causal: Callable[[Inputs], bool | None]) -> Model:
     """``_scaled_dot_product_{flash,efficient,cudnn}_attention_backward(grad_out, q, k, v,
-    ...)``: FLOPs as flop_counter; bytes grad_out + q + k + v + out read, dq + dk + dv."""
-    return _attention(_shift(a, 1), a.shape(1), a.shape(2), a.shape(3), True)
+    ...)``: FLOPs as flop_counter (causal: half); bytes grad_out + q + k + v + out read,
+    dq + dk + dv written."""
+    return lambda a: _attention(_shift(a, 1), a.shape(1), a.shape(2), a.shape(3), True,
+                                causal=is_causal(a))
 
 
 def flash_forward(a: Inputs) -> Cost | None:
@@ -458,7 +483,8 @@ def flash_forward(a: Inputs) -> Cost | None:
     variable-length batches (``cum_seq_q`` given) need the offsets' values: no model."""
     if a.shape(3) is not None:
         return None
-    return _attention(a, _bshd(a.shape(0)), _bshd(a.shape(1)), _bshd(a.shape(2)), False)
+    return _attention(a, _bshd(a.shape(0)), _bshd(a.shape(1)), _bshd(a.shape(2)), False,
+                      causal=_flag_at(8)(a))
 
 
 def efficient_forward(a: Inputs) -> Cost | None:
@@ -470,7 +496,7 @@ def efficient_forward(a: Inputs) -> Cost | None:
     if a.shape(4) is not None:
         return None
     return _attention(a, _bshd(a.shape(0)), _bshd(a.shape(1)), _bshd(a.shape(2)), False,
-                      a.nbytes(3))
+                      a.nbytes(3), _mask_type_at(9)(a))
 
 
 def flash_backward(a: Inputs) -> Cost | None:
@@ -478,7 +504,7 @@ def flash_backward(a: Inputs) -> Cost | None:
     if a.shape(6) is not None:
         return None
     return _attention(_shift(a, 1), _bshd(a.shape(1)), _bshd(a.shape(2)), _bshd(a.shape(3)),
-                      True, a.nbytes(5))
+                      True, a.nbytes(5), _flag_at(11)(a))
 
 
 def efficient_backward(a: Inputs) -> Cost | None:
@@ -486,7 +512,7 @@ def efficient_backward(a: Inputs) -> Cost | None:
     if a.shape(6) is not None:
         return None
     return _attention(_shift(a, 1), _bshd(a.shape(1)), _bshd(a.shape(2)), _bshd(a.shape(3)),
-                      True, a.nbytes(4))
+                      True, a.nbytes(4), _mask_type_at(14)(a))
 
 
 def _shift(a: Inputs, by: int) -> Inputs:
@@ -497,31 +523,66 @@ def _shift(a: Inputs, by: int) -> Inputs:
 
 # ---------------------------------------------------------------- normalization, softmax
 
-# FLOPs per element of the normalized input: statistics (mean: 1, variance: 2), then
-# normalizing (subtract, multiply: 2), then the affine weight and bias (2) when given.
-# Backward: twice the forward's per-element work (the gradient through the statistics).
+# FLOPs as TraceLens counts them (TraceLens/PerfModel/perf_model.py, ``Normalization``,
+# ``RMSNorm``, ``RMSNormBwd``), with the training flag, gradient mask and weight read from
+# the recorded arguments. Forward, per element: 3 for the statistics (training only) and
+# 2 to apply them (x * alpha + beta, the affine folded in); per channel (batch and group
+# norm: dim 1; layer norm: each normalized position): 3 to fold the parameters and 3 for
+# 1 / sqrt(var + eps). Backward, per element: 4 for the dot products, then grad input
+# 5 (batch statistics) or 2 (running statistics: dy * invstd * w, plus 3 per channel).
 NORM_STATS_FLOPS = 3
 NORM_APPLY_FLOPS = 2
-AFFINE_FLOPS = 2
+NORM_CHANNEL_FLOPS = 6
+NORM_BWD_DOT_FLOPS = 4
+NORM_BWD_INPUT_FLOPS = 5
+NORM_BWD_EVAL_INPUT_FLOPS = 2
+
+
+def norm_flops(n: int, channels: int, training: bool) -> int:
+    return NORM_APPLY_FLOPS * n + (NORM_STATS_FLOPS * n if training else 0) \
+        + NORM_CHANNEL_FLOPS * channels
+
+
+def norm_backward_flops(n: int, channels: int, training: bool, grad_input: bool) -> int:
+    flops = NORM_BWD_DOT_FLOPS * n
+    if grad_input:
+        flops += NORM_BWD_INPUT_FLOPS * n if training else \
+            NORM_BWD_EVAL_INPUT_FLOPS * n + 3 * channels
+    return flops
+
+
+def rms_norm_flops(n: int, rows: int, affine: bool) -> int:
+    """Per row a sum of squares and rsqrt (2 per element + 2), then the scaling (1 per
+    element, 2 with a weight)."""
+    return 2 * n + 2 * rows + n * (2 if affine else 1)
+
+
+def rms_norm_backward_flops(n: int, rows: int, affine: bool, mask: list[bool]) -> int:
+    """x_hat (1), the weight (1), grad input (6: dot product and combination), grad
+    weight (1, and 1 to accumulate over rows)."""
+    flops = n + (n if affine else 0)
+    if mask[0]:
+        flops += 6 * n
+    if len(mask) > 1 and mask[1] and affine:
+        flops += n + (n if rows > 1 else 0)
+    return flops
 
 
 def _norm(a: Inputs, x: int, params: tuple[int, ...], stats: int, backward: bool,
-          rms: bool = False) -> Cost | None:
+          flops: int) -> Cost | None:
     """A norm over input ``x`` with weight/bias inputs ``params`` and ``stats`` fp32
-    statistics written (forward) or read (backward)."""
+    statistics written (forward) or read (backward). Bytes: x read and y written
+    (backward: grad_out and x read, grad_in written), the parameters at their dtypes."""
     shape = a.shape(x)
     if shape is None:
         return None
     n = prod(shape)
-    affine = any(a.shape(p) is not None for p in params)
-    per = (NORM_STATS_FLOPS - (1 if rms else 0)) + NORM_APPLY_FLOPS \
-        + (AFFINE_FLOPS if affine else 0)
     param_bytes = sum(a.nbytes(p) for p in params)
     size = _size(a, x)
     if backward:  # read grad_out and x, params and stats; write grad_in (and param grads)
-        return _cost(NORMALIZATION, 2 * per * n,
-                     3 * n * size + 2 * param_bytes + stats * STATS_BYTES, a)
-    return _cost(NORMALIZATION, per * n, 2 * n * size + param_bytes + stats * STATS_BYTES, a)
+        return _cost(NORMALIZATION, flops, 3 * n * size + 2 * param_bytes
+                     + stats * STATS_BYTES, a)
+    return _cost(NORMALIZATION, flops, 2 * n * size + param_bytes + stats * STATS_BYTES, a)
 
 
 def _rows(shape: list[int], normalized: list[int] | None) -> int | None:
@@ -531,19 +592,32 @@ def _rows(shape: list[int], normalized: list[int] | None) -> int | None:
     return prod(shape[: len(shape) - len(normalized)])
 
 
+def _grad_input(a: Inputs, at: int) -> bool:
+    """Whether the backward's ``output_mask`` at ``at`` asks for grad input (yes if absent)."""
+    mask = a.bools(at)
+    return mask[0] if mask else True
+
+
 def layer_norm(a: Inputs) -> Cost | None:
     """``native_layer_norm(x, normalized_shape, w, b, eps)`` (and ``layer_norm``): writes
     mean and rstd per row."""
     shape = a.shape(0)
     rows = _rows(shape, a.ints(1)) if shape is not None else None
-    return _norm(a, 0, (2, 3), 2 * rows, False) if rows is not None else None
+    if shape is None or rows is None:
+        return None
+    n = prod(shape)
+    return _norm(a, 0, (2, 3), 2 * rows, False, norm_flops(n, n // max(rows, 1), True))
 
 
 def layer_norm_backward(a: Inputs) -> Cost | None:
     """``native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, w, b, mask)``."""
     shape = a.shape(1)
     rows = _rows(shape, a.ints(2)) if shape is not None else None
-    return _norm(_shift(a, 1), 0, (4, 5), 2 * rows, True) if rows is not None else None
+    if shape is None or rows is None:
+        return None
+    n = prod(shape)
+    flops = norm_backward_flops(n, n // max(rows, 1), True, _grad_input(a, 7))
+    return _norm(_shift(a, 1), 0, (4, 5), 2 * rows, True, flops)
 
 
 def rms_norm(a: Inputs) -> Cost | None:
@@ -551,14 +625,27 @@ def rms_norm(a: Inputs) -> Cost | None:
     subtract; writes rstd per row."""
     shape = a.shape(0)
     rows = _rows(shape, a.ints(1)) if shape is not None else None
-    return _norm(a, 0, (2,), rows, False, rms=True) if rows is not None else None
+    if shape is None or rows is None:
+        return None
+    flops = rms_norm_flops(prod(shape), rows, a.shape(2) is not None)
+    return _norm(a, 0, (2,), rows, False, flops)
 
 
 def rms_norm_backward(a: Inputs) -> Cost | None:
     """``_fused_rms_norm_backward(grad_out, x, normalized_shape, rstd, w, mask)``."""
     shape = a.shape(1)
     rows = _rows(shape, a.ints(2)) if shape is not None else None
-    return _norm(_shift(a, 1), 0, (3,), rows, True, rms=True) if rows is not None else None
+    if shape is None or rows is None:
+        return None
+    flops = rms_norm_backward_flops(prod(shape), rows, a.shape(4) is not None,
+                                    a.bools(5) or [True, True])
+    return _norm(_shift(a, 1), 0, (3,), rows, True, flops)
+
+
+def _training(a: Inputs, at: int) -> bool:
+    """The batch norm ``training`` flag (batch statistics); True when not recorded."""
+    flag = a.flag(at)
+    return True if flag is None else flag
 
 
 def batch_norm(a: Inputs) -> Cost | None:
@@ -568,7 +655,8 @@ def batch_norm(a: Inputs) -> Cost | None:
     shape = a.shape(0)
     if shape is None or len(shape) < 2:
         return None
-    return _norm(a, 0, (1, 2, 3, 4), 2 * shape[1], False)
+    flops = norm_flops(prod(shape), shape[1], _training(a, 5))
+    return _norm(a, 0, (1, 2, 3, 4), 2 * shape[1], False, flops)
 
 
 def native_batch_norm_backward(a: Inputs) -> Cost | None:
@@ -577,39 +665,45 @@ def native_batch_norm_backward(a: Inputs) -> Cost | None:
     shape = a.shape(1)
     if shape is None or len(shape) < 2:
         return None
-    return _norm(_shift(a, 1), 0, (1,), 2 * shape[1], True)
+    flops = norm_backward_flops(prod(shape), shape[1], _training(a, 7), _grad_input(a, 9))
+    return _norm(_shift(a, 1), 0, (1,), 2 * shape[1], True, flops)
 
 
 def cudnn_batch_norm_backward(a: Inputs) -> Cost | None:
-    """``cudnn_batch_norm_backward`` / ``miopen_batch_norm_backward(x, grad_out, w, ...)``."""
+    """``cudnn_batch_norm_backward`` / ``miopen_batch_norm_backward(x, grad_out, w, ...)``:
+    the backward of a training-mode forward (it reads the saved batch statistics)."""
     shape = a.shape(0)
     if shape is None or len(shape) < 2:
         return None
-    return _norm(a, 0, (2,), 2 * shape[1], True)
+    flops = norm_backward_flops(prod(shape), shape[1], True, True)
+    return _norm(a, 0, (2,), 2 * shape[1], True, flops)
 
 
 def group_norm(a: Inputs) -> Cost | None:
     """``native_group_norm(x, w, b, N, C, HxW, group, eps)``: two statistics per group."""
     shape, groups = a.shape(0), a.integer(6)
-    if shape is None or groups is None or not shape:
+    if shape is None or groups is None or len(shape) < 2:
         return None
-    return _norm(a, 0, (1, 2), 2 * shape[0] * groups, False)
+    flops = norm_flops(prod(shape), shape[1], True)
+    return _norm(a, 0, (1, 2), 2 * shape[0] * groups, False, flops)
 
 
 def group_norm_user(a: Inputs) -> Cost | None:
     """``group_norm(x, num_groups, w, b, eps, cudnn_enabled)``."""
     shape, groups = a.shape(0), a.integer(1)
-    if shape is None or groups is None or not shape:
+    if shape is None or groups is None or len(shape) < 2:
         return None
-    return _norm(a, 0, (2, 3), 2 * shape[0] * groups, False)
+    flops = norm_flops(prod(shape), shape[1], True)
+    return _norm(a, 0, (2, 3), 2 * shape[0] * groups, False, flops)
 
 
 def group_norm_backward(a: Inputs) -> Cost | None:
     """``native_group_norm_backward(grad_out, x, mean, rstd, w, N, C, HxW, group, mask)``."""
     shape, groups = a.shape(1), a.integer(8)
-    if shape is None or groups is None or not shape:
+    if shape is None or groups is None or len(shape) < 2:
         return None
-    return _norm(_shift(a, 1), 0, (3,), 2 * shape[0] * groups, True)
+    flops = norm_backward_flops(prod(shape), shape[1], True, _grad_input(a, 9))
+    return _norm(_shift(a, 1), 0, (3,), 2 * shape[0] * groups, True, flops)
 
 
 # Softmax per element: max, subtract, exp, sum, divide (5); backward y * (g - sum(g * y)):
@@ -645,10 +739,21 @@ def _tensors(a: Inputs) -> list[int]:
     return [i for i in range(len(a.r.dims)) if a.shape(i) is not None]
 
 
-def elementwise(flops_per_element: int, out_bool: bool = False) -> Model:
+def _promoted_size(a: Inputs, idx: list[int]) -> int:
+    """Bytes per element of a result by type promotion: the widest floating tensor input
+    of one or more dims (0-dim tensors promote like scalars), else the widest such one,
+    else the first input's (as TraceLens: the larger of two tensor inputs)."""
+    ranked = [a.dtype(i) for i in idx if a.shape(i)]
+    floating = [t[1] for t in ranked if t is not None and t[0] in FLOATING]
+    sizes = floating or [t[1] for t in ranked if t is not None]
+    return max(sizes) if sizes else _size(a, idx[0])
+
+
+def elementwise(flops_per_element: int, out_bool: bool = False, in_place: bool = False
+                ) -> Model:
     """An elementwise op: the output is the inputs' broadcast shape; ``flops_per_element``
     per output element (1 for arithmetic and activations); bytes every tensor input read,
-    the output written (in place: the first input written back)."""
+    the output written at the promoted dtype (in place: the first input written back)."""
 
     def model(a: Inputs) -> Cost | None:
         idx = _tensors(a)
@@ -658,8 +763,7 @@ def elementwise(flops_per_element: int, out_bool: bool = False) -> Model:
         if out is None:
             return None
         n = prod(out)
-        t = a.compute_dtype()
-        out_size = 1 if out_bool else (t[1] if t else 0)
+        out_size = 1 if out_bool else _size(a, idx[0]) if in_place else _promoted_size(a, idx)
         read = sum(a.nbytes(i) for i in idx)
         return _cost(ELEMENTWISE, flops_per_element * n, read + n * out_size, a)
 
@@ -805,15 +909,15 @@ MODELS: dict[str, Model] = {
     "aten::conv3d": conv_nd, "aten::conv_transpose1d": conv_transpose_nd,
     "aten::conv_transpose2d": conv_transpose_nd, "aten::conv_transpose3d": conv_transpose_nd,
     "aten::convolution_backward": convolution_backward,
-    "aten::scaled_dot_product_attention": sdpa,
-    "aten::_scaled_dot_product_flash_attention": sdpa,
-    "aten::_scaled_dot_product_efficient_attention": sdpa,
-    "aten::_scaled_dot_product_cudnn_attention": sdpa,
-    "aten::_scaled_dot_product_flash_attention_for_cpu": sdpa,
-    "aten::_scaled_dot_product_flash_attention_backward": sdpa_backward,
-    "aten::_scaled_dot_product_efficient_attention_backward": sdpa_backward,
-    "aten::_scaled_dot_product_cudnn_attention_backward": sdpa_backward,
-    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": sdpa_backward,
+    "aten::scaled_dot_product_attention": sdpa(_flag_at(5)),
+    "aten::_scaled_dot_product_flash_attention": sdpa(_flag_at(4)),
+    "aten::_scaled_dot_product_efficient_attention": sdpa(_flag_at(6)),
+    "aten::_scaled_dot_product_cudnn_attention": sdpa(_flag_at(6)),
+    "aten::_scaled_dot_product_flash_attention_for_cpu": sdpa(_flag_at(4)),
+    "aten::_scaled_dot_product_flash_attention_backward": sdpa_backward(_flag_at(11)),
+    "aten::_scaled_dot_product_efficient_attention_backward": sdpa_backward(_flag_at(11)),
+    "aten::_scaled_dot_product_cudnn_attention_backward": sdpa_backward(_flag_at(14)),
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": sdpa_backward(_flag_at(7)),
     "aten::_flash_attention_forward": flash_forward,
     "aten::_flash_attention_backward": flash_backward,
     "aten::_efficient_attention_forward": efficient_forward,
@@ -845,7 +949,7 @@ MODELS: dict[str, Model] = {
 }
 for _name in _BINARY + _UNARY + _BACKWARD + _TERNARY:
     MODELS[f"aten::{_name}"] = elementwise(1)
-    MODELS[f"aten::{_name}_"] = elementwise(1)
+    MODELS[f"aten::{_name}_"] = elementwise(1, in_place=True)
 for _name in _COMPARE:
     MODELS[f"aten::{_name}"] = elementwise(1, out_bool=True)
 

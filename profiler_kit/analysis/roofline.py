@@ -53,6 +53,7 @@ class ShapeGroup(msgspec.Struct, frozen=True):
     compute_peak_share: float | None  # achieved FLOP/s / peak FLOP/s
     memory_peak_share: float | None  # achieved bytes/s / peak bandwidth
     tf32: bool  # fp32 matrix work whose kernels say tf32 (peak: TF32)
+    causal: bool  # causal attention: FLOPs are half the full products (see perf_model)
 
 
 class FamilyRate(msgspec.Struct, frozen=True):
@@ -192,6 +193,10 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
         notes.append(f"{idle} modelled op instances ran no GPU work (CPU-side tensors): "
                      f"left out" if has_gpu else f"{idle} modelled ops took no time: left out")
     groups = _groups(table, tree, counted_nodes, node_key, keys, time_ns, tf32, peak)
+    if any(g.causal for g in groups):
+        notes.append("causal attention counted at half the full QK^T and PV products "
+                     "(as FlashAttention and TraceLens count it; torch.utils.flop_counter "
+                     "counts them in full): groups marked causal")
     unmodelled = _unmodelled(table, tree, unmod, no_shapes, misfit)
 
     flops = sum(g.flops * g.count for g in groups)
@@ -409,7 +414,7 @@ def _group(op: str, cost: Cost, dims: list, types: list, args: list, backward: b
         bound=bound, peak_flops_per_s=pk,
         compute_peak_share=fps / pk if fps is not None and pk and cost.flops else None,
         memory_peak_share=bps / peak.memory_bytes_per_s if bps is not None and peak else None,
-        tf32=uses_tf32 and cost.dtype == "fp32" and matrix)
+        tf32=uses_tf32 and cost.dtype == "fp32" and matrix, causal=cost.causal)
 
 
 def _families(groups: tuple[ShapeGroup, ...], peak: DevicePeak | None) -> tuple[FamilyRate, ...]:
