@@ -270,7 +270,12 @@ def test_elementwise_broadcast_and_in_place() -> None:
     assert cost.flops == 4 * 3 * 8
     assert cost.bytes == 4 * (4 * 8 + 3) + 4 * (4 * 3 * 8)
     cost = op_cost("aten::mul", inputs([[1000], [], [1000]], [BF16, "double", BF16]))
-    assert (cost.flops, cost.bytes) == (1000, 3 * 2000 + 8)  # the 0-d double: one element
+    # mul.out(x, 0-d double, out): x and the 0-d double (one element) read, out written
+    assert (cost.flops, cost.bytes) == (1000, 2000 + 8 + 2000)
+    cost = op_cost("aten::add", inputs([[64], [64]], [BF16, F32]))
+    assert cost.bytes == 64 * 2 + 64 * 4 + 64 * 4  # bf16 + fp32 tensors: an fp32 result
+    cost = op_cost("aten::add_", inputs([[64], [64]], [BF16, F32]))
+    assert cost.bytes == 64 * 2 + 64 * 4 + 64 * 2  # in place: written back as bf16
     cost = op_cost("aten::eq", inputs([[1, 141], []], ["long int", "Scalar"]))
     assert (cost.flops, cost.bytes, cost.dtype) == (141, 141 * 8 + 141, "int64")
 

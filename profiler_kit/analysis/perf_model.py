@@ -749,21 +749,26 @@ def _promoted_size(a: Inputs, idx: list[int]) -> int:
     return max(sizes) if sizes else _size(a, idx[0])
 
 
-def elementwise(flops_per_element: int, out_bool: bool = False, in_place: bool = False
-                ) -> Model:
-    """An elementwise op: the output is the inputs' broadcast shape; ``flops_per_element``
-    per output element (1 for arithmetic and activations); bytes every tensor input read,
-    the output written at the promoted dtype (in place: the first input written back)."""
+def elementwise(flops_per_element: int, arity: int, out_bool: bool = False,
+                in_place: bool = False) -> Model:
+    """An elementwise op of ``arity`` operands: the output is their broadcast shape;
+    ``flops_per_element`` per output element (1 for arithmetic and activations); bytes
+    every tensor operand read, the output written at the promoted dtype (in place: the
+    first operand's). A tensor after the operands is an ``out=`` tensor: written only,
+    at its own dtype."""
 
     def model(a: Inputs) -> Cost | None:
-        idx = _tensors(a)
+        tensors = _tensors(a)
+        idx = [i for i in tensors if i < arity]
         if not idx:
             return None
         out = _broadcast(*[a.shape(i) for i in idx])
         if out is None:
             return None
         n = prod(out)
-        out_size = 1 if out_bool else _size(a, idx[0]) if in_place else _promoted_size(a, idx)
+        given = [i for i in tensors if i >= arity]
+        out_size = 1 if out_bool else _size(a, given[0]) if given else \
+            _size(a, idx[0]) if in_place else _promoted_size(a, idx)
         read = sum(a.nbytes(i) for i in idx)
         return _cost(ELEMENTWISE, flops_per_element * n, read + n * out_size, a)
 
@@ -947,11 +952,12 @@ MODELS: dict[str, Model] = {
     "aten::copy_": copy_, "aten::_to_copy": to_copy, "aten::clone": clone,
     "aten::contiguous": clone, "aten::cat": cat, "aten::fill_": fill, "aten::zero_": fill,
 }
-for _name in _BINARY + _UNARY + _BACKWARD + _TERNARY:
-    MODELS[f"aten::{_name}"] = elementwise(1)
-    MODELS[f"aten::{_name}_"] = elementwise(1, in_place=True)
+for _names, _arity in ((_UNARY, 1), (_BINARY, 2), (_BACKWARD, 2), (_TERNARY, 3)):
+    for _name in _names:
+        MODELS[f"aten::{_name}"] = elementwise(1, _arity)
+        MODELS[f"aten::{_name}_"] = elementwise(1, _arity, in_place=True)
 for _name in _COMPARE:
-    MODELS[f"aten::{_name}"] = elementwise(1, out_bool=True)
+    MODELS[f"aten::{_name}"] = elementwise(1, 2, out_bool=True)
 
 _GEMM_OPERANDS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1),
                   "aten::baddbmm": (1, 2), "aten::matmul": (0, 1), "aten::_scaled_mm": (0, 1)}
