@@ -593,17 +593,33 @@ def test_per_instance_rates_equal_tracelens(trace: str) -> None:
                    for o in same[e["name"], e["tid"]])
 
     compared = 0
+    rates: dict[tuple, list[float]] = defaultdict(list)  # TraceLens's per-instance FLOP/s
     for name in modelled:
-        theirs = [(e["ts"], own(i, e)) for i, e in enumerate(evs)
-                  if e.get("cat") == "cpu_op" and e["name"] == name and busy.get(i)
-                  and not wraps_itself(e)]
+        theirs = sorted((e["ts"], own(i, e), e) for i, e in enumerate(evs)
+                        if e.get("cat") == "cpu_op" and e["name"] == name and busy.get(i)
+                        and not wraps_itself(e))
         ours = sorted(mine.get(alias.get(name, name), []))
         assert len(theirs) == len(ours), name
-        for (_, us), (_, ns, flops) in zip(sorted(theirs), ours, strict=True):
+        for (_, us, e), (_, ns, flops) in zip(theirs, ours, strict=True):
             # profkit keeps whole nanoseconds per activity: within a few ns of the union
             assert ns == pytest.approx(us * 1000, rel=1e-3, abs=2)
             assert flops / (ns * 1e-9) == pytest.approx(flops / (us * 1e-6), rel=2e-3)
+            a = e["args"]
+            rates[name, json.dumps([a["Input Dims"], a["Input type"], a["Concrete Inputs"]])
+                  ].append(flops / (us * 1e-6))
             compared += 1
     assert compared
-    groups = [g for g in model.groups if g.op in {alias.get(n, n) for n in modelled}]
-    assert groups
+    # per (op, shapes): TraceLens's summary mean of instance rates is profkit's
+    # mean_instance_flops_per_s (its flops_per_s is total FLOPs over total time)
+    by_key: dict[tuple, list] = defaultdict(list)
+    for g in model.groups:
+        by_key[g.op, json.dumps([g.input_dims, g.input_types, g.arguments])].append(g)
+    checked = 0
+    for key, rs in rates.items():
+        gs = by_key.get(key, [])
+        if len(gs) == 1 and gs[0].count == len(rs) and gs[0].flops:
+            g = gs[0]
+            assert g.mean_instance_flops_per_s == pytest.approx(sum(rs) / len(rs), rel=2e-3)
+            assert g.flops_per_s == pytest.approx(g.flops * g.count / (g.total_ns * 1e-9))
+            checked += 1
+    assert checked

@@ -47,6 +47,8 @@ class ShapeGroup(msgspec.Struct, frozen=True):
     bytes: int  # per instance
     flops_per_s: float | None  # achieved: count * flops / total time
     bytes_per_s: float | None
+    mean_instance_flops_per_s: float | None  # mean of each instance's rate (TraceLens's mean)
+    mean_instance_bytes_per_s: float | None
     intensity_flops_per_byte: float | None
     bound: str | None  # "compute" or "memory" at this intensity; None without device peaks
     peak_flops_per_s: float | None  # the peak for this dtype and family
@@ -233,6 +235,7 @@ class _Keys:
         self.family = np.array([FAMILIES.index(c.family) if c else -1 for c in costs],
                                dtype=np.int64)
         self.flops = np.array([c.flops if c else 0 for c in costs], dtype=np.int64)
+        self.bytes = np.array([c.bytes if c else 0 for c in costs], dtype=np.int64)
         self.dtype = [c.dtype if c else "" for c in costs]
 
 
@@ -382,6 +385,10 @@ def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, node_key: np.nda
     inverse = inverse.reshape(-1)
     count = np.bincount(inverse, minlength=len(uniq))
     total = np.rint(np.bincount(inverse, weights=time_ns[nodes], minlength=len(uniq)))
+    per_s = 1e9 / time_ns[nodes]  # counted instances all have time
+    kid_of = node_key[nodes]
+    mean_fps = np.bincount(inverse, weights=keys.flops[kid_of] * per_s, minlength=len(uniq))
+    mean_bps = np.bincount(inverse, weights=keys.bytes[kid_of] * per_s, minlength=len(uniq))
     uses_tf32 = np.bincount(inverse, weights=tf32[nodes], minlength=len(uniq)) > 0
     out = []
     for i, g in enumerate(uniq.tolist()):
@@ -389,13 +396,15 @@ def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, node_key: np.nda
         recorded = table.op_inputs(keys.row[kid])
         out.append(_group(table.names[keys.name[kid]], keys.cost[kid], recorded.dims,
                           recorded.types, recorded.concrete, bool(bwd), int(count[i]),
-                          int(total[i]), bool(uses_tf32[i]), peak))
+                          int(total[i]), bool(uses_tf32[i]), peak,
+                          (float(mean_fps[i] / count[i]), float(mean_bps[i] / count[i]))))
     out.sort(key=lambda g: (-g.total_ns, g.op))
     return tuple(out)
 
 
 def _group(op: str, cost: Cost, dims: list, types: list, args: list, backward: bool,
-           count: int, total: int, uses_tf32: bool, peak: DevicePeak | None) -> ShapeGroup:
+           count: int, total: int, uses_tf32: bool, peak: DevicePeak | None,
+           mean_rates: tuple[float, float]) -> ShapeGroup:
     fps = _rate(cost.flops * count, total)
     bps = _rate(cost.bytes * count, total)
     intensity = cost.flops / cost.bytes if cost.bytes else None
@@ -410,7 +419,10 @@ def _group(op: str, cost: Cost, dims: list, types: list, args: list, backward: b
         op=op, family=cost.family, dtype=cost.dtype, input_dims=dims, input_types=types,
         arguments=args, backward=backward, count=count, total_ns=total,
         mean_ns=total / count if count else 0.0, flops=cost.flops,
-        bytes=cost.bytes, flops_per_s=fps, bytes_per_s=bps, intensity_flops_per_byte=intensity,
+        bytes=cost.bytes, flops_per_s=fps, bytes_per_s=bps,
+        mean_instance_flops_per_s=mean_rates[0] if fps is not None else None,
+        mean_instance_bytes_per_s=mean_rates[1] if bps is not None else None,
+        intensity_flops_per_byte=intensity,
         bound=bound, peak_flops_per_s=pk,
         compute_peak_share=fps / pk if fps is not None and pk and cost.flops else None,
         memory_peak_share=bps / peak.memory_bytes_per_s if bps is not None and peak else None,
