@@ -2,9 +2,9 @@
 
 TraceLens (AMD-AGI/TraceLens, MIT) is not on PyPI, so its formulas are re-implemented
 here from its source, each function naming the class it follows in
-``TraceLens/PerfModel/perf_model.py`` (op names mapped as in
-``TraceLens/PerfModel/torch_op_mapping.py``); its rates follow
-``TraceLens/TreePerf/tree_perf.py`` ``compute_perf_metrics``: an op's FLOPs over the busy
+``TraceLens/PerfModel/perf_model.py`` (read at commit 01a6eebb; op names mapped as in
+``TraceLens/PerfModel/torch_op_mapping.py``, 021be668); its rates follow
+``TraceLens/TreePerf/tree_perf.py`` ``compute_perf_metrics`` (0137b7ad): an op's FLOPs over the busy
 time (the union) of the kernels, memcpy and memset in its subtree. Each op of the H100 and
 MI300X traces that TraceLens models is compared with profkit's number for the same recorded
 inputs; where the two differ, the difference is the documented one and is computed here
