@@ -3,7 +3,8 @@
 ``--fail`` makes rank 1 misbehave at step ``--fail-step`` (counted over every step the
 rank runs): ``kill`` (SIGKILL itself), ``exit`` (``os._exit(3)``), ``raise`` or ``hang``.
 ``--grandchild`` makes every rank start a sleeping child process first, so a test can
-check that ending a run leaves nothing behind.
+check that ending a run leaves nothing behind. ``--hang-note`` names a file where a
+hanging rank 1 writes the time (``time.time()``) at which it began to hang.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class TinyDDP(Scenario):
                                                                "raise", "hang")),
         Param("fail_step", int, 3, "the step at which rank 1 fails"),
         Param("grandchild", str, "", "a marker: start a sleeping child with it"),
+        Param("hang_note", str, "", "a file: rank 1 writes when it began to hang"),
     )
     strategies = (
         Strategy("w2", "two ranks", processes=True, world_size=2),
@@ -79,6 +81,9 @@ class TinyWorkload(Workload):
             elif how == "raise":
                 raise ValueError(f"rank 1 gave up at step {self.steps}")
             elif how == "hang":
+                if self.config.params["hang_note"]:
+                    with open(self.config.params["hang_note"], "w") as note:
+                        note.write(str(time.time()))
                 time.sleep(600)
         with record_function("forward"):
             loss = ((self.model(self.x) - self.y) ** 2).mean()

@@ -2,21 +2,22 @@
 
 :func:`run_strategy` is what the runner calls. Spawned ranks are started by
 ``torch.distributed.elastic.multiprocessing.start_processes`` (the engine torchrun runs
-on) and run :mod:`.rank_main`, each in its own process group; :mod:`.watchdog` ends the
-strategy when one fails or stops making progress, and then every rank this module
-started, and all they started, is killed.
+on) and run :mod:`.rank_main`, each in its own process group. As under torchrun, the
+launching process hosts the ranks' c10d store, through which their Measurements come
+back. :mod:`.watchdog` ends the strategy when one fails or stops making progress, and
+then every rank this module started, and all they started, is killed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import shutil
 import signal
 import sys
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,25 +30,15 @@ from profiler_kit.measure.distributed import (
     under_torchrun,
 )
 from profiler_kit.measure.distributed.rank import own_files
-from profiler_kit.measure.distributed.watchdog import (
-    TIMER_FILE_ENV,
-    ProgressTimers,
-    quiet_elastic,
-    rank_output,
-    watch,
-)
+from profiler_kit.measure.distributed.watchdog import STARTUP_S, ProgressTimers, rank_output, watch
 from profiler_kit.measure.passes import Measurement, MeasureOptions
-from profiler_kit.ports import free_port
 from profiler_kit.scenario import RunConfig, Scenario, Strategy
 
 if TYPE_CHECKING:
+    from torch.distributed import Store
     from torch.distributed.elastic.multiprocessing import PContext
 
-_PORT_ATTEMPTS = 3  # the free port can be taken between choosing it and listening on it
 RANK_MAIN = "profiler_kit.measure.distributed.rank_main"
-# the signals elastic's start_processes takes over (see _start_ranks)
-_ELASTIC_SIGNALS = [getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
-                    if hasattr(signal, n)]
 
 
 def run_strategy(
@@ -101,42 +92,34 @@ def scenario_ref(scenario: Scenario) -> str:
 
 
 def _spawn(job: RankJob) -> list[Measurement]:
-    """Run the job's ranks; again on another port if one was taken before rank 0
-    listened on it."""
-    for _ in range(_PORT_ATTEMPTS - 1):
-        try:
-            return _spawn_once(job)
-        except RankFailure as failure:
-            text = str(failure)
-            if "EADDRINUSE" not in text and "address already in use" not in text.lower():
-                raise
-    return _spawn_once(job)
+    from torch.distributed import TCPStore
 
-
-def _spawn_once(job: RankJob) -> list[Measurement]:
     world, name = job.strategy.world_size, job.strategy.name
     strategy_dir = Path(job.strategy_dir)
     strategy_dir.mkdir(parents=True, exist_ok=True)
     job_dir = Path(tempfile.mkdtemp(prefix="profkit-ranks-"))
     (job_dir / "job.pkl").write_bytes(pickle.dumps(job))
     package_root = str(Path(__file__).resolve().parents[3])
+    # The OS picks the store's port as it starts listening: no rank can find it taken.
+    store = TCPStore("127.0.0.1", 0, is_master=True)
     env = {
         "PYTHONPATH": os.pathsep.join(
             p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p
         ),
         WORKER_ENV: "1",
-        TIMER_FILE_ENV: str(job_dir / "progress.fifo"),
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(free_port()),
+        "MASTER_PORT": str(store.port),
+        "TORCHELASTIC_USE_AGENT_STORE": "True",  # the ranks join this store
         "WORLD_SIZE": str(world),
         "LOCAL_WORLD_SIZE": str(world),
     }
     try:
-        with ProgressTimers(job_dir / "progress.fifo") as timers, quiet_elastic():
+        with ProgressTimers(job_dir) as timers:
             ranks = _start_ranks(env, world, job_dir)
             try:
+                timers.start(ranks.pids().values(), job.timeout_s + STARTUP_S)
                 watch(ranks, timers, job_dir, name, job.timeout_s)
-                return [_load_result(job_dir, r, name) for r in range(world)]
+                return [_load_result(store, r, name) for r in range(world)]
             except RankFailure as failure:
                 raise RankFailure(f"{failure}{_keep_logs(ranks, strategy_dir)}") from None
             finally:
@@ -151,14 +134,17 @@ def _spawn_once(job: RankJob) -> list[Measurement]:
 
 def _start_ranks(env: dict[str, str], world: int, job_dir: Path) -> PContext:
     """``python -m rank_main JOB_DIR`` once per rank, through torch.distributed.elastic
-    (each rank in its own process group, output and ``@record`` error file per rank).
+    (each rank in its own process group, output and error file per rank).
 
     Elastic turns SIGINT/SIGTERM/SIGHUP/SIGQUIT into its own exception while its agent
     runs; profkit keeps its handlers, so a Ctrl-C stays a KeyboardInterrupt (exit 130)
-    and the ranks are killed on the way out."""
+    and the ranks are killed on the way out. Elastic's log lines (closing signals,
+    failures) are dropped: profkit reports a failure in one line of its own."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std, start_processes
 
-    saved = {s: signal.getsignal(s) for s in _ELASTIC_SIGNALS}
+    elastic_log = logging.getLogger("torch.distributed.elastic")
+    elastic_log.propagate, elastic_log.handlers = False, [logging.NullHandler()]
+    saved = {s: signal.getsignal(s) for s in signal.valid_signals()}
     try:
         return start_processes(
             name="profkit-rank",
@@ -167,11 +153,10 @@ def _start_ranks(env: dict[str, str], world: int, job_dir: Path) -> PContext:
             envs={r: dict(env, RANK=str(r), LOCAL_RANK=str(r)) for r in range(world)},
             logs_specs=DefaultLogsSpecs(log_dir=str(job_dir / "logs"), redirects=Std.ALL),
         )
-    finally:
-        if threading.current_thread() is threading.main_thread():
-            for s, handler in saved.items():
-                if handler is not None:
-                    signal.signal(s, handler)
+    finally:  # (elastic changes no handler outside the main thread)
+        for s, handler in saved.items():
+            if handler is not None and signal.getsignal(s) is not handler:
+                signal.signal(s, handler)
 
 
 def _keep_logs(ranks: PContext, strategy_dir: Path) -> str:
@@ -186,8 +171,7 @@ def _keep_logs(ranks: PContext, strategy_dir: Path) -> str:
     return f" (rank output: {strategy_dir}/rank*.log)" if kept else ""
 
 
-def _load_result(job_dir: Path, rank: int, name: str) -> Measurement:
-    path = job_dir / f"rank{rank}.result"
-    if not path.exists():
+def _load_result(store: Store, rank: int, name: str) -> Measurement:
+    if not store.check([f"result/{rank}"]):
         raise RankFailure(f"rank {rank} exited without a result during {name}")
-    return pickle.loads(path.read_bytes())
+    return pickle.loads(store.get(f"result/{rank}"))

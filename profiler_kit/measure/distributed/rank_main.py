@@ -1,8 +1,9 @@
 """The main of a rank that :mod:`.launch` spawned: ``python -m ... rank_main JOB_DIR``.
 
-The job (scenario, strategy, options) is pickled in ``JOB_DIR``; the rank writes its
-Measurement back there. Its error goes to elastic's error file (``@record``), and it
-renews an elastic progress timer as it makes progress (:mod:`.watchdog`).
+The job (scenario, strategy, options) is pickled in ``JOB_DIR``; the rank leaves its
+Measurement in the launcher's c10d store (``result/RANK``). Its error goes to elastic's
+error file, and it keeps its elastic progress timer running as it makes progress
+(:mod:`.watchdog`).
 State that workloads read (:func:`profiler_kit.measure.distributed.group`) lives in
 the package, not here, so running this module as ``__main__`` duplicates nothing.
 """
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from torch.distributed.elastic.multiprocessing.errors import record
+from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 from torch.distributed.elastic.timer import FileTimerClient
 
 from profiler_kit.child_processes import exit_with_parent
@@ -28,32 +29,30 @@ from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed import backend_for, rank_device
 from profiler_kit.measure.distributed.launch import RankJob
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
-from profiler_kit.measure.distributed.watchdog import (
-    STACK_SIGNAL,
-    STARTUP_S,
-    TIMER_FILE_ENV,
-    TIMER_SCOPE,
-    started_marker,
-)
+from profiler_kit.measure.distributed.watchdog import PROGRESS, STACK_SIGNAL, START, TIMER_FIFO
 
-_MIN_RENEWAL_S = 0.1  # renew the timer at most this often (each renewal is a FIFO write)
+# Each renewal is a write to the timer server's FIFO, which a fast step loop could fill
+# between two of the server's reads: renew at most this often.
+_MIN_RENEWAL_S = 0.1
 
 
 def main(job_dir: Path) -> None:
     """Measure this rank's part of the job; never returns (the process exits)."""
     exit_with_parent()
+    errors = get_error_handler()  # writes the error file elastic gives the launcher
+    errors.initialize()
     status = 0
     try:
         _measure(job_dir)
-    except BaseException:
-        traceback.print_exc()  # @record has written the error file for the launcher
+    except BaseException as exc:
+        traceback.print_exc()
+        errors.record_exception(exc)
         status = 1
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)  # skip interpreter teardown: a backend thread must not hold the rank
 
 
-@record
 def _measure(job_dir: Path) -> None:
     job: RankJob = pickle.loads((job_dir / "job.pkl").read_bytes())
     rank = int(os.environ["RANK"])
@@ -64,8 +63,6 @@ def _measure(job_dir: Path) -> None:
     # reading every thread's state while a healthy rank is busy in a backend can crash it.
     stack_fd = os.open(job_dir / f"rank{rank}.stack", os.O_WRONLY | os.O_CREAT, 0o644)
     faulthandler.register(STACK_SIGNAL, file=stack_fd, all_threads=True)
-    beat = _progress_timer(job.timeout_s)
-    started_marker(job_dir, rank).touch()  # from now on a hang expires the timer
 
     import torch
     import torch.distributed as dist
@@ -81,36 +78,36 @@ def _measure(job_dir: Path) -> None:
     dist.init_process_group(
         backend_for(device), timeout=timedelta(seconds=2 * job.timeout_s + 30)
     )
-    beat()
     distributed.set_group(None)
     measurement = measure_rank(
         scenario_mod.load(job.scenario_ref), job.strategy, job.config, job.options,
-        Path(job.strategy_dir), rank, world, local_rank, beat,
+        Path(job.strategy_dir), rank, world, local_rank,
+        _progress_timer(str(job_dir / TIMER_FIFO), job.timeout_s),
     )
-    tmp = job_dir / f"rank{rank}.result.tmp"
-    tmp.write_bytes(pickle.dumps(measurement))
-    tmp.replace(job_dir / f"rank{rank}.result")
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+    store.set(f"result/{rank}", pickle.dumps(measurement))
     with contextlib.suppress(Exception):
         dist.destroy_process_group()
 
 
-def _progress_timer(timeout_s: float) -> Callable[[], None]:
-    """A beat that renews this rank's elastic progress timer: it expires ``timeout_s``
-    after the last beat (plus a start-up allowance until the first step is done)."""
-    client = FileTimerClient(os.environ[TIMER_FILE_ENV], signal=0)  # see ProgressTimers
-    beats = -1  # the first beat is this one; then after init, after build, the first step
-    last = 0.0
+def _progress_timer(fifo: str, timeout_s: float) -> Callable[[], None]:
+    """The beat for :func:`measure_rank` (after the build, then after every step): from
+    the first step on, it keeps this rank's progress timer ``timeout_s`` ahead; until
+    then the launcher's start timer runs, which the first step's beat releases."""
+    client = FileTimerClient(fifo, signal=0)  # see ProgressTimers
+    beats, last = 0, 0.0
 
     def beat() -> None:
         nonlocal beats, last
         beats += 1
         now = time.time()
-        if beats > 3 and now - last < _MIN_RENEWAL_S:
+        if beats < 2 or now - last < _MIN_RENEWAL_S:
             return
-        client.acquire(TIMER_SCOPE, now + timeout_s + (STARTUP_S if beats < 3 else 0.0))
+        if beats == 2:
+            client.release(START)
+        client.acquire(PROGRESS, now + timeout_s)
         last = now
 
-    beat()
     return beat
 
 

@@ -1,21 +1,23 @@
 """Watching spawned ranks: which one failed or stopped making progress, and why.
 
-Exit codes, signal names and each rank's ``@record`` error file come from
+Exit codes, signal names and each rank's error file come from
 ``torch.distributed.elastic``'s process context. Progress is watched with elastic's
-timers: each rank keeps renewing a ``FileTimerClient`` timer (``--rank-timeout`` ahead)
-as it makes progress, and a ``FileTimerServer`` in this process notices the one that
-expires. A stalled rank is then asked for its Python stacks (``STACK_SIGNAL``), so the
-error can tell a rank stuck in its own code from one waiting for its peers.
+timers: the launcher gives every rank a ``start`` timer (``--rank-timeout`` plus a
+start-up allowance for imports, the process group, the build and the first step); a rank
+releases it after its first step and from then on keeps a ``progress`` timer
+``--rank-timeout`` ahead with its ``FileTimerClient``. The ``FileTimerServer`` in the
+launching process reports the timers that expire. A stalled rank is then asked for its
+Python stacks (``STACK_SIGNAL``), so the error can tell a rank stuck in its own code from
+one waiting for its peers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,10 +29,10 @@ if TYPE_CHECKING:
 POLL_S = 0.05
 STARTUP_S = 120.0  # extra allowance until a rank's first step is done (imports, init)
 STACK_SIGNAL = signal.SIGUSR1
-TIMER_FILE_ENV = "PROFKIT_PROGRESS_TIMERS"  # the timer server's FIFO, for the ranks
-TIMER_SCOPE = "progress"
+TIMER_FIFO = "progress.fifo"  # the timer server's FIFO, in the job folder
+START, PROGRESS = "start", "progress"  # the scopes of a rank's timers
 _TIMER_INTERVAL_S = 0.2  # how often the timer server looks for expired timers
-_STACK_WAIT_S = 1.0  # how long a stalled rank gets to write its stacks when asked
+_STACK_WAIT_S = 10.0  # at most this long for stalled ranks to write their stacks when asked
 
 
 def is_communication_error(error: str | None) -> bool:
@@ -40,59 +42,46 @@ def is_communication_error(error: str | None) -> bool:
 
 
 class ProgressTimers:
-    """Elastic's ``FileTimerServer``, told which ranks' progress timers expired.
+    """Elastic's ``FileTimerServer``, telling which ranks' timers expired (``expired``:
+    pid -> scope).
 
-    The server is built for torchelastic's agent: it reaps a worker whose timer expires
-    with the timer's signal and then signals its own process too. profkit runs it in the
-    launching process, which must live on, so the ranks' timers carry no signal (0: the
-    server only reports them, through its ``log_event`` callback) and profkit stops the
-    ranks itself, after asking them for their stacks."""
+    The server is built for torchelastic's agent: it kills a worker whose timer expires
+    with the timer's signal, and then its own process too. profkit runs it in the
+    launching process, which must live on, so the timers carry no signal (0: the server
+    only reports them, through its ``log_event`` callback) and profkit stops the ranks
+    itself, after asking them for their stacks."""
 
-    def __init__(self, fifo: Path) -> None:
+    def __init__(self, job_dir: Path) -> None:
         from torch.distributed.elastic.timer import FileTimerServer
 
-        self.fifo = fifo
-        self._expired: set[int] = set()
-        self._server = FileTimerServer(
-            str(fifo), run_id="profkit", max_interval=_TIMER_INTERVAL_S,
-            log_event=self._event,
-        )
+        self.fifo = str(job_dir / TIMER_FIFO)
+        self.expired: dict[int, str] = {}
+        self.startup_s = 0.0
+        self._server = FileTimerServer(self.fifo, run_id="profkit",
+                                       max_interval=_TIMER_INTERVAL_S, log_event=self._event)
 
-    def _event(self, name: str, request: Any) -> None:
-        if name == "timer expired" and request is not None:
-            self._expired.add(request.worker_pid)
+    def _event(self, name: str, timer: Any) -> None:
+        if name == "timer expired":
+            self.expired.setdefault(timer.worker_pid, timer.scope_id)
 
-    def expired(self) -> set[int]:
-        """PIDs whose progress timer has expired."""
-        return set(self._expired)
+    def start(self, pids: Iterable[int], startup_s: float) -> None:
+        """Give each rank ``startup_s`` to release its start timer, and watch."""
+        from torch.distributed.elastic.timer import FileTimerClient, FileTimerRequest
+
+        self.startup_s = startup_s
+        deadline = time.time() + startup_s
+        self._server.register_timers([FileTimerRequest(p, START, deadline) for p in pids])
+        self._server.start()
+        # The server only looks at its timers once a client has opened the FIFO; open it
+        # now (with a request that changes nothing), so a rank stuck before its first
+        # request (in ``import torch``, say) still has its start timer expire.
+        FileTimerClient(self.fifo, signal=0).release(START)
 
     def __enter__(self) -> ProgressTimers:
-        self._server.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # A server whose ranks never connected still waits to open its FIFO: release it.
-        with contextlib.suppress(OSError):
-            os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
         self._server.stop()
-
-
-@contextlib.contextmanager
-def quiet_elastic() -> Iterator[None]:
-    """Silence elastic's own log lines (closing signals, failures) while ranks run:
-    profkit reports the failure in one line of its own."""
-    import torch.distributed.elastic.multiprocessing  # noqa: F401 (creates its loggers)
-
-    loggers = [log for name, log in logging.root.manager.loggerDict.items()
-               if name.startswith("torch.distributed.elastic") and isinstance(log, logging.Logger)
-               and not log.disabled]
-    for log in loggers:
-        log.disabled = True
-    try:
-        yield
-    finally:
-        for log in loggers:
-            log.disabled = False
 
 
 def name_ranks(ranks: list[int]) -> str:
@@ -100,57 +89,52 @@ def name_ranks(ranks: list[int]) -> str:
     return f"rank{'s' if len(ranks) > 1 else ''} " + ", ".join(str(r) for r in ranks)
 
 
-def started_marker(job_dir: Path, rank: int) -> Path:
-    """The file a rank writes once its progress timer runs (see rank_main)."""
-    return job_dir / f"rank{rank}.started"
-
-
 def watch(ranks: PContext, timers: ProgressTimers, job_dir: Path, name: str,
-          timeout_s: float, startup_s: float = STARTUP_S) -> None:
+          timeout_s: float) -> None:
     """Until every rank exits 0; raise RankFailure for the first that fails or hangs.
-
-    A rank that hangs before its progress timer runs (in ``import torch``, say) has no
-    timer to expire: it is caught by not having started within ``timeout_s + startup_s``.
     On the first failure elastic stops the other ranks (SIGTERM) before reporting."""
-    deadline = time.monotonic() + timeout_s + startup_s
     while True:
-        result = ranks.wait(0)
+        result = ranks.wait(POLL_S, period=POLL_S)
         if result is not None:
             if result.is_failed():
                 raise RankFailure(_failure_message(ranks, result.failures, name))
             return
-        if time.monotonic() > deadline:
-            late = sorted(r for r in ranks.pids() if not started_marker(job_dir, r).exists())
-            if late:
-                raise RankFailure(
-                    f"{name_ranks(late)} did not start within {timeout_s + startup_s:g} s during "
-                    f"{name} (hung while starting?); all ranks were stopped (--rank-timeout)")
-            deadline = float("inf")
-        if timers.expired():
+        if timers.expired:
             time.sleep(2 * _TIMER_INTERVAL_S)  # peers waiting for the culprit expire too
-            pids = ranks.pids()
-            stale = sorted(r for r, pid in pids.items() if pid in timers.expired())
-            if stale:
-                raise RankFailure(_hang_message(pids, job_dir, stale, name, timeout_s))
-        time.sleep(POLL_S)
+            raise RankFailure(_hang_message(ranks.pids(), timers, job_dir, name, timeout_s))
 
 
-def _hang_message(pids: dict[int, int], job_dir: Path, stale: list[int],
+def _hang_message(pids: dict[int, int], timers: ProgressTimers, job_dir: Path,
                   name: str, timeout_s: float) -> str:
     """Name the rank(s) that stopped; a rank waiting in a collective is not the cause."""
-    for r in stale:  # ask each stalled rank for its stacks (see rank_main)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pids[r], STACK_SIGNAL)
-    time.sleep(_STACK_WAIT_S)
-    stacks = {r: _read(job_dir / f"rank{r}.stack") for r in stale}
+    stale = sorted(r for r, pid in pids.items() if pid in timers.expired)
+    stacks = _ask_stacks(pids, stale, job_dir)
     waiting = {r for r, text in stacks.items() if _in_collective(_main_stack(text))}
     culprits = [r for r in stale if r not in waiting] or stale
     where = _innermost_frame(stacks[culprits[0]])
     at = f"; it was at {where}" if where else ""
-    return (
-        f"{name_ranks(culprits)} made no progress for {timeout_s:g} s during {name} (hung?){at}; "
-        "all ranks were stopped (--rank-timeout)"
-    )
+    if timers.expired[pids[culprits[0]]] == START:
+        what = f"did not start within {timers.startup_s:g} s during {name} (hung while starting?)"
+    else:
+        what = f"made no progress for {timeout_s:g} s during {name} (hung?)"
+    return f"{name_ranks(culprits)} {what}{at}; all ranks were stopped (--rank-timeout)"
+
+
+def _ask_stacks(pids: dict[int, int], ranks: list[int], job_dir: Path) -> dict[int, str]:
+    """Each rank's stacks, dumped on ``STACK_SIGNAL`` (see rank_main). A busy machine
+    may keep a rank from running for a while: wait until every dump is there and has
+    stopped growing (or, for a rank that cannot dump, until ``_STACK_WAIT_S``)."""
+    for r in ranks:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pids[r], STACK_SIGNAL)
+    stacks: dict[int, str] = {}
+    deadline = time.monotonic() + _STACK_WAIT_S
+    while time.monotonic() < deadline:
+        time.sleep(_TIMER_INTERVAL_S)
+        stacks, before = {r: _read(job_dir / f"rank{r}.stack") for r in ranks}, stacks
+        if stacks == before and all(stacks.values()):
+            break
+    return stacks
 
 
 def _failure_message(ranks: PContext, failures: dict[int, ProcessFailure], name: str) -> str:
@@ -168,13 +152,12 @@ def _failure_message(ranks: PContext, failures: dict[int, ProcessFailure], name:
     code = failures[r].exitcode
     how = f"exited with code {code}"
     if code < 0:
-        with contextlib.suppress(ValueError):
-            how += f" (killed by {signal.Signals(-code).name})"
+        how += f" (killed by {failures[r].signal_name()})"
     return f"rank {r} {how} during {name}{_log_hint(ranks, r)}"
 
 
 def error_of(failure: ProcessFailure) -> str | None:
-    """``Type: message`` of the exception a rank's ``@record`` wrote, if it wrote one."""
+    """``Type: message`` of the exception a rank recorded in its error file, if any."""
     message = failure.error_file_data.get("message")
     if isinstance(message, dict):
         return str(message.get("message", "")).strip() or None
@@ -199,9 +182,7 @@ _WAITING_FRAMES = ("torch/distributed/", "torch/nn/parallel/", "torch/autograd/"
 
 
 def _in_collective(stack: str) -> bool:
-    # elastic's @record wrapper is in every rank's stack: it says nothing about waiting
-    frames = [ln for ln in stack.splitlines() if "torch/distributed/elastic/" not in ln]
-    return any(frame in ln for ln in frames for frame in _WAITING_FRAMES)
+    return any(frame in stack for frame in _WAITING_FRAMES)
 
 
 def _read(path: Path) -> str:
