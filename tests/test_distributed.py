@@ -152,8 +152,8 @@ def test_a_rank_that_never_starts_is_named_after_the_startup_allowance(tmp_path:
             return {r: p.pid for r, p in enumerate(sleepers)}
 
     try:
-        with ProgressTimers(tmp_path) as timers:
-            timers.start([sleepers[1].pid], 0.5)  # rank 0 is past its first step
+        with ProgressTimers(tmp_path, startup_s=0.5) as timers:
+            timers.start([sleepers[1].pid])  # rank 0 is past its first step
             with pytest.raises(RankFailure,
                                match=r"^rank 1 did not start within 0.5 s during w2 "):
                 watch(Ranks(), timers, tmp_path, "w2", timeout_s=0.1)

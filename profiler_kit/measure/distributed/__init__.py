@@ -15,11 +15,11 @@ Two launch modes, one code path per rank (:mod:`.rank`):
 
 * **spawn** (default, :mod:`.launch`): profkit starts ``strategy.world_size`` Python
   processes on this host with ``torch.distributed.elastic`` (``MASTER_ADDR=127.0.0.1``,
-  a free port, gloo on CPU, nccl on CUDA), each running :mod:`.rank_main` in its own
-  process group so that a failing run can be killed without leaving anything behind.
-  A rank that raises, exits or stops making progress for ``--rank-timeout`` seconds
-  (its elastic timer expires) ends the strategy with :class:`RankFailure` naming the
-  rank (:mod:`.watchdog`).
+  the port of the c10d store the launching process hosts, gloo on CPU, nccl on CUDA),
+  each running :mod:`.rank_main` in its own process group so that a failing run can be
+  killed without leaving anything behind. A rank that raises, exits or stops making
+  progress for ``--rank-timeout`` seconds (its elastic timer expires) ends the strategy
+  with :class:`RankFailure` naming the rank (:mod:`.watchdog`).
 * **torchrun** (:mod:`.torchrun`): when ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and
   ``MASTER_ADDR`` are set, this process *is* one rank. Nothing is spawned; every
   participating rank measures, and the Measurements travel to every rank through the

@@ -114,10 +114,10 @@ def _spawn(job: RankJob) -> list[Measurement]:
         "LOCAL_WORLD_SIZE": str(world),
     }
     try:
-        with ProgressTimers(job_dir) as timers:
+        with ProgressTimers(job_dir, job.timeout_s + STARTUP_S) as timers:
             ranks = _start_ranks(env, world, job_dir)
             try:
-                timers.start(ranks.pids().values(), job.timeout_s + STARTUP_S)
+                timers.start(ranks.pids().values())
                 watch(ranks, timers, job_dir, name, job.timeout_s)
                 return [_load_result(store, r, name) for r in range(world)]
             except RankFailure as failure:

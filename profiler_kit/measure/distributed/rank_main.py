@@ -21,15 +21,22 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+import torch
+import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 from torch.distributed.elastic.timer import FileTimerClient
 
 from profiler_kit.child_processes import exit_with_parent
-from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed import backend_for, rank_device
 from profiler_kit.measure.distributed.launch import RankJob
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
-from profiler_kit.measure.distributed.watchdog import PROGRESS, STACK_SIGNAL, START, TIMER_FIFO
+from profiler_kit.measure.distributed.watchdog import (
+    PROGRESS,
+    STACK_SIGNAL,
+    START,
+    STARTUP_S,
+    TIMER_FIFO,
+)
 
 # Each renewal is a write to the timer server's FIFO, which a fast step loop could fill
 # between two of the server's reads: renew at most this often.
@@ -55,33 +62,27 @@ def main(job_dir: Path) -> None:
 
 def _measure(job_dir: Path) -> None:
     job: RankJob = pickle.loads((job_dir / "job.pkl").read_bytes())
-    rank = int(os.environ["RANK"])
-    world = int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ["LOCAL_RANK"])
+    rank = int(os.environ["RANK"])  # = LOCAL_RANK: the ranks share this host
     # When the launcher finds this rank stalled, it sends STACK_SIGNAL and the rank's stacks
     # land here for the error message. Dumping only on request (not on a timer) matters:
     # reading every thread's state while a healthy rank is busy in a backend can crash it.
     stack_fd = os.open(job_dir / f"rank{rank}.stack", os.O_WRONLY | os.O_CREAT, 0o644)
     faulthandler.register(STACK_SIGNAL, file=stack_fd, all_threads=True)
 
-    import torch
-    import torch.distributed as dist
-
     from profiler_kit import scenario as scenario_mod
 
     device = job.config.device
     if device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(rank_device(device, local_rank)))
+        torch.cuda.set_device(torch.device(rank_device(device, rank)))
     set_threads(device)
-    # The launcher watches for stalls (and asks for stacks) at job.timeout_s; the
-    # backend's own timeout is only a backstop, so it must not fire first.
+    # The launcher's timers (job.timeout_s, and STARTUP_S more until the first step) see a
+    # stall first and ask for stacks; the backend's own timeout is only a backstop.
     dist.init_process_group(
-        backend_for(device), timeout=timedelta(seconds=2 * job.timeout_s + 30)
+        backend_for(device), timeout=timedelta(seconds=2 * (job.timeout_s + STARTUP_S))
     )
-    distributed.set_group(None)
     measurement = measure_rank(
         scenario_mod.load(job.scenario_ref), job.strategy, job.config, job.options,
-        Path(job.strategy_dir), rank, world, local_rank,
+        Path(job.strategy_dir), rank, job.strategy.world_size, rank,
         _progress_timer(str(job_dir / TIMER_FIFO), job.timeout_s),
     )
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))

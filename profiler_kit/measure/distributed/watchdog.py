@@ -51,12 +51,11 @@ class ProgressTimers:
     only reports them, through its ``log_event`` callback) and profkit stops the ranks
     itself, after asking them for their stacks."""
 
-    def __init__(self, job_dir: Path) -> None:
+    def __init__(self, job_dir: Path, startup_s: float) -> None:
         from torch.distributed.elastic.timer import FileTimerServer
 
-        self.fifo = str(job_dir / TIMER_FIFO)
+        self.fifo, self.startup_s = str(job_dir / TIMER_FIFO), startup_s
         self.expired: dict[int, str] = {}
-        self.startup_s = 0.0
         self._server = FileTimerServer(self.fifo, run_id="profkit",
                                        max_interval=_TIMER_INTERVAL_S, log_event=self._event)
 
@@ -64,12 +63,11 @@ class ProgressTimers:
         if name == "timer expired":
             self.expired.setdefault(timer.worker_pid, timer.scope_id)
 
-    def start(self, pids: Iterable[int], startup_s: float) -> None:
+    def start(self, pids: Iterable[int]) -> None:
         """Give each rank ``startup_s`` to release its start timer, and watch."""
         from torch.distributed.elastic.timer import FileTimerClient, FileTimerRequest
 
-        self.startup_s = startup_s
-        deadline = time.time() + startup_s
+        deadline = time.time() + self.startup_s
         self._server.register_timers([FileTimerRequest(p, START, deadline) for p in pids])
         self._server.start()
         # The server only looks at its timers once a client has opened the FIFO; open it
@@ -109,7 +107,8 @@ def _hang_message(pids: dict[int, int], timers: ProgressTimers, job_dir: Path,
     """Name the rank(s) that stopped; a rank waiting in a collective is not the cause."""
     stale = sorted(r for r, pid in pids.items() if pid in timers.expired)
     stacks = _ask_stacks(pids, stale, job_dir)
-    waiting = {r for r, text in stacks.items() if _in_collective(_main_stack(text))}
+    waiting = {r for r, text in stacks.items()
+               if any(frame in _main_stack(text) for frame in _WAITING_FRAMES)}
     culprits = [r for r in stale if r not in waiting] or stale
     where = _innermost_frame(stacks[culprits[0]])
     at = f"; it was at {where}" if where else ""
@@ -159,9 +158,7 @@ def _failure_message(ranks: PContext, failures: dict[int, ProcessFailure], name:
 def error_of(failure: ProcessFailure) -> str | None:
     """``Type: message`` of the exception a rank recorded in its error file, if any."""
     message = failure.error_file_data.get("message")
-    if isinstance(message, dict):
-        return str(message.get("message", "")).strip() or None
-    return None
+    return (str(message.get("message", "")).strip() or None) if isinstance(message, dict) else None
 
 
 def rank_output(ranks: PContext, rank: int) -> str:
@@ -179,10 +176,6 @@ def _log_hint(ranks: PContext, rank: int) -> str:
 # blocks until the gradient all-reduce of every rank has arrived.
 _WAITING_FRAMES = ("torch/distributed/", "torch/nn/parallel/", "torch/autograd/",
                    "torch/_tensor.py")
-
-
-def _in_collective(stack: str) -> bool:
-    return any(frame in stack for frame in _WAITING_FRAMES)
 
 
 def _read(path: Path) -> str:
