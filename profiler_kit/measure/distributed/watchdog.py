@@ -104,15 +104,17 @@ def watch(ranks: PContext, timers: ProgressTimers, job_dir: Path, name: str,
 
 def _hang_message(pids: dict[int, int], timers: ProgressTimers, job_dir: Path,
                   name: str, timeout_s: float) -> str:
-    """Name the rank(s) that stopped; a rank waiting in a collective is not the cause."""
+    """Name the rank(s) that stopped; a rank waiting in a collective is not the cause.
+    When only waiting ranks' timers have expired yet (the culprit's, renewed a moment
+    later, is about to), the cause is among the ranks they wait for."""
     stale = sorted(r for r, pid in pids.items() if pid in timers.expired)
-    stacks = _ask_stacks(pids, stale, job_dir)
-    waiting = {r for r, text in stacks.items()
-               if any(frame in _main_stack(text) for frame in _WAITING_FRAMES)}
-    culprits = [r for r in stale if r not in waiting] or stale
+    stacks = _ask_stacks(pids, sorted(pids), job_dir)
+    running = [r for r in sorted(pids) if not any(f in _main_stack(stacks[r])
+                                                  for f in _WAITING_FRAMES)]
+    culprits = [r for r in stale if r in running] or running or stale
     where = _innermost_frame(stacks[culprits[0]])
     at = f"; it was at {where}" if where else ""
-    if timers.expired[pids[culprits[0]]] == START:
+    if timers.expired.get(pids[culprits[0]]) == START:
         what = f"did not start within {timers.startup_s:g} s during {name} (hung while starting?)"
     else:
         what = f"made no progress for {timeout_s:g} s during {name} (hung?)"
