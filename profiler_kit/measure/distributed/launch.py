@@ -97,11 +97,11 @@ def _spawn(job: RankJob) -> list[Measurement]:
     world, name = job.strategy.world_size, job.strategy.name
     strategy_dir = Path(job.strategy_dir)
     strategy_dir.mkdir(parents=True, exist_ok=True)
+    # The OS picks the store's port as it starts listening: no rank can find it taken.
+    store = TCPStore("127.0.0.1", 0, is_master=True)
     job_dir = Path(tempfile.mkdtemp(prefix="profkit-ranks-"))
     (job_dir / "job.pkl").write_bytes(pickle.dumps(job))
     package_root = str(Path(__file__).resolve().parents[3])
-    # The OS picks the store's port as it starts listening: no rank can find it taken.
-    store = TCPStore("127.0.0.1", 0, is_master=True)
     env = {
         "PYTHONPATH": os.pathsep.join(
             p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p
