@@ -3,8 +3,8 @@
 ``--fail`` makes rank 1 misbehave at step ``--fail-step`` (counted over every step the
 rank runs): ``kill`` (SIGKILL itself), ``exit`` (``os._exit(3)``), ``raise`` or ``hang``.
 ``--grandchild`` makes every rank start a sleeping child process first, so a test can
-check that ending a run leaves nothing behind. ``--hang-note`` names a file where a
-hanging rank 1 writes the time (``time.time()``) at which it began to hang.
+check that ending a run leaves nothing behind. ``--fail-note`` names a file where rank 1
+writes the time (``time.time()``) at which it misbehaves.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class TinyDDP(Scenario):
                                                                "raise", "hang")),
         Param("fail_step", int, 3, "the step at which rank 1 fails"),
         Param("grandchild", str, "", "a marker: start a sleeping child with it"),
-        Param("hang_note", str, "", "a file: rank 1 writes when it began to hang"),
+        Param("fail_note", str, "", "a file: rank 1 writes when it misbehaves"),
     )
     strategies = (
         Strategy("w2", "two ranks", processes=True, world_size=2),
@@ -74,6 +74,9 @@ class TinyWorkload(Workload):
         self.steps += 1
         if self.config.rank == 1 and self.steps == self.config.params["fail_step"]:
             how = self.config.params["fail"]
+            if self.config.params["fail_note"]:
+                with open(self.config.params["fail_note"], "w") as note:
+                    note.write(str(time.time()))
             if how == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             elif how == "exit":
@@ -81,9 +84,6 @@ class TinyWorkload(Workload):
             elif how == "raise":
                 raise ValueError(f"rank 1 gave up at step {self.steps}")
             elif how == "hang":
-                if self.config.params["hang_note"]:
-                    with open(self.config.params["hang_note"], "w") as note:
-                        note.write(str(time.time()))
                 time.sleep(600)
         with record_function("forward"):
             loss = ((self.model(self.x) - self.y) ** 2).mean()

@@ -104,7 +104,7 @@ def test_rank_killed_mid_run_fails_the_strategy_and_the_run_goes_on(tmp_path: Pa
     tiny = scenario.from_file(TINY)
     start = time.monotonic()
     result = runner.run(tiny, {"fail": "kill", "fail_step": 3, "grandchild": mark,
-                               "rank_timeout": 60}, device="cpu", options=OPTIONS,
+                               "rank_timeout": 300}, device="cpu", options=OPTIONS,
                         out=tmp_path)
     elapsed = time.monotonic() - start
     w2, w1 = result.strategies
@@ -115,7 +115,8 @@ def test_rank_killed_mid_run_fails_the_strategy_and_the_run_goes_on(tmp_path: Pa
     assert len(w1.samples_ns) == OPTIONS.iterations and w1.info == {"rank": 0, "world_size": 1}
     assert [Path(f).name.split(".")[0] for f in w1.trace_files] == ["rank0"]
     assert result.exit_status == 1
-    assert elapsed < 120, "a dead rank is noticed long before the rank timeout"
+    # both configurations' start-up included, which a busy machine can make slow
+    assert elapsed < 240, "a dead rank is noticed long before the rank timeout"
     # rank 0 of w2, and what every rank started (also w1's, which succeeded), are gone
     assert _processes_with(mark) == []
 
@@ -127,7 +128,7 @@ def test_hung_rank_ends_within_the_rank_timeout(tmp_path: Path) -> None:
     with pytest.raises(distributed.RankFailure,
                        match=r"rank 1 made no progress for 4 s during w2 \(hung\?\)"):
         _run(tmp_path, fail="hang", fail_step=2, grandchild=mark, rank_timeout=4.0,
-             hang_note=str(note))
+             fail_note=str(note))
     # Start-up (imports, which a busy machine can make slow) has its own allowance of
     # minutes; once the first step is done, the 4 s limit applies: the hang is noticed
     # 4 s after it began, plus the checks, the stacks and the stopping (timed from the
