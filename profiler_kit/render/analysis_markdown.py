@@ -10,6 +10,7 @@ from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
 from profiler_kit.render.analysis_console import (
+    SUMMARY_METRICS,
     WHOLE_TRACE_NOTE,
     critical_path_shares,
     critical_path_title,
@@ -17,6 +18,7 @@ from profiler_kit.render.analysis_console import (
     precision_source,
     recommendation_lines,
     step_breakdown_line,
+    trace_groups,
     trace_timeline_line,
     value,
     window_label,
@@ -142,22 +144,48 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
     return out
 
 
+# traces side by side in one Markdown table; with more, a summary row per trace comes
+# first and the full tables follow per group of traces (the baseline in each)
+MAX_COLUMNS = 8
+
+
+def _groups(c: Comparison) -> list[tuple[int, ...]]:
+    """The traces of each side-by-side table: all of them when they fit, else the baseline
+    with each group of a folder's traces."""
+    if len(c.labels) <= MAX_COLUMNS:
+        return [tuple(range(len(c.labels)))]
+    return [(c.baseline, *g) for g in trace_groups(c.labels, c.baseline, MAX_COLUMNS - 1)]
+
+
+def _metric_cell(c: Comparison, m, i: int) -> str:
+    text = value(m.values[i], m.unit)
+    if i != c.baseline and m.deltas[i] is not None:
+        text += f" ({units.signed_percent(m.deltas[i])})"
+    return f"**{text}**" if m.best == i else text
+
+
+def _trace_name(c: Comparison, i: int, whole: set[int]) -> str:
+    return (c.labels[i] + (" †" if i in whole else "")
+            + (" (baseline)" if i == c.baseline else ""))
+
+
 def comparison_section(c: Comparison) -> list[str]:
     whole = {i for i, w in enumerate(c.windows) if w == "trace"}
-    header = ["metric"] + [lab + (" †" if i in whole else "")
-                           + (" (baseline)" if i == c.baseline else "")
-                           for i, lab in enumerate(c.labels)]
-    rows = []
-    for m in c.metrics:
-        cells = [m.label]
-        for i in range(len(c.labels)):
-            text = value(m.values[i], m.unit)
-            if i != c.baseline and m.deltas[i] is not None:
-                text += f" ({units.signed_percent(m.deltas[i])})"
-            cells.append(f"**{text}**" if m.best == i else text)
-        rows.append(cells)
-    note = [WHOLE_TRACE_NOTE + ".", ""] if whole else []
-    return ["## Comparison", "", "Best value in bold.", ""] + _table(header, rows) + note
+    out = ["## Comparison", "", "Best value in bold.", ""]
+    groups = _groups(c)
+    if len(groups) > 1:
+        by_key = {m.key: m for m in c.metrics}
+        shown = [by_key[k] for k in SUMMARY_METRICS
+                 if k in by_key and any(v is not None for v in by_key[k].values)]
+        rows = [[_trace_name(c, i, whole), *(_metric_cell(c, m, i) for m in shown)]
+                for i in range(len(c.labels))]
+        out += [f"{len(c.labels)} traces: one row each, then every metric per group of "
+                "traces.", ""] + _table(["trace", *(m.label for m in shown)], rows)
+    for group in groups:
+        header = ["metric"] + [_trace_name(c, i, whole) for i in group]
+        rows = [[m.label, *(_metric_cell(c, m, i) for i in group)] for m in c.metrics]
+        out += _table(header, rows)
+    return out + ([WHOLE_TRACE_NOTE + ".", ""] if whole else [])
 
 
 def diff_sections(c: Comparison, top: int) -> list[str]:
@@ -184,20 +212,22 @@ def diff_sections(c: Comparison, top: int) -> list[str]:
             if not rows_:
                 continue
             what = "GPU kernels" if kind == "kernels" else "CPU ops"
-            header = ["name", "class"]
-            for i, label in enumerate(c.labels):
-                header.append(label + (" (base)" if i == c.baseline else ""))
-                if i != c.baseline:
-                    header.append("Δ")
-            body = []
-            for r in rows_[:top]:
-                cells = [f"`{short_name(r.name, 60)}`", r.klass]
-                for i in range(len(c.labels)):
-                    cells.append(per_step_cell(r, i))
+            out += [f"### {what} that changed most, per step", ""]
+            for group in _groups(c):
+                header = ["name", "class"]
+                for i in group:
+                    header.append(c.labels[i] + (" (base)" if i == c.baseline else ""))
                     if i != c.baseline:
-                        cells.append(delta_cell(r, i))
-                body.append(cells)
-            out += [f"### {what} that changed most, per step", ""] + _table(header, body)
+                        header.append("Δ")
+                body = []
+                for r in rows_[:top]:
+                    cells = [f"`{short_name(r.name, 60)}`", r.klass]
+                    for i in group:
+                        cells.append(per_step_cell(r, i))
+                        if i != c.baseline:
+                            cells.append(delta_cell(r, i))
+                    body.append(cells)
+                out += _table(header, body)
     return out
 
 
