@@ -21,6 +21,7 @@ import numpy as np
 
 from profiler_kit.artifacts import RUN_JSON, RUN_SCHEMA, point_dir_name
 from profiler_kit.errors import UsageError
+from profiler_kit.noise import NoiseVerdict
 
 OK = "ok"
 FAILED = "failed"
@@ -153,6 +154,10 @@ class StrategyResult(msgspec.Struct, frozen=True):
     items_per_step: int = 0
     throughput_items_per_s: float | None = None
     speedup: float | None = None  # this throughput / the baseline's throughput
+    # whether the speedup is beyond noise: the 95 % interval of speedup - 1 and the model
+    # that judged it (paired by round with --repeats, else within one run); None for the
+    # baseline itself and where there is no timed baseline
+    noise: NoiseVerdict | None = None
     peak_memory: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
     info: dict[str, Any] = msgspec.field(default_factory=dict)
     trace_files: tuple[str, ...] = ()  # relative to the run folder
@@ -201,6 +206,7 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "items_per_step": self.items_per_step,
             "throughput_items_per_s": self.throughput_items_per_s,
             "speedup": self.speedup,
+            "noise": msgspec.structs.asdict(self.noise) if self.noise else None,
             "peak_memory": {k: dict(v) for k, v in self.peak_memory.items()},
             "info": dict(self.info),
             "trace_files": list(self.trace_files),
@@ -368,9 +374,9 @@ def add_repeat(s: StrategyResult, samples_ns: Sequence[int],
 
 def against_baseline(strategies: Sequence[StrategyResult], baseline: str
                      ) -> tuple[StrategyResult, ...]:
-    """Each timed strategy's speedup in throughput against the baseline of its point and,
-    where that baseline is one process, its scaling efficiency over its ranks (for one
-    process the same number as the speedup)."""
+    """Each timed strategy's speedup in throughput against the baseline of its point, with
+    its noise verdict, and, where that baseline is one process, its scaling efficiency over
+    its ranks (for one process the same number as the speedup)."""
     base = {s.point: s for s in strategies
             if s.name == baseline and s.status == OK and s.throughput_items_per_s}
     found = []
@@ -381,18 +387,54 @@ def against_baseline(strategies: Sequence[StrategyResult], baseline: str
             single = rate if b is not None and b.world_size == 1 else None
             s = msgspec.structs.replace(
                 s, speedup=speedup(rate, s.throughput_items_per_s),
+                noise=_speedup_noise(b, s) if b is not None and b is not s else None,
                 scaling_efficiency=scaling_efficiency(s.throughput_items_per_s, s.world_size,
                                                       single))
         found.append(s)
     return tuple(found)
 
 
+def _rounds(s: StrategyResult) -> tuple[tuple[int, ...], ...]:
+    return s.repeat_samples_ns or (s.samples_ns,)
+
+
+def _speedup_noise(base: StrategyResult, s: StrategyResult) -> NoiseVerdict:
+    """Whether ``s``'s speedup over ``base`` (same point) is beyond noise; scipy is
+    imported here, on the measuring side, not where results are only read."""
+    from profiler_kit.noise import speedup_verdict
+
+    work = (s.items_per_step / base.items_per_step
+            if s.items_per_step > 0 and base.items_per_step > 0 else 1.0)
+    return speedup_verdict(_rounds(base), _rounds(s), work)
+
+
 def best(strategies: Sequence[StrategyResult]) -> StrategyResult | None:
     """The timed strategy with the highest throughput (the shortest median step where
-    throughput is unknown, i.e. no items per step)."""
+    throughput is unknown, i.e. no items per step), when that is beyond noise; else None.
+
+    Where the strategies carry noise verdicts against their baseline, the top one is best
+    only when it is clear of every other: the baseline when every other strategy is beyond
+    noise slower; another strategy when it is beyond noise faster than the baseline and
+    its interval lies wholly above every other strategy's. Without verdicts (no timed
+    baseline, or a run recorded before them) the top one by throughput alone."""
     timed = [s for s in strategies if s.status == OK and s.stats]
     if not timed:
         return None
     if all(s.throughput_items_per_s for s in timed):
-        return max(timed, key=lambda s: s.throughput_items_per_s or 0.0)
-    return min(timed, key=lambda s: s.stats.median_ns)  # type: ignore[union-attr]
+        top = max(timed, key=lambda s: s.throughput_items_per_s or 0.0)
+    else:
+        top = min(timed, key=lambda s: s.stats.median_ns)  # type: ignore[union-attr]
+    judged = [s for s in timed if s.noise is not None]
+    if not judged:
+        return top
+    others = [s for s in judged if s is not top]
+    if top.noise is None:  # the baseline on top
+        clear = all(o.noise and o.noise.beyond_noise and (o.noise.ci_high_fraction or 0) < 0
+                    for o in others) and len(others) == len(timed) - 1
+        return top if clear else None
+    n = top.noise
+    if not (n.beyond_noise and n.ci_low_fraction is not None and n.ci_low_fraction > 0):
+        return None
+    clear = all(o.noise and o.noise.ci_high_fraction is not None
+                and o.noise.ci_high_fraction < n.ci_low_fraction for o in others)
+    return top if clear and len(others) == len(timed) - 2 else None

@@ -19,12 +19,12 @@ from profiler_kit import api, artifacts
 from profiler_kit.cli import main
 from profiler_kit.ddp_benchmark import report as ddp_report
 from profiler_kit.ddp_benchmark.diff import diff_reports
-from profiler_kit.ddp_benchmark.noise import (
+from profiler_kit.errors import UsageError
+from profiler_kit.noise import (
     between_runs_change,
     bootstrap_change,
     mann_whitney_p,
 )
-from profiler_kit.errors import UsageError
 from profiler_kit.render.diff_console import render
 from profiler_kit.results import RunResult, StrategyResult
 

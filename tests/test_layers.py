@@ -22,15 +22,16 @@ TORCH = ("torch", "torchvision")
 MAY_IMPORT: dict[str, set[str]] = {
     "trace": {"trace", "errors"},
     "analysis": {"analysis", "trace", "errors"},
-    "ddp_benchmark": {"ddp_benchmark", "results", "errors", "artifacts", "__init__"},
-    "render": {"render", "analysis", "results", "ddp_benchmark", "scenario_info", "errors",
-               "trace", "__init__"},
+    "ddp_benchmark": {"ddp_benchmark", "results", "noise", "errors", "artifacts", "__init__"},
+    "render": {"render", "analysis", "results", "noise", "ddp_benchmark", "scenario_info",
+               "errors", "trace", "__init__"},
+    "noise": {"noise"},
 }
-NEVER_TORCH = {"trace", "analysis", "ddp_benchmark", "render", "results", "scenario",
+NEVER_TORCH = {"trace", "analysis", "ddp_benchmark", "render", "results", "noise", "scenario",
                "errors", "artifacts", "outputs", "scenario_info", "cli", "api", "commands"}
 # what workloads import from the launcher stays light: torch is imported by the workload
 TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
-NEVER_RENDER = {"trace", "analysis", "ddp_benchmark", "measure", "results", "scenario",
+NEVER_RENDER = {"trace", "analysis", "ddp_benchmark", "measure", "results", "noise", "scenario",
                 "errors", "artifacts", "outputs", "scenario_info"}
 
 

@@ -116,28 +116,36 @@ def test_progress_bars_report_each_strategy_as_it_finishes() -> None:
 def test_ddp_run_is_judged_by_throughput_with_rank_medians_beside() -> None:
     from profiler_kit.results import against_baseline, throughput
 
-    def ddp(name: str, items: int, median_ns: int, world: int) -> StrategyResult:
-        samples = [median_ns] * 5
+    def ddp(name: str, items: int, median_ns: int, world: int,
+            drift: tuple[float, ...]) -> StrategyResult:
+        """Three rounds of five samples each, round k shifted by ``drift[k]``."""
+        rounds = tuple(tuple(int(median_ns * (1 + f)) + j * 1000 for j in (-2, -1, 0, 1, 2))
+                       for f in drift)
+        samples = [v for r in rounds for v in r]
         return StrategyResult(
             name=name, status="ok", samples_ns=tuple(samples), stats=stats(samples),
             items_per_step=items, throughput_items_per_s=throughput(items, median_ns),
-            world_size=world,
-            per_rank_samples_ns=((median_ns,) * 5, (median_ns - 9_000_000,) * 5)
+            world_size=world, repeat_samples_ns=rounds,
+            per_rank_samples_ns=(tuple(samples), tuple(v - 9_000_000 for v in samples))
             if world > 1 else ())
 
-    strategies = against_baseline((ddp("no-ddp", 8, 121_580_000, 1),
-                                   ddp("ddp-w2", 16, 221_300_000, 2)), "no-ddp")
+    strategies = against_baseline((ddp("no-ddp", 8, 121_580_000, 1, (0, 0.01, -0.01)),
+                                   ddp("ddp-w2", 16, 221_300_000, 2, (0, 0.011, -0.012))),
+                                  "no-ddp")
     result = msgspec.structs.replace(_result(strategies), baseline="no-ddp", scenario="ddp")
     console, buf = _console()
     run_console.render(console, result)
     out = buf.getvalue()
+    # +9.9 % in throughput, every round alike: beyond the 5 % margin, so ddp-w2 is best
     assert "ddp-w2 (best)" in out and "no-ddp (best)" not in out
-    assert "1.10×" in out and "0.55×" not in out  # 72.3 against 65.8 images/s
+    assert "1.10×" in out and "1.10× ~" not in out and "0.55×" not in out  # 72.3 vs 65.8/s
+    assert "noise paired by round (3 rounds" in out
     assert "54.9 %" in out  # 72.3 / (2 x 65.8)
     assert "221 ms / 212 ms" in out  # each rank's median beside the slowest-rank step
     md = render_markdown(result)
-    assert "**ddp-w2** (best)" in md and "| 1.10× | 54.9 % | 221 ms / 212 ms |" in md
-    assert "best: the most images/s" in md and "rounds" not in md
+    assert "**ddp-w2** (best)" in md and "| 1.10× | beyond noise [+9 %, +10 %] | 54.9 % | " \
+        "221 ms / 212 ms |" in md
+    assert "best: the most images/s" in md and "independent rounds" not in md
     repeated = msgspec.structs.replace(result, options={**result.options, "repeats": 3})
     assert "in each of 3 independent rounds (the first one profiled)" in render_markdown(
         repeated)

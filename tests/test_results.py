@@ -138,7 +138,13 @@ def test_ddp_verdicts_go_by_throughput_not_step_time() -> None:
     assert found["ddp-w2"].speedup == pytest.approx(72.3 / 65.8)  # step time said 0.55x
     assert found["ddp-w2"].scaling_efficiency == pytest.approx(72.3 / (2 * 65.8))
     assert found["ddp-w1"].scaling_efficiency == pytest.approx(60.0 / 65.8)
-    assert results.best(tuple(found.values())).name == "ddp-w2"
+    # one round: +9.9 % lies inside the 10 % margin that stands for the unknown
+    # run-to-run noise, so ddp-w2 is within noise and no strategy is called best
+    assert found["ddp-w2"].noise.method == "within one run"
+    assert found["ddp-w2"].noise.ci_low_fraction == pytest.approx(72.3 / 65.8 - 1)
+    assert found["ddp-w2"].noise.beyond_noise is False
+    assert found["no-ddp"].noise is None
+    assert results.best(tuple(found.values())) is None
     slowest = found["ddp-w2"].samples_ns[0]
     assert found["ddp-w2"].rank_medians_ns == pytest.approx((slowest, slowest - 1000))
     # no baseline at that point: nothing to compare against

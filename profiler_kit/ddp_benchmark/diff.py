@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from profiler_kit.ddp_benchmark.noise import (
+from profiler_kit.noise import (
     ALPHA,
     MIN_EFFECT_ONE_RUN,
     MIN_EFFECT_REPEATED,

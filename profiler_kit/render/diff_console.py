@@ -17,7 +17,7 @@ from profiler_kit.ddp_benchmark.diff import (
     NoiseVerdict,
     ReportDiff,
 )
-from profiler_kit.ddp_benchmark.noise import BETWEEN_RUNS, NOT_TESTED, WITHIN_RUN
+from profiler_kit.noise import BETWEEN_RUNS, NOT_TESTED, WITHIN_RUN
 from profiler_kit.render import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "title_justify": "left",

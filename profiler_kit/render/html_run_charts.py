@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from profiler_kit.render import units
+from profiler_kit import results
+from profiler_kit.render import speedup_noise
 from profiler_kit.render.html_figures import Chart, axis, ms, series_color
 from profiler_kit.results import OK, RunResult, StrategyResult
 
@@ -71,18 +72,23 @@ def throughput_chart(run: RunResult) -> Chart | None:
         return None
     unit = run.item_unit or "items"
     baseline = run.baseline or "the baseline"
+    legends = [speedup_noise.legend(run.at(p), baseline, results.best(run.at(p)) is not None)
+               for p in run.point_labels]
+    noise = " ".join(dict.fromkeys(line for line in legends if line))
     return Chart(
         id="throughput", section=STRATEGIES, title="Throughput and speed-up",
         caption=f"{unit.capitalize()} per second at the median step (all ranks together); "
                 f"each bar is labelled with its speed-up against {baseline} (its throughput "
-                "over the baseline's).",
+                "over the baseline's)." + (f" {noise[0].upper()}{noise[1:]}" if noise else ""),
         data=[{
             "type": "bar", "name": f"{unit}/s", "x": [s.label for s in done],
             "y": [s.throughput_items_per_s for s in done],
-            "text": [units.speedup(s.speedup) for s in done],
+            "text": [speedup_noise.speedup(s) for s in done],
+            "customdata": [speedup_noise.interval(s.noise) for s in done],
             "textposition": "outside", "cliponaxis": False,
             "marker": {"color": [series_color(i) for i in range(len(done))]},
-            "hovertemplate": f"%{{y:.4g}} {unit}/s, %{{text}}<extra>%{{x}}</extra>",
+            "hovertemplate": f"%{{y:.4g}} {unit}/s, %{{text}} %{{customdata}}"
+                             "<extra>%{x}</extra>",
         }],
         layout={"yaxis": axis(f"{unit}/s", rangemode="tozero"), "xaxis": axis("")},
     )

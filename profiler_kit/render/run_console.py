@@ -13,7 +13,7 @@ from rich.text import Text
 
 from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
-from profiler_kit.render import units
+from profiler_kit.render import speedup_noise, units
 from profiler_kit.render.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import (
     FAILED,
@@ -109,7 +109,8 @@ def results_table(result: RunResult, point: str) -> Table:
                 units.duration(st.median_ns), Text(iqr, style="yellow" if st.noisy else ""),
                 units.duration(st.p95_ns),
                 units.significant(per_s, 4) if per_s is not None else "-",
-                units.speedup(s.speedup),
+                Text(speedup_noise.speedup(s),
+                     style="dim" if speedup_noise.mark(s.noise) else ""),
                 *([units.percent(s.scaling_efficiency)] if scaling else []),
                 *([_rank_medians(s)] if multi else []),
                 units.duration(s.profiled.median_ns) if s.profiled else "-",
@@ -182,6 +183,10 @@ def render(console: Console, result: RunResult, charts: str = "") -> None:
     for point in result.point_labels:
         heading(f"{result.scenario} on {result.device}" + (f"  [{point}]" if point else ""))
         console.print(results_table(result, point))
+        rows = result.at(point)
+        legend = speedup_noise.legend(rows, result.baseline, results.best(rows) is not None)
+        if legend:
+            console.print(Text(legend, style="dim"))
         hot = hotspot_table(result, point)
         if hot is not None:
             heading("Hotspots")

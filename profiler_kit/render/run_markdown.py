@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from profiler_kit.analysis.hotspot_summary import CLASSES
-from profiler_kit.render import units
+from profiler_kit.render import speedup_noise, units
 from profiler_kit.render.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import OK, RunResult, StrategyResult, best
 
@@ -18,9 +18,9 @@ def _results(result: RunResult, point: str) -> list[str]:
     multi = any(s.world_size > 1 for s in rows)
     lines = [
         "| strategy | n | median | IQR | mean | p50 | p75 | p90 | p95 | min | max "
-        f"| {result.item_unit}/s | speedup | scaling | rank medians | profiled median "
-        "| peak memory | status |",
-        "|---|" + "---:|" * 16 + "---|",
+        f"| {result.item_unit}/s | speedup | noise (95 % CI of speedup) | scaling "
+        "| rank medians | profiled median | peak memory | status |",
+        "|---|" + "---:|" * 17 + "---|",
     ]
     for s in rows:
         if s.status == OK and s.stats:
@@ -32,16 +32,17 @@ def _results(result: RunResult, point: str) -> list[str]:
                      units.duration(st.p90_ns), units.duration(st.p95_ns),
                      units.duration(st.min_ns), units.duration(st.max_ns),
                      units.rate(s.throughput_items_per_s, result.item_unit).split(" ")[0],
-                     units.speedup(s.speedup),
+                     speedup_noise.speedup(s), speedup_noise.interval(s.noise),
                      units.percent(s.scaling_efficiency) if multi else "-",
                      " / ".join(units.duration(v) for v in s.rank_medians_ns) or "-",
                      units.duration(s.profiled.median_ns) if s.profiled else "-",
                      _memory(s), "ok"]
         else:
             why = s.reason or s.error or ""
-            cells = [s.name] + ["-"] * 16 + [f"{s.status}: {why}" if why else s.status]
+            cells = [s.name] + ["-"] * 17 + [f"{s.status}: {why}" if why else s.status]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return lines
+    legend = speedup_noise.legend(rows, result.baseline, top is not None)
+    return lines + (["", legend] if legend else [])
 
 
 def _memory(s: StrategyResult) -> str:
@@ -100,7 +101,8 @@ def render_markdown(result: RunResult) -> str:
         f"- device: {result.device}; parameters: {params or 'none'}",
         f"- timing: {result.options.get('iterations')} samples after "
         f"{result.options.get('warmup')} warm-up iterations{_rounds(result)}; "
-        f"baseline `{result.baseline}`; best: the most {result.item_unit}/s",
+        f"baseline `{result.baseline}`; best: the most {result.item_unit}/s, "
+        "when beyond noise of every other strategy",
         f"- torch {env.get('torch')}, torchvision {env.get('torchvision')}, "
         f"CUDA {env.get('cuda') or 'none'}; {env.get('device_count', 0)} GPU(s)"
         f"{''.join(' ' + d for d in env.get('devices') or [])}; "
