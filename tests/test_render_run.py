@@ -139,7 +139,7 @@ def test_ddp_run_is_judged_by_throughput_with_rank_medians_beside() -> None:
     # +9.9 % in throughput, every round alike: beyond the 5 % margin, so ddp-w2 is best
     assert "ddp-w2 (best)" in out and "no-ddp (best)" not in out
     assert "1.10×" in out and "1.10× ~" not in out and "0.55×" not in out  # 72.3 vs 65.8/s
-    assert "noise paired by round (3 rounds" in out
+    assert "speedup against no-ddp, noise paired by round (3 rounds" in out
     assert "54.9 %" in out  # 72.3 / (2 x 65.8)
     assert "221 ms / 212 ms" in out  # each rank's median beside the slowest-rank step
     md = render_markdown(result)

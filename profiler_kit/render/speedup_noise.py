@@ -49,14 +49,14 @@ def legend(rows: Sequence[StrategyResult], baseline: str, best_found: bool) -> s
     paired = [n for n in verdicts if n.method == PAIRED_BY_ROUND]
     within = [n for n in verdicts if n.method == WITHIN_RUN]
     if paired:
-        parts.append(f"noise paired by round ({paired[0].reason}: the 95 % t interval of "
-                     f"the per-round ratio of median steps, drift both share removed) must "
-                     f"lie beyond ±{_margin(paired)}")
+        parts.append(f"noise paired by round ({paired[0].reason}: 95 % t interval of the "
+                     f"per-round ratio of medians, so drift both share cancels): beyond "
+                     f"noise when the interval lies beyond ±{_margin(paired)}")
     if within:
         parts.append(f"noise within one run (95 % bootstrap interval of the median's "
-                     f"change) must lie beyond ±{_margin(within)}; run-to-run noise "
-                     f"unknown (--repeats N measures it)")
-    text = (f"speedup against {baseline}: {'; '.join(parts)}. {WITHIN} within noise, "
+                     f"change; run-to-run noise unknown, --repeats N measures it): beyond "
+                     f"noise when the interval lies beyond ±{_margin(within)}")
+    text = (f"speedup against {baseline}, {'; '.join(parts)}; {WITHIN} within noise, "
             f"{UNKNOWN} not judged")
     timed = [s for s in rows if s.status == OK and s.stats]
     if not best_found and len(timed) > 1:
