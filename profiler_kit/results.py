@@ -10,6 +10,7 @@ Statistics use linear interpolation between order statistics (numpy's default,
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 from collections.abc import Mapping, Sequence
@@ -399,13 +400,20 @@ def _rounds(s: StrategyResult) -> tuple[tuple[int, ...], ...]:
 
 
 def _speedup_noise(base: StrategyResult, s: StrategyResult) -> NoiseVerdict:
-    """Whether ``s``'s speedup over ``base`` (same point) is beyond noise; scipy is
+    """Whether ``s``'s speedup over ``base`` (same point) is beyond noise."""
+    work = (s.items_per_step / base.items_per_step
+            if s.items_per_step > 0 and base.items_per_step > 0 else 1.0)
+    return _judged(_rounds(base), _rounds(s), work)
+
+
+@functools.lru_cache(maxsize=256)
+def _judged(base_rounds: tuple[tuple[int, ...], ...], rounds: tuple[tuple[int, ...], ...],
+            work: float) -> NoiseVerdict:
+    """Cached: the runner recomputes every speedup each time a strategy is added. scipy is
     imported here, on the measuring side, not where results are only read."""
     from profiler_kit.noise import speedup_verdict
 
-    work = (s.items_per_step / base.items_per_step
-            if s.items_per_step > 0 and base.items_per_step > 0 else 1.0)
-    return speedup_verdict(_rounds(base), _rounds(s), work)
+    return speedup_verdict(base_rounds, rounds, work)
 
 
 def best(strategies: Sequence[StrategyResult]) -> StrategyResult | None:

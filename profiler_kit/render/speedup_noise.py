@@ -35,8 +35,8 @@ def interval(n: NoiseVerdict | None) -> str:
     if n.beyond_noise is None:
         return f"not judged ({n.reason})" if n.reason else "not judged"
     word = "beyond noise" if n.beyond_noise else "within noise"
-    return (f"{word} [{units.signed_percent(n.ci_low_fraction, 0)}, "
-            f"{units.signed_percent(n.ci_high_fraction, 0)}]")
+    return (f"{word} [{units.signed_percent(n.ci_low_fraction)}, "
+            f"{units.signed_percent(n.ci_high_fraction)}]")
 
 
 def legend(rows: Sequence[StrategyResult], baseline: str, best_found: bool) -> str:
