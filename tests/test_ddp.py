@@ -83,7 +83,7 @@ def test_no_ddp_workload_trains_in_phases() -> None:
 @pytest.mark.slow
 def test_run_measures_ranks_and_writes_the_report(tmp_path: Path) -> None:
     ddp = _ddp()
-    options = MeasureOptions(iterations=4, warmup=1, profile_wait=0, profile_warmup=0,
+    options = MeasureOptions(repeats=1, iterations=4, warmup=1, profile_wait=0, profile_warmup=0,
                              profile_active=2)
     copy = tmp_path / "copies" / "report.json"
     result = api.run(ddp, {**TINY, "json_report": str(copy)}, device="cpu", options=options,

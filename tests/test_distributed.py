@@ -19,7 +19,7 @@ from profiler_kit.scenario import RunConfig
 
 HERE = Path(__file__).parent
 TINY = HERE / "distributed_scenario.py"
-OPTIONS = MeasureOptions(iterations=4, warmup=1, profile_wait=0, profile_warmup=0,
+OPTIONS = MeasureOptions(repeats=1, iterations=4, warmup=1, profile_wait=0, profile_warmup=0,
                          profile_active=2)
 
 

@@ -17,7 +17,7 @@ HERE = Path(__file__).parent
 SCENARIO = HERE / "user_scenarios" / "straggler.py"
 DELAY_MS = 200.0
 ACTIVE = 3
-OPTIONS = MeasureOptions(iterations=2, warmup=1, profile_wait=0, profile_warmup=1,
+OPTIONS = MeasureOptions(repeats=1, iterations=2, warmup=1, profile_wait=0, profile_warmup=1,
                          profile_active=ACTIVE)
 
 

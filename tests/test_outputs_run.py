@@ -107,7 +107,7 @@ def test_a_report_that_cannot_be_written_after_the_run_keeps_the_run(
 
 
 def test_a_run_where_nothing_could_run_exits_2_with_the_reasons(tmp_path: Path) -> None:
-    options = MeasureOptions(iterations=2, warmup=0, profile_warmup=0, profile_active=1)
+    options = MeasureOptions(repeats=1, iterations=2, warmup=0, profile_warmup=0, profile_active=1)
     result = runner.run(from_file(SCENARIO), {}, device="cpu", options=options, out=tmp_path,
                         strategies=["gpu_only"])
     assert result.nothing_ran and result.exit_status == 2

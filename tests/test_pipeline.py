@@ -393,7 +393,7 @@ def test_profkit_run_pipeline_end_to_end(tmp_path):
     from profiler_kit import api
     from profiler_kit.measure.passes import MeasureOptions
 
-    options = MeasureOptions(iterations=2, warmup=1, profile_wait=0, profile_warmup=1,
+    options = MeasureOptions(repeats=1, iterations=2, warmup=1, profile_wait=0, profile_warmup=1,
                              profile_active=1, record_shapes=False, profile_memory=False)
     params = {**TINY_TRANSFORMER, "layers": 1, "micro_batches": "2"}
     result = api.run("pipeline", params, device="cpu", options=options, out=tmp_path,

@@ -19,7 +19,7 @@ from profiler_kit.errors import UsageError
 from profiler_kit.measure.passes import MeasureOptions
 
 HERE = Path(__file__).parent
-TINY = MeasureOptions(iterations=3, warmup=1, profile_wait=0, profile_warmup=1,
+TINY = MeasureOptions(repeats=1, iterations=3, warmup=1, profile_wait=0, profile_warmup=1,
                       profile_active=1)
 
 

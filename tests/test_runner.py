@@ -16,7 +16,7 @@ from profiler_kit.results import read_run
 from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload, from_file
 
 HERE = Path(__file__).parent
-TINY = MeasureOptions(iterations=3, warmup=1, profile_wait=0, profile_warmup=1,
+TINY = MeasureOptions(repeats=1, iterations=3, warmup=1, profile_wait=0, profile_warmup=1,
                       profile_active=2)
 
 
@@ -72,7 +72,7 @@ def test_measure_times_then_profiles_and_writes_traces_and_key_averages(tmp_path
 
 
 def test_measure_gzip_and_rank_worker_names(tmp_path) -> None:
-    m = measure(MatmulWorkload(8), MeasureOptions(iterations=1, warmup=0, profile_wait=0,
+    m = measure(MatmulWorkload(8), MeasureOptions(repeats=1, iterations=1, warmup=0, profile_wait=0,
                                                   profile_warmup=1, profile_active=1,
                                                   gzip=True), tmp_path, "rank1")
     assert m.trace_files[0].endswith(".pt.trace.json.gz")
@@ -141,7 +141,7 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path) -> None:
         runner.run(scenario, {"scale": "big"}, device="cpu", out=tmp_path)
     with pytest.raises(UsageError, match="--iterations must be at least 1"):
         runner.run(scenario, {}, device="cpu", out=tmp_path,
-                   options=MeasureOptions(iterations=-1))
+                   options=MeasureOptions(repeats=1, iterations=-1))
     with pytest.raises(UsageError, match="no strategy 'nope'"):
         runner.run(scenario, {}, device="cpu", out=tmp_path, strategies=["nope"])
     with pytest.raises(UsageError, match="no AMP variants"):

@@ -17,7 +17,7 @@ from profiler_kit.measure.passes import MeasureOptions
 from profiler_kit.scenario import from_file
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-TINY = MeasureOptions(iterations=2, warmup=0, profile_wait=0, profile_warmup=0,
+TINY = MeasureOptions(repeats=1, iterations=2, warmup=0, profile_wait=0, profile_warmup=0,
                       profile_active=1)
 
 

@@ -34,8 +34,9 @@ def _add_generic(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=s, metavar="N",
                    help="measure every strategy in N independent rounds (fresh workload and "
                         "processes, taking turns), so the speedups are judged paired by "
-                        "round and `profkit diff` can judge run-to-run noise (default 1; "
-                        "only the first round is profiled)")
+                        "round and `profkit diff` can judge run-to-run noise (default 3; "
+                        "1 for a quick look, judged within one run; only the first round is "
+                        "profiled)")
     p.add_argument("--device", default=s, metavar="DEV",
                    help="auto (default: cuda when present), cpu, cuda or cuda:N")
     p.add_argument("--out", default=s, metavar="DIR",

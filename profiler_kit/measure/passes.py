@@ -40,7 +40,9 @@ class MeasureOptions:
     profile_memory: bool = True
     with_stack: bool = False
     gzip: bool = False
-    repeats: int = 1  # independent rounds of every strategy (the first one also profiles)
+    # independent rounds of every strategy (the first one also profiles): three by default,
+    # the fewest that judge a speedup paired by round and a diff between runs
+    repeats: int = 3
     profile: bool = True  # False: the timing pass only (the later rounds)
 
     @property
