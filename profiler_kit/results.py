@@ -152,6 +152,8 @@ class StrategyResult(msgspec.Struct, frozen=True):
     stats: Stats | None = None
     profiled: Stats | None = None
     phases: dict[str, Stats] = msgspec.field(default_factory=dict)
+    # each phase's samples, every round pooled as ``samples_ns`` is: ``phases`` sums them
+    phase_samples_ns: dict[str, tuple[int, ...]] = msgspec.field(default_factory=dict)
     items_per_step: int = 0
     throughput_items_per_s: float | None = None
     speedup: float | None = None  # this throughput / the baseline's throughput
@@ -204,6 +206,7 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "stats": self.stats.to_json() if self.stats else None,
             "profiled": self.profiled.to_json() if self.profiled else None,
             "phases": {k: v.to_json() for k, v in self.phases.items()},
+            "phase_samples_ns": {k: list(v) for k, v in self.phase_samples_ns.items()},
             "items_per_step": self.items_per_step,
             "throughput_items_per_s": self.throughput_items_per_s,
             "speedup": self.speedup,
@@ -356,10 +359,12 @@ def decode_run(doc: Any, source: str | Path) -> RunResult:
 
 
 def add_repeat(s: StrategyResult, samples_ns: Sequence[int],
-               per_rank_samples_ns: Sequence[Sequence[int]] = ()) -> StrategyResult:
+               per_rank_samples_ns: Sequence[Sequence[int]] = (),
+               phase_samples_ns: Mapping[str, Sequence[int]] | None = None) -> StrategyResult:
     """``s`` with one more independent round's samples: the statistics and throughput
     pool every round's samples, ``repeat_samples_ns`` keeps them apart for the noise
-    verdicts between runs, and each rank's samples grow alike."""
+    verdicts between runs, and each rank's and each phase's samples grow alike (so the
+    phases still add up to the step)."""
     repeats = (*(s.repeat_samples_ns or (s.samples_ns,)), tuple(int(v) for v in samples_ns))
     pooled = tuple(v for r in repeats for v in r)
     st = stats(pooled)
@@ -367,9 +372,12 @@ def add_repeat(s: StrategyResult, samples_ns: Sequence[int],
         (*old, *(int(v) for v in new))
         for old, new in zip(s.per_rank_samples_ns, per_rank_samples_ns, strict=True)
     ) if s.per_rank_samples_ns else ()
+    phase_samples = {name: (*old, *(int(v) for v in (phase_samples_ns or {}).get(name, ())))
+                     for name, old in s.phase_samples_ns.items()}
     return msgspec.structs.replace(
         s, samples_ns=pooled, stats=st, repeat_samples_ns=repeats,
-        per_rank_samples_ns=per_rank,
+        per_rank_samples_ns=per_rank, phase_samples_ns=phase_samples,
+        phases={name: stats(v) for name, v in phase_samples.items() if v} or s.phases,
         throughput_items_per_s=throughput(s.items_per_step, st.median_ns))
 
 

@@ -112,7 +112,10 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
     for s in doc["strategies"]:
         if s["status"] != "ok":
             continue
-        assert s["stats"]["n"] == 2 and s["profiled"]["n"] == 1
+        # three rounds by default, two samples each; only the first round is profiled
+        assert [len(r) for r in s["repeat_samples_ns"]] == [2, 2, 2]
+        assert s["stats"]["n"] == 6 and s["profiled"]["n"] == 1
+        assert s["noise"] is None or s["noise"]["method"] in ("paired by round", "n/a")
         assert s["throughput_items_per_s"] > 0 and s["speedup"] > 0
         assert s["items_per_step"] == 4
         assert s["equivalence"]["ok"] is True

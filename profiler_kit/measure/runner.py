@@ -448,7 +448,8 @@ def _repeat(state: _Run, scenario: Scenario, strategy: Strategy, config: RunConf
         samples = (results.slowest_rank([m.samples_ns for m in per_rank]) if multi
                    else per_rank[0].samples_ns)
         result = results.add_repeat(current, samples,
-                                    [m.samples_ns for m in per_rank] if multi else ())
+                                    [m.samples_ns for m in per_rank] if multi else (),
+                                    per_rank[0].phase_samples_ns)
     state.put(result)
     if observer:
         observer.strategy_finished(result)
@@ -525,13 +526,15 @@ def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
         for dev_name, values in m.peak_memory.items():
             key = f"rank{rank}:{dev_name}" if multi else dev_name
             memory[key] = dict(values)
-    phases = {name: results.stats(v) for name, v in first.phase_samples_ns.items() if v}
+    phase_samples = {name: tuple(v) for name, v in first.phase_samples_ns.items() if v}
+    phases = {name: results.stats(v) for name, v in phase_samples.items()}
     traces = tuple(_relative(f, run_dir) for m in per_rank for f in m.trace_files)
     ka_files = tuple(_relative(f, run_dir) for m in per_rank for f in m.key_averages_files)
     shares, basis = hotspot_summary.from_traces(first.trace_files)
     return StrategyResult(
         status=OK, dir=rel_dir, samples_ns=tuple(samples), stats=st,
         profiled=results.stats(profiled) if profiled else None, phases=phases,
+        phase_samples_ns=phase_samples,
         items_per_step=items, throughput_items_per_s=results.throughput(items, st.median_ns),
         peak_memory=memory, info=dict(first.info), trace_files=traces,
         key_averages_files=ka_files, hotspots=shares, hotspot_basis=basis, equivalence=check,
