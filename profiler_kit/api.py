@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from profiler_kit.analysis.collectives import RankSummary
     from profiler_kit.analysis.compare import Comparison
-    from profiler_kit.analysis.files import Unreadable
     from profiler_kit.analysis.job import JobView
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.ddp_benchmark.diff import ReportDiff
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from profiler_kit.results import RunResult
     from profiler_kit.scenario import Scenario
     from profiler_kit.scenario_info import ScenarioInfo
+    from profiler_kit.trace.source import Unreadable
 
 
 def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:

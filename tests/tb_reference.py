@@ -10,6 +10,7 @@ before it reads it (the numbers it then gives are its own definitions):
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import logging
@@ -38,8 +39,10 @@ def adapted(path: Path) -> dict[str, Any]:
     return doc
 
 
+@functools.cache
 def run_profile(path: Path) -> Any:
-    """The plugin's ``RunProfileData`` for ``path`` (parsed and analyzed)."""
+    """The plugin's ``RunProfileData`` for ``path`` (parsed and analyzed once per test
+    session: several test modules compare with the same traces)."""
     data = pytest.importorskip("torch_tb_profiler.profiler.data")
     logging.disable(logging.WARNING)  # the plugin logs a line per odd event
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,15 +11,10 @@ import functools
 import gzip
 import json
 from collections import defaultdict
-from decimal import Decimal
-from pathlib import Path
 
 import pytest
+from real_traces import DATA, analysis, ns
 
-from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.trace.loader import load
-
-DATA = Path(__file__).parent / "data"
 GPU_TRACES = [
     "a100_ddp_nccl_rank0.json.gz",
     "a100_alexnet.json.gz",
@@ -30,18 +25,6 @@ GPU_TRACES = [
 ALL_TRACES = sorted(p.name for p in DATA.glob("*.json.gz"))
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
-_cache: dict[str, object] = {}
-
-
-def analysis(name: str):
-    if name not in _cache:
-        _cache[name] = analyze_table(load(DATA / name))
-    return _cache[name]
-
-
-def ns(us) -> int:
-    """Exact microseconds -> nanoseconds through the decimal text of the number."""
-    return int((Decimal(str(us)) * 1000).to_integral_value())
 
 
 @functools.cache

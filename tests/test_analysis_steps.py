@@ -13,15 +13,10 @@ differences are on purpose and checked in their own form:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from real_traces import DATA, analysis
 from tb_reference import run_profile
 
-from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.trace.loader import load
-
-DATA = Path(__file__).parent / "data"
 STEP_TRACES = [
     "a100_ddp_nccl_rank0.json.gz",
     "mi300_resnet_act_checkpoint.json.gz",
@@ -36,8 +31,7 @@ TOL = 100  # ns: the plugin sums float microseconds, profkit integer nanoseconds
 
 @pytest.fixture(scope="module", params=STEP_TRACES)
 def pair(request):
-    path = DATA / request.param
-    return analyze_table(load(path)), run_profile(path)
+    return analysis(request.param), run_profile(DATA / request.param)
 
 
 def test_device_side_step_times_equal_the_plugins(pair):
@@ -75,7 +69,7 @@ def test_step_breakdown_equals_the_plugins(pair):
 
 def test_mi300_device_side_steps_outlast_the_cpu_side():
     """The GPU runs past the CPU-side steps: the device-side median is the one to read."""
-    s = analyze_table(load(DATA / "mi300_resnet_act_checkpoint.json.gz")).steps
+    s = analysis("mi300_resnet_act_checkpoint.json.gz").steps
     assert s.median_ns == pytest.approx(15_951_000, abs=1_000)  # CPU side
     assert s.device is not None
     assert s.device.median_ns == pytest.approx(18_980_000, abs=10_000)
@@ -83,9 +77,9 @@ def test_mi300_device_side_steps_outlast_the_cpu_side():
 
 
 def test_cpu_only_and_stepless_traces_keep_cpu_side_figures():
-    gloo = analyze_table(load(DATA / "cpu_only_gloo.json.gz")).steps
+    gloo = analysis("cpu_only_gloo.json.gz").steps
     assert gloo.headline == "cpu" and gloo.device is None
-    alexnet = analyze_table(load(DATA / "a100_alexnet.json.gz")).steps
+    alexnet = analysis("a100_alexnet.json.gz").steps
     assert alexnet.source == "window" and alexnet.count == 0
     assert alexnet.breakdown is not None
     parts = [getattr(alexnet.breakdown, f) for f in alexnet.breakdown.__struct_fields__]

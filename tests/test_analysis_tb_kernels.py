@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from real_traces import DATA, analysis
 from tb_reference import run_profile
 
-from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.trace.loader import load
-
-DATA = Path(__file__).parent / "data"
 TRACES = ["a100_ddp_nccl_rank0.json.gz", "a100_alexnet.json.gz",
           "h100_vit_image_classification.json.gz", "mi300_resnet_act_checkpoint.json.gz"]
 
 
 @pytest.fixture(scope="module", params=TRACES)
 def pair(request):
-    path = DATA / request.param
-    return analyze_table(load(path)), run_profile(path)
+    return analysis(request.param), run_profile(DATA / request.param)
 
 
 def test_kernel_table_equals_the_plugins(pair):
@@ -42,7 +36,7 @@ def test_tensor_core_eligible_time_within_the_plugins(name):
     kernels that do the GEMM or convolution, so its share is at most the plugin's. (On
     the MI300 trace the plugin's list lacks ``aten::miopen_convolution`` and
     ``aten::convolution_backward`` and finds almost nothing: not compared.)"""
-    ours = analyze_table(load(DATA / name))
+    ours = analysis(name)
     tb = run_profile(DATA / name)
     kernel_ns = sum(k.total_ns for k in ours.kernels if k.category == "kernel")
     share = ours.precision.eligible_ns / kernel_ns

@@ -5,30 +5,13 @@ from __future__ import annotations
 
 import gzip
 import json
-from decimal import Decimal
-from pathlib import Path
 
 import pytest
+from real_traces import DATA, analysis, ns
 
-from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.trace.loader import load
-
-DATA = Path(__file__).parent / "data"
 ALL = sorted(p.name for p in DATA.glob("*.json.gz"))
 GPU = {"kernel", "gpu_memcpy", "gpu_memset"}
 RUNTIME = {"cuda_runtime", "cuda_driver"}
-
-_cache: dict[str, object] = {}
-
-
-def analysis(name: str):
-    if name not in _cache:
-        _cache[name] = analyze_table(load(DATA / name))
-    return _cache[name]
-
-
-def ns(us) -> int:
-    return int(Decimal(str(us)) * 1000)
 
 
 def raw(name: str) -> list[dict]:

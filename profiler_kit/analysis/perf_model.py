@@ -681,20 +681,20 @@ def cudnn_batch_norm_backward(a: Inputs) -> Cost | None:
 
 def group_norm(a: Inputs) -> Cost | None:
     """``native_group_norm(x, w, b, N, C, HxW, group, eps)``: two statistics per group."""
-    shape, groups = a.shape(0), a.integer(6)
-    if shape is None or groups is None or len(shape) < 2:
-        return None
-    flops = norm_flops(prod(shape), shape[1], True)
-    return _norm(a, 0, (1, 2), 2 * shape[0] * groups, False, flops)
+    return _group_norm(a, groups_at=6, params=(1, 2))
 
 
 def group_norm_user(a: Inputs) -> Cost | None:
     """``group_norm(x, num_groups, w, b, eps, cudnn_enabled)``."""
-    shape, groups = a.shape(0), a.integer(1)
+    return _group_norm(a, groups_at=1, params=(2, 3))
+
+
+def _group_norm(a: Inputs, groups_at: int, params: tuple[int, ...]) -> Cost | None:
+    shape, groups = a.shape(0), a.integer(groups_at)
     if shape is None or groups is None or len(shape) < 2:
         return None
     flops = norm_flops(prod(shape), shape[1], True)
-    return _norm(a, 0, (2, 3), 2 * shape[0] * groups, False, flops)
+    return _norm(a, 0, params, 2 * shape[0] * groups, False, flops)
 
 
 def group_norm_backward(a: Inputs) -> Cost | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from profiler_kit.analysis.compare import Comparison
-from profiler_kit.analysis.files import Unreadable
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
@@ -30,6 +29,7 @@ from profiler_kit.render.diff_views import (
     verdict_lines,
 )
 from profiler_kit.render.names import short_name
+from profiler_kit.trace.source import Unreadable
 
 
 def _cell(text: str) -> str:

@@ -18,7 +18,6 @@ from string import Template
 from typing import Any
 
 from profiler_kit.analysis.compare import Comparison
-from profiler_kit.analysis.files import Unreadable
 from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import MissingDependency
@@ -34,6 +33,7 @@ from profiler_kit.render import (
 from profiler_kit.render.analysis_console import recommendation_lines, value
 from profiler_kit.render.html_figures import Chart
 from profiler_kit.results import RunResult
+from profiler_kit.trace.source import Unreadable
 
 INSTALL_HINT = "pip install 'profkit[report]'"
 SECTION_ORDER = (
