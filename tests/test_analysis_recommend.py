@@ -59,7 +59,8 @@ def test_launch_bound_fires_on_measured_host_wait_and_launch_calls():
     ev = {e.label: e.value for e in r.evidence}
     assert ev["median launch call (CPU)"] == 10 and ev["median kernel"] == 5
     assert ev["median launch delay"] == 5
-    assert ev["idle waiting for launches (host wait)"] == (n - 1) * 995
+    # each gap (995) is 980 before the next launch call starts and 15 after it
+    assert ev["idle in short gaps while the CPU launched work"] == (n - 1) * 980
     # the same launches, queued ahead of long kernels: no host wait, no rule
     fed = [op("aten::add", 0, n * 20)]
     for i in range(n):

@@ -16,6 +16,15 @@ import numpy as np
 from profiler_kit.analysis import classify, intervals
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.idle_attribution import (
+    DATALOADER,
+    KIND_WORDS,
+    LAUNCHING_KINDS,
+    OPTIMIZER,
+    SYNCHRONIZATION,
+    IdleAttribution,
+    IdleCauses,
+)
 from profiler_kit.analysis.launches import Launches
 from profiler_kit.analysis.memory import Memory
 from profiler_kit.analysis.nesting import OpTree
@@ -28,9 +37,10 @@ from profiler_kit.trace.table import Cat, EventTable
 LOW_UTILIZATION = 0.5  # GPU busy / window below this
 LOW_PRECISION_ELIGIBLE = 0.10  # GEMM+conv share of GPU time above which precision matters
 LOW_PRECISION_SHARE = 0.5  # low-precision share of GEMM+conv time below this
-HOST_WAIT_SHARE = 0.2  # GPU idle waiting for launches / GPU window, above which launch-bound
-LAUNCH_BOUND_KERNEL_RATIO = 2.0  # median kernel at most this many median launch calls
-LAUNCH_BOUND_MIN_LAUNCHES = 100
+HOST_WAIT_SHARE = 0.2  # idle in short gaps while the CPU launched work / window: launch-bound
+EMPTY_QUEUE_DELAY_NS = 50_000  # median launch delay at most this: kernels found the queue empty
+LAUNCH_BOUND_MIN_LAUNCHES = 50  # fewer launches give no stable median delay
+IDLE_CAUSE_SHARE = 0.10  # GPU idle attributed to the DataLoader, a sync or the optimizer / window
 MEMCPY_SHARE = 0.10  # memcpy time / GPU activity time
 DATALOADER_SHARE = 0.10  # data-loader time / steps window
 EXPOSED_COMM_SHARE = 0.10  # communication not overlapped with computation / device window
@@ -82,30 +92,43 @@ def recommend(
     memory: Memory,
     launches: Launches | None = None,
     step_device_ns: int | None = None,
+    idle: IdleAttribution | None = None,
 ) -> Findings:
-    """Evaluate every rule; return those that fired and notes about those that could not run."""
+    """Evaluate every rule; return those that fired and notes about those that could not run.
+
+    The causes of GPU idle time (DataLoader, synchronization, optimizer, launches) come
+    first, the largest share of the step first; the idle GPU itself, a symptom, after them.
+    """
+    causes: list[Recommendation] = []
     recs: list[Recommendation] = []
     notes: list[str] = []
     if not len(gpu):
         notes.append("CPU-only trace (no GPU kernels, memcpy or memset): GPU rules not evaluated")
+        idle = None
     else:
-        recs += _utilization(timeline, step_device_ns)
+        causes += _launch_bound(table, gpu, timeline, launches, idle, step_device_ns)
+        causes += _synchronization(idle, timeline, step_device_ns)
+        causes += _optimizer(idle, timeline, step_device_ns)
+    causes += _dataloader(table, steps, idle, timeline, step_device_ns)
+    causes.sort(key=lambda r: -r.measured)
+    if len(gpu):
+        recs += _utilization(timeline, step_device_ns, idle)
         recs += _precision(precision, gpu_breakdown)
-        recs += _launch_bound(table, gpu, timeline, launches)
         recs += _memcpy(gpu_breakdown)
         recs += _exposed_comm(timeline)
         recs += _fp32_matmul(table, precision, gpu_breakdown, notes)
     recs += _memory(memory, notes)
-    recs += _dataloader(table, steps)
     recs += _conv_bias_bn(table, tree)
-    return Findings(tuple(recs), tuple(notes))
+    return Findings(tuple(causes + recs), tuple(notes))
 
 
-def _utilization(timeline: Timeline, step_device_ns: int | None = None
-                 ) -> list[Recommendation]:
+def _utilization(timeline: Timeline, step_device_ns: int | None = None,
+                 idle: IdleAttribution | None = None) -> list[Recommendation]:
     """GPU busy over the steps' device-side time (from each step's start to the end of the
     last GPU work it launched) where there are steps, else over the GPU window (first to
-    last GPU activity), which calls a long step with little GPU work busy."""
+    last GPU activity), which calls a long step with little GPU work busy. The evidence
+    says what the CPU was doing while the GPU idled."""
+    causes = {c.device: c for c in idle.devices} if idle is not None else {}
     out = []
     for d in timeline.devices:
         window = step_device_ns or d.window_ns
@@ -123,9 +146,19 @@ def _utilization(timeline: Timeline, step_device_ns: int | None = None
                 evidence=(Evidence("GPU busy", d.busy_ns, "ns"),
                           Evidence("device-side step time" if step_device_ns else
                                    "GPU window", window, "ns"),
-                          Evidence("idle", max(0, window - d.busy_ns), "ns")),
+                          Evidence("idle", max(0, window - d.busy_ns), "ns"),
+                          *_idle_evidence(causes.get(d.device))),
             ))
     return out
+
+
+def _idle_evidence(causes: IdleCauses | None) -> list[Evidence]:
+    """The largest causes of the idle gaps between GPU work, by kind."""
+    if causes is None or causes.idle_ns <= 0:
+        return []
+    kinds = sorted(((causes.kind_ns(k), k) for k in KIND_WORDS), reverse=True)
+    return [Evidence(f"idle while {KIND_WORDS[k]}", ns, "ns")
+            for ns, k in kinds[:3] if ns > 0]
 
 
 def _precision(precision: Precision, gpu_bd: Breakdown) -> list[Recommendation]:
@@ -148,48 +181,103 @@ def _precision(precision: Precision, gpu_bd: Breakdown) -> list[Recommendation]:
 
 
 def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline,
-                  launches: Launches | None) -> list[Recommendation]:
-    """The GPU waits for the CPU to launch work: much of its window is host wait (idle
-    while the next activity's launch call had not started, see
-    :mod:`profiler_kit.analysis.launches`) and kernels run hardly longer than their
-    launch calls take."""
-    if launches is None or launches.launched < LAUNCH_BOUND_MIN_LAUNCHES \
-            or launches.cpu_launch is None or launches.launch_delay is None:
+                  launches: Launches | None, idle: IdleAttribution | None,
+                  step_device_ns: int | None) -> list[Recommendation]:
+    """The GPU waits for the CPU to launch work with an empty queue: much of its time is
+    idle in short gaps while the launching thread ran ops or Python (not the DataLoader
+    or a synchronization, which have rules of their own), and kernels start right after
+    their launch calls (a short median launch delay: nothing was queued ahead of them).
+    A deep queue (long launch delays) means the host is ahead, whatever the idle time."""
+    if launches is None or idle is None or launches.launched < LAUNCH_BOUND_MIN_LAUNCHES \
+            or launches.cpu_launch is None:
         return []
-    out = []
     kernel_rows = gpu.row[table.cat[gpu.row] == Cat.KERNEL]
-    if not len(kernel_rows):
-        return []
-    median_kernel = float(np.median(table.dur_ns[kernel_rows]))
-    median_call = launches.cpu_launch.p50_ns
+    median_kernel = float(np.median(table.dur_ns[kernel_rows])) if len(kernel_rows) else 0.0
     by_device = {d.device: d for d in launches.devices}
+    causes = {c.device: c for c in idle.devices}
+    out = []
     for d in timeline.devices:
-        dl = by_device.get(d.device)
-        if dl is None or d.window_ns <= 0:
+        dl, dc = by_device.get(d.device), causes.get(d.device)
+        window = step_device_ns or d.window_ns
+        if dl is None or dc is None or dl.launch_delay is None or window <= 0:
             continue
-        host_share = dl.host_wait_ns / d.window_ns
-        if host_share < HOST_WAIT_SHARE or median_kernel > LAUNCH_BOUND_KERNEL_RATIO * median_call:
+        launching = dc.launch_gap_ns
+        share = launching / window
+        delay = dl.launch_delay.p50_ns
+        if share < HOST_WAIT_SHARE or delay > EMPTY_QUEUE_DELAY_NS:
             continue
-        ev = [Evidence("GPU idle share", d.idle_share or 0.0, "fraction"),
-              Evidence("idle waiting for launches (host wait)", dl.host_wait_ns, "ns"),
-              Evidence("idle between back-to-back kernels (kernel wait)", dl.kernel_wait_ns,
+        top = [c for c in dc.causes if c.kind in LAUNCHING_KINDS][:3]
+        ev = [Evidence("idle in short gaps while the CPU launched work", launching, "ns"),
+              Evidence("device-side step time" if step_device_ns else "GPU window", window,
                        "ns"),
-              Evidence("GPU window", d.window_ns, "ns"),
-              Evidence("median launch call (CPU)", median_call, "ns"),
+              Evidence("median launch delay", delay, "ns"),
+              Evidence("p90 launch delay", dl.launch_delay.p90_ns, "ns"),
+              Evidence("median launch call (CPU)", launches.cpu_launch.p50_ns, "ns"),
               Evidence("median kernel", median_kernel, "ns")]
-        if dl.launch_delay is not None:
-            ev += [Evidence("median launch delay", dl.launch_delay.p50_ns, "ns"),
-                   Evidence("p90 launch delay", dl.launch_delay.p90_ns, "ns")]
+        ev += [Evidence("idle while the CPU was in", c.ns, "ns", name=c.name or c.kind)
+               for c in top]
         out.append(Recommendation(
             rule="launch_bound", scope=_dev(d.device),
             title="GPU waits for kernel launches (launch-bound)",
             advice="The CPU cannot launch kernels as fast as the GPU runs them: fuse them "
                    "(torch.compile), capture them in CUDA graphs, or give each kernel more "
                    "work (larger batches).",
-            measured=host_share, threshold=HOST_WAIT_SHARE, fires_when="above",
+            measured=share, threshold=HOST_WAIT_SHARE, fires_when="above",
             unit="fraction", evidence=tuple(ev),
         ))
     return out
+
+
+def _idle_rule(idle: IdleAttribution | None, timeline: Timeline, step_device_ns: int | None,
+               kind: str, rule: str, title: str, advice: str
+               ) -> list[Recommendation]:
+    """GPU idle while the launching thread was in ``kind`` (see idle_attribution), over the
+    device-side step time (or the GPU window without steps)."""
+    if idle is None:
+        return []
+    windows = {d.device: step_device_ns or d.window_ns for d in timeline.devices}
+    out = []
+    for dc in idle.devices:
+        window = windows.get(dc.device, 0)
+        ns = dc.after_sync_ns if kind == SYNCHRONIZATION else dc.kind_ns(kind)
+        if window <= 0 or ns / window < IDLE_CAUSE_SHARE:
+            continue
+        ev = [Evidence(f"GPU idle while {KIND_WORDS[kind]}", ns, "ns"),
+              Evidence("device-side step time" if step_device_ns else "GPU window", window,
+                       "ns"),
+              Evidence("GPU idle", dc.idle_ns, "ns")]
+        if kind == SYNCHRONIZATION:
+            ev.append(Evidence("gaps that began in a synchronizing call",
+                               dc.after_sync_gaps, "count"))
+        ev += [Evidence("idle attributed to", c.ns, "ns", name=c.name)
+               for c in dc.causes if c.kind == kind][:3]
+        out.append(Recommendation(
+            rule=rule, scope=_dev(dc.device), title=title, advice=advice,
+            measured=ns / window, threshold=IDLE_CAUSE_SHARE, fires_when="above",
+            unit="fraction", evidence=tuple(ev),
+        ))
+    return out
+
+
+def _synchronization(idle: IdleAttribution | None, timeline: Timeline,
+                     step_device_ns: int | None) -> list[Recommendation]:
+    return _idle_rule(
+        idle, timeline, step_device_ns, SYNCHRONIZATION, "idle_after_synchronization",
+        "GPU idle after the CPU waited for it (synchronization)",
+        "A call that waits for the GPU (.item(), .cpu(), .tolist(), printing a tensor, "
+        "torch.cuda.synchronize()) drains the queue, and the GPU then idles while the CPU "
+        "launches again: keep such values on the device, read them every N steps, or "
+        "copy with non_blocking=True into pinned memory and wait on an event later.")
+
+
+def _optimizer(idle: IdleAttribution | None, timeline: Timeline,
+               step_device_ns: int | None) -> list[Recommendation]:
+    return _idle_rule(
+        idle, timeline, step_device_ns, OPTIMIZER, "idle_in_optimizer",
+        "GPU idle while the CPU runs the optimizer",
+        "The optimizer launches many small kernels per parameter: use a fused or foreach "
+        "implementation (fused=True or foreach=True), or compile the step "
+        "(torch.compile on optimizer.step).")
 
 
 def _memcpy(gpu_bd: Breakdown) -> list[Recommendation]:
@@ -292,7 +380,11 @@ def _memory(memory: Memory, notes: list[str]) -> list[Recommendation]:
     return out
 
 
-def _dataloader(table: EventTable, steps: Steps) -> list[Recommendation]:
+def _dataloader(table: EventTable, steps: Steps, idle: IdleAttribution | None,
+                timeline: Timeline, step_device_ns: int | None) -> list[Recommendation]:
+    """With a GPU: the GPU idle while the launching thread was in the DataLoader (loading
+    that overlaps queued GPU work costs nothing). Without one: the DataLoader's share of
+    the steps on the CPU."""
     ids = [i for i, n in enumerate(table.names) if _DATALOADER.search(n)]
     window = steps.end_ns - steps.start_ns
     if not ids or window <= 0:
@@ -303,19 +395,25 @@ def _dataloader(table: EventTable, steps: Steps) -> list[Recommendation]:
     start = np.clip(table.ts_ns[rows], steps.start_ns, steps.end_ns)
     end = np.clip(table.ts_ns[rows] + table.dur_ns[rows], steps.start_ns, steps.end_ns)
     loader_ns = intervals.length(start, end)
+    cpu_ev = (Evidence("data-loader time (CPU)", loader_ns, "ns"),
+              Evidence("steps window" if steps.source == "ProfilerStep" else "trace window",
+                       window, "ns"),
+              Evidence("data-loader spans", len(rows), "count"))
+    advice = ("Use more DataLoader workers (num_workers), pin_memory=True, "
+              "persistent_workers=True and prefetching, or move preprocessing to the GPU.")
+    if idle is not None and idle.devices:
+        out = _idle_rule(idle, timeline, step_device_ns, DATALOADER, "dataloader_share",
+                         "GPU idle while the DataLoader loads the next batch", advice)
+        return [msgspec.structs.replace(r, evidence=r.evidence + cpu_ev) for r in out]
     share = loader_ns / window
     if share < DATALOADER_SHARE:
         return []
     return [Recommendation(
         rule="dataloader_share", scope="trace",
         title="Large share of time waiting for data",
-        advice="Use more DataLoader workers, pin_memory=True, persistent_workers=True and "
-               "prefetching, or move preprocessing to the GPU.",
+        advice=advice,
         measured=share, threshold=DATALOADER_SHARE, fires_when="above", unit="fraction",
-        evidence=(Evidence("data-loader time", loader_ns, "ns"),
-                  Evidence("steps window" if steps.source == "ProfilerStep" else "trace window",
-                           window, "ns"),
-                  Evidence("data-loader spans", len(rows), "count")),
+        evidence=cpu_ev,
     )]
 
 

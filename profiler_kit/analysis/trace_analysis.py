@@ -27,6 +27,7 @@ from profiler_kit.analysis.hotspots import (
     gpu_breakdown,
     kernel_table,
 )
+from profiler_kit.analysis.idle_attribution import IdleAttribution, attribute_idle
 from profiler_kit.analysis.launches import Launches, analyze_launches
 from profiler_kit.analysis.memory import Memory, analyze_memory
 from profiler_kit.analysis.memory_timeline import MemoryTimeline, memory_timeline
@@ -98,6 +99,8 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     trace_phases: Phases | None = None
     launches: Launches | None = None  # launch statistics and idle causes, in ``window``
     trace_launches: Launches | None = None
+    # the idle gaps of ``launches`` by what the launching CPU thread was doing meanwhile
+    idle: IdleAttribution | None = None
     # the steps' GPU busy time (per device, averaged) over their device-side time: a step
     # of 13 s with 2 µs of GPU work is 0.00002 busy, although its GPU window is all busy
     step_gpu_busy_share: float | None = None
@@ -147,12 +150,14 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
                                 gpu_window, in_steps)
     else:
         timeline, launches, phases = trace_timeline, trace_launches, trace_phases
+    idle = attribute_idle(table, tree, gpu, in_steps,
+                          steps.start_ns if in_steps is not None else None)
     precision = analyze_precision(table, gpu, top=top)
     memory = analyze_memory(table, tree, top=max(top, 10))
     step_device_ns = sum(st.device_dur_ns for st in steps.steps) \
         if in_steps is not None and steps.device is not None else None
     findings = recommend(table, tree, gpu, gpu_bd, timeline, steps, precision, memory,
-                         launches, step_device_ns)
+                         launches, step_device_ns, idle)
     perf, instances = measure(table, tree, gpu)
     meta = table.meta
     notes = list(findings.notes)
@@ -205,6 +210,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         trace_phases=trace_phases,
         launches=launches,
         trace_launches=trace_launches,
+        idle=idle,
         step_gpu_busy_share=_busy_share(timeline, step_device_ns),
         step_device_ns=step_device_ns,
     )

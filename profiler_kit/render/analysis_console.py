@@ -150,12 +150,51 @@ def launch_lines(a: TraceAnalysis) -> list[str]:
             f"gpu:{s.device} stream {s.stream}: idle {units.duration(s.idle_ns)} = host wait "
             f"{units.duration(s.host_wait_ns)} + kernel wait {units.duration(s.kernel_wait_ns)}"
             f" + other {units.duration(s.other_wait_ns)}; queue up to {s.max_queue_length:,}")
+    lines += idle_cause_lines(a)
     if la.launch_delay is not None and la.cpu_launch is not None:
         d, c = la.launch_delay, la.cpu_launch
         lines.append(
             f"launches: {la.launched:,} linked; launch delay median {units.duration(d.p50_ns)}"
             f", p90 {units.duration(d.p90_ns)}; launch call median {units.duration(c.p50_ns)}"
             f", p90 {units.duration(c.p90_ns)}")
+    return lines
+
+
+IDLE_CAUSES_SHOWN = 5
+
+
+def idle_cause_label(kind: str, name: str) -> str:
+    """One idle cause as a reader names it."""
+    if kind == "dataloader":
+        return "DataLoader"
+    if kind == "synchronization":
+        return f"sync {name}"
+    if kind == "phase":
+        return f"range {short_name(name, 40)}"
+    if kind in ("optimizer", "cpu_op"):
+        return short_name(name, 40)
+    return {"python": "Python/untraced", "queued": "already queued",
+            "unlinked": "unlinked"}.get(kind, kind)
+
+
+def idle_cause_lines(a: TraceAnalysis) -> list[str]:
+    """Per GPU, what the launching CPU thread was doing while the GPU idled."""
+    if a.idle is None:
+        return []
+    lines = []
+    for d in a.idle.devices:
+        if d.idle_ns <= 0:
+            continue
+        parts = [f"{idle_cause_label(c.kind, c.name)} {units.duration(c.ns)} "
+                 f"({units.percent(c.ns / d.idle_ns)})" for c in d.causes[:IDLE_CAUSES_SHOWN]]
+        more = len(d.causes) - IDLE_CAUSES_SHOWN
+        if more > 0:
+            parts.append(f"{more} more")
+        line = f"gpu:{d.device} idle while the CPU was in: " + ", ".join(parts)
+        if d.after_sync_gaps:
+            line += (f"; {d.after_sync_gaps:,} gaps began in a synchronizing call "
+                     f"({units.duration(d.after_sync_ns)} outside the DataLoader)")
+        lines.append(line)
     return lines
 
 

@@ -66,6 +66,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "phases": _plain(a.phases.phases),
         "window": a.window,
         "launches": _launches(a.launches),
+        "idle_attribution": _plain(a.idle),
         "trace": {
             "gpu_hotspots": _plain(a.trace_gpu),
             "timeline": _timeline(a.trace_timeline),
