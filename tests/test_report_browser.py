@@ -79,5 +79,5 @@ def test_a_multi_trace_report_draws_every_chart_offline(tmp_path: Path) -> None:
     html = api.report(traces, tmp_path / "traces.html", jobs=1)
     charts = check_in_browser(html, "traces")
     ids = {c["id"] for c in charts}
-    assert {"profiled-steps", "gpu-classes", "cpu-classes"} <= ids
+    assert {"profiled-steps", "gpu-classes", "cpu-classes", "idle-causes"} <= ids
     assert sum(c["kind"] == "timeline" for c in charts) == 3

@@ -130,7 +130,8 @@ def compare(analyses: Sequence[TraceAnalysis], baseline: str | int | None = None
         if any(v for v in values):
             metrics.append(_metric(key, label, "ns", "lower", values, base))
     ops = op_diff(labels, [a.names for a in analyses], base)
-    steps = step_diff(labels, [a.step_terms for a in analyses], base, ops)
+    steps = step_diff(labels, [a.step_terms for a in analyses], base, ops,
+                      [a.idle for a in analyses])
     return Comparison(labels=labels, baseline=base, metrics=tuple(metrics),
                       windows=tuple(a.window for a in analyses), ops=ops, steps=steps)
 

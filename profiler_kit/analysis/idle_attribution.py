@@ -60,6 +60,12 @@ KIND_WORDS = {
     QUEUED: "its next work was already queued (launch latency, event or stream waits)",
     UNLINKED: "its next work has no launch call in the trace",
 }
+# a kind in a few words, where the span's name is not given
+KIND_LABELS = {
+    DATALOADER: "DataLoader", SYNCHRONIZATION: "synchronization", OPTIMIZER: "optimizer",
+    CPU_OP: "CPU ops", PHASE: "ranges", PYTHON: "Python/untraced", QUEUED: "already queued",
+    UNLINKED: "unlinked",
+}
 # the kinds in which the thread was issuing work op by op: a short gap spent in them is
 # launch overhead (the launch-bound rule)
 LAUNCHING_KINDS = (CPU_OP, PHASE, PYTHON, OPTIMIZER)

@@ -27,6 +27,7 @@ import numpy as np
 
 from profiler_kit.analysis import classify, intervals
 from profiler_kit.analysis.attribution import GpuActivity
+from profiler_kit.analysis.idle_attribution import KIND_LABELS, KINDS, IdleAttribution
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.op_diff import DiffRow, OpDiff
 from profiler_kit.analysis.step_windows import (
@@ -39,6 +40,7 @@ from profiler_kit.analysis.step_windows import (
 from profiler_kit.analysis.steps import Steps
 from profiler_kit.trace.table import Cat, EventTable
 
+IDLE_CAUSE = "idle cause"
 OVERLAP = "overlap"
 IDLE = "idle"
 VERDICT_TERMS = 3  # terms named in a verdict
@@ -116,7 +118,8 @@ def _terms(side: str, steps: Steps, n_steps: int, step: np.ndarray, start: np.nd
 
 
 class Evidence(msgspec.Struct, frozen=True):
-    """A name behind a class term: what changed for it, per step."""
+    """A name behind a term, what changed for it per step: a kernel or op behind a class
+    term, or an idle cause behind the idle term (category ``idle cause``, no counts)."""
 
     name: str
     category: str
@@ -169,20 +172,23 @@ class StepDiff(msgspec.Struct, frozen=True):
 
 
 def step_diff(labels: Sequence[str], terms: Sequence[StepTerms], baseline: int,
-              ops: OpDiff | None = None) -> StepDiff:
-    """Each trace's step-time change against the baseline, split into terms."""
+              ops: OpDiff | None = None,
+              idle: Sequence[IdleAttribution | None] | None = None) -> StepDiff:
+    """Each trace's step-time change against the baseline, split into terms; with ``idle``
+    (each trace's idle attribution), the idle term names the causes that moved most."""
     base = terms[baseline]
     falls: list[Waterfall | None] = []
     for i, t in enumerate(terms):
         if i == baseline or t.side != base.side:
             falls.append(None)
             continue
-        falls.append(_waterfall(labels[i], i, base, t, ops))
+        causes = _idle_causes(idle[baseline], idle[i], base.steps, t.steps) if idle else ()
+        falls.append(_waterfall(labels[i], i, base, t, ops, causes))
     return StepDiff(baseline=baseline, side=base.side, waterfalls=tuple(falls))
 
 
 def _waterfall(label: str, index: int, base: StepTerms, t: StepTerms,
-               ops: OpDiff | None) -> Waterfall:
+               ops: OpDiff | None, idle_causes: tuple[Evidence, ...] = ()) -> Waterfall:
     def per(a: StepTerms, value: int) -> float:
         return value / a.steps
 
@@ -194,10 +200,24 @@ def _waterfall(label: str, index: int, base: StepTerms, t: StepTerms,
     b, a = per(base, base.overlap_ns), per(t, t.overlap_ns)
     terms.append(Term(OVERLAP, b, a, b - a))
     b, a = per(base, base.idle_ns), per(t, t.idle_ns)
-    terms.append(Term(IDLE, b, a, a - b))
+    terms.append(Term(IDLE, b, a, a - b, idle_causes))
     terms.sort(key=lambda x: -abs(x.delta_ns))
     before, after = per(base, base.window_ns), per(t, t.window_ns)
     return Waterfall(label, t.side, before, after, after - before, tuple(terms))
+
+
+def _idle_causes(base: IdleAttribution | None, other: IdleAttribution | None,
+                 base_steps: int, other_steps: int) -> tuple[Evidence, ...]:
+    """The kinds of GPU idle cause (see idle_attribution) whose time per step moved most."""
+    if base is None or other is None:
+        return ()
+    found = []
+    for kind in KINDS:
+        b, a = base.kind_ns(kind) / base_steps, other.kind_ns(kind) / other_steps
+        if a != b:
+            found.append(Evidence(KIND_LABELS[kind], IDLE_CAUSE, "changed", a - b, 0, 0))
+    found.sort(key=lambda e: -abs(e.delta_ns))
+    return tuple(found[:EVIDENCE_NAMES])
 
 
 def _evidence(ops: OpDiff | None, index: int, klass: str, side: str) -> tuple[Evidence, ...]:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from profiler_kit.analysis.compare import Comparison, Metric
 from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.idle_attribution import KIND_LABELS
 from profiler_kit.analysis.job import JobView
 from profiler_kit.analysis.recommend import Evidence, Recommendation
 from profiler_kit.analysis.steps import STEP_PARTS, StepBreakdown
@@ -165,16 +166,13 @@ IDLE_CAUSES_SHOWN = 5
 
 def idle_cause_label(kind: str, name: str) -> str:
     """One idle cause as a reader names it."""
-    if kind == "dataloader":
-        return "DataLoader"
-    if kind == "synchronization":
+    if kind == "synchronization" and name:
         return f"sync {name}"
-    if kind == "phase":
+    if kind == "phase" and name:
         return f"range {short_name(name, 40)}"
-    if kind in ("optimizer", "cpu_op"):
+    if kind in ("optimizer", "cpu_op") and name:
         return short_name(name, 40)
-    return {"python": "Python/untraced", "queued": "already queued",
-            "unlinked": "unlinked"}.get(kind, kind)
+    return KIND_LABELS.get(kind, kind)
 
 
 def idle_cause_lines(a: TraceAnalysis) -> list[str]:

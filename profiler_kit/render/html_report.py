@@ -74,6 +74,7 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
     if not runs:
         charts += [c for c in [html_trace_charts.profiled_steps_chart(analyses)] if c]
     charts += [c for c in (html_trace_charts.step_breakdown_chart(analyses),
+                           html_trace_charts.idle_causes_chart(analyses),
                            html_trace_charts.class_breakdown_chart(analyses, "gpu"),
                            html_trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
     charts += html_diff_charts.waterfall_charts(comparison)

@@ -9,6 +9,7 @@ from typing import Any
 
 from profiler_kit.analysis import classify
 from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.idle_attribution import KIND_LABELS, KINDS
 from profiler_kit.analysis.steps import STEP_PARTS
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
@@ -20,6 +21,7 @@ from profiler_kit.render.html_figures import (
     ms,
     series_color,
 )
+from profiler_kit.render.names import short_name
 
 TIME_BY_CLASS = "Where the time goes"
 ONE_STEP = "One step"
@@ -97,6 +99,38 @@ def step_breakdown_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
                 "Overview splits it: each part is the time covered by that kind of activity "
                 "and by none listed before it, so the parts add up to the steps.",
         data=data, layout={"barmode": "stack", "yaxis": axis("time (ms)"), "xaxis": axis("")},
+    )
+
+
+def idle_causes_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
+    """GPU idle time by what the launching CPU thread was doing, stacked per trace."""
+    rows = [(name_of(a), a.idle) for a in analyses
+            if a.idle is not None and any(d.idle_ns for d in a.idle.devices)]
+    if not rows:
+        return None
+    data = []
+    for j, kind in enumerate(KINDS):
+        values = [idle.kind_ns(kind) for _, idle in rows]
+        if not any(values):
+            continue
+        tops = [", ".join(f"{short_name(c.name, 40)} {units.duration(c.ns)}"
+                          for d in idle.devices for c in d.causes if c.kind == kind and c.name)
+                for _, idle in rows]
+        data.append({
+            "type": "bar", "name": KIND_LABELS[kind], "x": [name for name, _ in rows],
+            "y": [ms(v) for v in values], "customdata": [[t[:200] or "-"] for t in tops],
+            "marker": {"color": series_color(j)},
+            "hovertemplate": f"{KIND_LABELS[kind]}: %{{y:.4g}} ms (%{{customdata[0]}})"
+                             "<extra>%{x}</extra>",
+        })
+    return Chart(
+        id="idle-causes", section=TIME_BY_CLASS, title="Why the GPU idled",
+        caption="GPU idle time between its work (summed over GPUs), by what the CPU thread "
+                "that launched the next work was doing meanwhile: the DataLoader, a call "
+                "waiting for the GPU, the optimizer, ops, record_function ranges or Python; "
+                "already queued is time after the launch call (launch latency, waits on "
+                "events or other streams).",
+        data=data, layout={"barmode": "stack", "yaxis": axis("idle (ms)"), "xaxis": axis("")},
     )
 
 
