@@ -1,0 +1,167 @@
+"""Every recommendation rule over every real trace in tests/data, against a list written by
+reading each trace: the rules that must fire, each with the reason it is the true cause,
+and the rules that must lead. A rule that fires elsewhere, or stays silent here, fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from real_traces import analysis
+
+DATA = Path(__file__).parent / "data"
+
+# trace -> {rule: why it holds for this trace}; every other rule must stay silent
+EXPECTED: dict[str, dict[str, str]] = {
+    "a100_alexnet.json.gz": {
+        "low_gpu_utilization": "a benchmark's first passes: 12.9 s of trace, 66 ms of GPU "
+                               "work; the host spends seconds inside aten::conv2d",
+        "reduced_precision_unused": "fp32 convolutions and GEMMs, no autocast",
+        "memcpy_share": "host-to-device copies of the inputs are 84 % of its GPU time",
+        "fp32_matmul_on_tensor_core_gpu": "ampere_sgemm (FP32 SIMT) kernels on an A100",
+    },
+    "a100_ddp_nccl_rank0.json.gz": {
+        "launch_bound": "48 % of the step idle in short gaps while the CPU ran batch_norm, "
+                        "DDP bucket copies and autograd, median launch delay 2 µs: kernels "
+                        "find the queue empty",
+        "low_gpu_utilization": "the GPU is busy 24 % of the device-side step",
+        "reduced_precision_unused": "fp32 convolutions, no autocast",
+    },
+    "a100_event_sync.json.gz": {
+        "low_gpu_utilization": "a few tiny kernels separated by syncs and Python",
+    },
+    "a100_event_sync_multi_stream.json.gz": {
+        "low_gpu_utilization": "19 ms of Python between a few kernels",
+        "reduced_precision_unused": "one fp32 matmul is all its GEMM time",
+        "fp32_matmul_on_tensor_core_gpu": "that matmul runs on an FP32 SIMT kernel on an A100",
+    },
+    "a100_recsys_16gpu_rank0.json.gz": {
+        "low_gpu_utilization": "the GPU is busy 31 % of the step; most idle has work "
+                               "already queued (CUDA graph launches and cross-rank waits)",
+        "reduced_precision_unused": "fp32 GEMMs, no autocast",
+        "memcpy_share": "batch and embedding copies are 12 % of GPU time",
+        "exposed_communication": "all-to-all for the sparse features with nothing beside it",
+    },
+    "a100_recsys_8gpu_rank3.json.gz": {
+        "reduced_precision_unused": "GEMMs in TF32 at best, no fp16/bf16",
+        "memcpy_share": "input batch copies are 11 % of GPU time",
+        "exposed_communication": "all-to-all and all-reduce not hidden behind compute: 19 %",
+        "elementwise_chain_between_gemms": "chains of elementwise kernels between the "
+                                           "interaction GEMMs",
+    },
+    "a100_simple_add.json.gz": {
+        "low_gpu_utilization": "a benchmark loop whose GPU work is tiny against its host time",
+        "reduced_precision_unused": "fp32 GEMMs",
+        "memcpy_share": "copies of the operands dominate the GPU time",
+        "fp32_matmul_on_tensor_core_gpu": "ampere_sgemm kernels on an A100",
+    },
+    "a100_triton_kernel.json.gz": {
+        "low_gpu_utilization": "one 1.8 µs kernel in a 13 s step",
+    },
+    "b200_vllm_eager.json.gz": {
+        "launch_bound": "eager decoding: 65 % of the trace idle in short gaps while the CPU "
+                        "ran vLLM's ops, median launch delay 3 µs",
+        "low_gpu_utilization": "the GPU is busy 14 % of the window",
+        "elementwise_chain_between_gemms": "RMS norm, rotary and quantization kernels "
+                                           "between GEMMs",
+    },
+    "h100_bert_small.json.gz": {
+        "launch_bound": "small-batch inference: 82 % of the step idle in short gaps while "
+                        "the CPU ran aten::linear and Python, median launch delay 1.7 µs",
+        "low_gpu_utilization": "the GPU is busy 7 % of the step",
+        "gemm_unaligned_dims": "GEMMs with a sequence of unaligned length run far below peak",
+        "elementwise_chain_between_gemms": "bias, GELU and residual adds between GEMMs",
+    },
+    "h100_owlv2_dataloader.json.gz": {
+        "dataloader_share": "a single-process DataLoader takes 51 % of the step and the GPU "
+                            "idles through it (the kernels otherwise wait in a 64 ms queue)",
+        "low_gpu_utilization": "the GPU is busy 47 % of the step, idle in the DataLoader",
+        "gemm_unaligned_dims": "attention bmm on 5185 patches, not a multiple of 8",
+    },
+    "h100_vit_image_classification.json.gz": {
+        "launch_bound": "one-image inference: 71 % of the step idle in short gaps launching, "
+                        "median launch delay 1.7 µs",
+        "low_gpu_utilization": "the GPU is busy 16 % of the step",
+        "gemm_unaligned_dims": "197 tokens: GEMMs with an unaligned m run far below peak",
+        "elementwise_chain_between_gemms": "bias, GELU and residual adds between GEMMs",
+        "conv_channels_last": "the bf16 patch convolution takes NCHW input on tensor cores",
+    },
+    "mi250_minitoy_train.json.gz": {
+        "low_gpu_utilization": "a toy model whose GPU work is tiny",
+        "reduced_precision_unused": "fp32 GEMMs",
+        "memcpy_share": "input copies are a quarter of its GPU time",
+    },
+    "mi300_bert_small.json.gz": {
+        "launch_bound": "the same small-batch inference on MI300X: 60 % of the step idle in "
+                        "short gaps launching, median launch delay 14 µs",
+        "low_gpu_utilization": "the GPU is busy 10 % of the step",
+        "gemm_unaligned_dims": "GEMMs with an unaligned sequence length far below peak",
+        "elementwise_chain_between_gemms": "bias, GELU and residual adds between GEMMs",
+    },
+    "mi300_normalization_layers.json.gz": {
+        "low_gpu_utilization": "a test loop: a second of host time around 1 ms of kernels",
+    },
+    "mi300_resnet_act_checkpoint.json.gz": {
+        "exposed_communication": "rank 0 of 8 waits in all-reduce with no computation beside "
+                                 "it for 62 % of the step",
+        "conv_channels_last": "bf16 convolutions on NCHW tensors",
+    },
+    "mi300_torch_compile_triton.json.gz": {},
+    "two_ranks/rank0.json.gz": {
+        "low_gpu_utilization": "the GPU is busy 45 % of the step; the optimizer, Python and "
+                               "record_function ranges fill the gaps",
+        "reduced_precision_unused": "fp32 GEMMs",
+        "exposed_communication": "send/recv and all-to-all with no computation beside them",
+        "elementwise_chain_between_gemms": "elementwise kernels between GEMMs",
+    },
+    "two_ranks/rank1.json.gz": {
+        "low_gpu_utilization": "as rank 0: busy 47 % of the step",
+        "reduced_precision_unused": "fp32 GEMMs",
+        "exposed_communication": "send/recv and all-to-all with no computation beside them",
+        "elementwise_chain_between_gemms": "elementwise kernels between GEMMs",
+    },
+    "v100_resnet50_train.json.gz": {
+        "reduced_precision_unused": "fp32 ResNet-50 training; a V100 has no TF32, so only "
+                                    "autocast reaches its tensor cores",
+    },
+    # CPU-only traces: no GPU rules, and none of the CPU-side rules crosses its threshold
+    "cpu_concurrent_sequential.pt.trace.json.gz": {},
+    "cpu_concurrent_sequential_amp.pt.trace.json.gz": {},
+    "cpu_concurrent_threads.pt.trace.json.gz": {},
+    "cpu_only_gloo.json.gz": {},
+    "cpu_torch_profiler.pt.trace.json.gz": {},
+    "no_rank_info.json.gz": {},
+}
+
+# the rule that must come first, where the cause is clear
+LEADS = {
+    "h100_owlv2_dataloader.json.gz": "dataloader_share",
+    "b200_vllm_eager.json.gz": "launch_bound",
+    "h100_bert_small.json.gz": "launch_bound",
+    "a100_ddp_nccl_rank0.json.gz": "launch_bound",
+}
+
+
+def test_the_list_covers_every_real_trace():
+    traces = {str(p.relative_to(DATA)) for p in DATA.glob("**/*.json.gz")
+              if "critical_path_expected" not in p.name}
+    assert traces == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_rules_that_fire_are_the_ones_read_from_the_trace(name):
+    fired = [r.rule for r in analysis(name).recommendations]
+    assert set(fired) == set(EXPECTED[name]), (
+        f"unexpected: {sorted(set(fired) - set(EXPECTED[name]))}, "
+        f"missing: {sorted(set(EXPECTED[name]) - set(fired))}")
+    if name in LEADS:
+        assert fired[0] == LEADS[name]
+
+
+def test_launch_bound_stays_silent_where_the_queue_is_deep():
+    """DataLoader-bound OWLv2 (median launch delay 64 ms) and GPU-bound ResNet-50 (77 ms)
+    idle with kernels queued far ahead: the host is not too slow to launch."""
+    for name in ("h100_owlv2_dataloader.json.gz", "v100_resnet50_train.json.gz"):
+        a = analysis(name)
+        assert a.launches.launch_delay.p50_ns > 1_000_000
+        assert "launch_bound" not in {r.rule for r in a.recommendations}
