@@ -165,3 +165,27 @@ def test_launch_bound_stays_silent_where_the_queue_is_deep():
         a = analysis(name)
         assert a.launches.launch_delay.p50_ns > 1_000_000
         assert "launch_bound" not in {r.rule for r in a.recommendations}
+
+
+def test_the_tensorboard_plugin_also_names_the_dataloader(tmp_path):
+    """The plugin's own analysis of the OWLv2 trace recommends more DataLoader workers from
+    its DataLoader share of the step; profkit's DataLoader rule, measured on the GPU idle it
+    causes, leads on the same trace. The plugin finds the DataLoader among CPU ops only,
+    and this trace (like any recent one) writes it as a ``user_annotation``: it is given
+    the category the plugin knows, nothing else changes."""
+    import json
+
+    data = pytest.importorskip("torch_tb_profiler.profiler.data")
+    from tb_reference import adapted
+
+    doc = adapted(DATA / "h100_owlv2_dataloader.json.gz")
+    for e in doc["traceEvents"]:
+        if e.get("name", "").startswith("enumerate(DataLoader)"):
+            e["cat"] = "cpu_op"
+    trace = tmp_path / "owlv2.pt.trace.json"
+    trace.write_text(json.dumps(doc))
+    profile = data.RunProfileData.parse("worker", "span", str(trace), str(tmp_path))
+    (text,) = [r for r in profile.recommendations if "DataLoader" in r]
+    assert "51.1% of the step time is in DataLoader" in text
+    assert analysis("h100_owlv2_dataloader.json.gz").recommendations[0].rule == \
+        "dataloader_share"
