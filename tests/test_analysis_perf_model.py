@@ -344,3 +344,62 @@ def test_efficient_attention_forward_differs_from_the_counter_on_purpose(tmp_pat
     sdpa = sdpa_counts["aten::_scaled_dot_product_efficient_attention"]
     assert model == sdpa == 4 * 2 * 3 * 5 * 5 * 8
     assert counts["aten::_efficient_attention_forward"] == 4 * 2 * 5 * 3 * 3 * 8 != model
+
+
+# ---------------------------------------------------------------- backend and older ops
+
+def test_cpu_backend_convolution_equals_the_counter(tmp_path: Path) -> None:
+    """On the CPU, ``aten::convolution`` runs ``aten::mkldnn_convolution(x, w, bias,
+    padding, stride, dilation, groups)``: modelled with the counter's FLOPs for the
+    convolution, strided and grouped (it counts only where the public op has no model)."""
+    for groups, stride in ((1, 2), (2, 1)):
+        x, w = torch.randn(2, 4, 15, 13), torch.randn(6, 4 // groups, 3, 5)
+        ops, counts = recorded(lambda x=x, w=w, g=groups, s=stride: F.conv2d(
+            x, w, stride=s, padding=1, groups=g), tmp_path)
+        assert model_flops(ops, "aten::mkldnn_convolution") == counts["aten::convolution"]
+
+
+def _legacy(dims, types, concrete=None) -> OpInputs:
+    """Inputs as an older release records them: no Concrete Inputs before 2.0."""
+    return OpInputs(dims, types, [], concrete or [])
+
+
+@pytest.mark.parametrize("stride,padding,groups", [(1, 1, 1), (2, 3, 1), (1, 1, 4)])
+def test_older_cudnn_convolution_ops_equal_the_counter(stride, padding, groups) -> None:
+    """The cuDNN ops of PyTorch 1.8-1.10 (``cudnn_convolution(x, w, padding, stride,
+    dilation, groups, benchmark, deterministic, allow_tf32)``, its ``_backward(x, grad_out,
+    w, ..., output_mask)``, ``_backward_input(input_size, grad_out, w, ...)`` and
+    ``_backward_weight(weight_size, grad_out, x, ...)``) no longer exist in torch: their
+    FLOPs are checked against the counter on today's ``convolution`` and
+    ``convolution_backward`` with the same shapes and arguments."""
+    x, w = [8, 16, 28, 28], [32, 16 // groups, 3, 3]
+    xt, wt = torch.randn(*x, device=M), torch.randn(*w, device=M)
+    with FlopCounterMode(display=False) as fwd:
+        y = F.conv2d(xt, wt, stride=stride, padding=padding, groups=groups)
+    go = list(y.shape)
+    with FlopCounterMode(display=False) as bwd:
+        torch.ops.aten.convolution_backward(
+            torch.randn(*go, device=M), xt, wt, None, [stride] * 2, [padding] * 2, [1, 1],
+            False, [0, 0], groups, [True, True, False])
+    forward = fwd.get_total_flops()
+    backward = bwd.get_total_flops()
+    f32 = "float"
+    scalars = [f"[{padding}, {padding}]", f"[{stride}, {stride}]", "[1, 1]", str(groups),
+               "False", "False", "True"]
+    cost = op_cost("aten::cudnn_convolution", _legacy(
+        [x, w, [], [], [], [], [], [], []], [f32, f32, *[""] * 7], ["", "", *scalars]))
+    assert cost.flops == forward
+    # without Concrete Inputs (before 2.0) the forward's stride is unknown: no model
+    assert op_cost("aten::cudnn_convolution", _legacy(
+        [x, w, [], [], [], [], [], [], []], [f32, f32, *[""] * 7])) is None
+    both = _legacy([x, go, w, *[[]] * 8], [f32, f32, f32, *[""] * 8],
+                   ["", "", "", *scalars, "[True, True]"])
+    assert op_cost("aten::cudnn_convolution_backward", both).flops == backward
+    # no output_mask recorded: both gradients are counted
+    assert op_cost("aten::cudnn_convolution_backward", _legacy(
+        [x, go, w, *[[]] * 8], [f32, f32, f32, *[""] * 8])).flops == backward
+    grad_in = op_cost("aten::cudnn_convolution_backward_input", _legacy(
+        [[], go, w, *[[]] * 7], ["", f32, f32, *[""] * 7]))
+    grad_w = op_cost("aten::cudnn_convolution_backward_weight", _legacy(
+        [[], go, x, *[[]] * 7], ["", f32, f32, *[""] * 7], [str(w), "", "", *scalars]))
+    assert grad_in.flops + grad_w.flops == backward and grad_in.flops == forward

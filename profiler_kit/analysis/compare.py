@@ -59,13 +59,9 @@ def _peak(a: TraceAnalysis, field: str) -> Value:
 
 
 def _achieved_flops(a: TraceAnalysis) -> Value:
-    """Modelled FLOPs per second of GPU busy time (of modelled op time on a CPU trace)."""
-    p = a.perf
-    if not p.ops:
-        return None
-    if p.time_source == "gpu":
-        return p.flops / (p.gpu_busy_ns * 1e-9) if p.gpu_busy_ns else None
-    return p.flops_per_s
+    """Modelled FLOPs per second of the modelled ops' own time (GPU time of their kernels,
+    or op time on a CPU trace): what MFU divides by the peak."""
+    return a.perf.flops_per_s if a.perf.ops else None
 
 
 _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...] = (

@@ -323,8 +323,9 @@ def _conv(a: Inputs, stride: int, padding: int, dilation: int, transposed: bool 
         return None
     is_t = transposed if isinstance(transposed, bool) else a.flag(transposed)
     g = a.integer(groups) if groups >= 0 else 1
-    pad = _padding(a, padding, x, w, a.ints(dilation) or [])
-    st, dil = a.ints(stride), a.ints(dilation)
+    dil = a.ints(dilation) if dilation >= 0 else []  # -1: the op has no dilation
+    pad = _padding(a, padding, x, w, dil or [])
+    st = a.ints(stride)
     opad = a.ints(output_padding) if output_padding is not None else []
     if is_t is None or g is None or pad is None or st is None or dil is None or opad is None:
         return None
@@ -366,6 +367,102 @@ def conv_transpose_nd(a: Inputs) -> Cost | None:
     return _conv(a, 3, 4, 7, True, 5, 6)
 
 
+def cudnn_convolution(a: Inputs) -> Cost | None:
+    """``cudnn_convolution(x, w, padding, stride, dilation, groups, benchmark,
+    deterministic, allow_tf32)``, the backend op under ``_convolution`` (PyTorch 1.8 on;
+    up to 1.7 a bias came third: a 1-D third input). Note padding before stride."""
+    if _is_bias(a, 2):
+        return biased_convolution(a)
+    return _conv(a, 3, 2, 4, False, None, 5)
+
+
+def biased_convolution(a: Inputs) -> Cost | None:
+    """``mkldnn_convolution`` / ``miopen_convolution(x, w, bias, padding, stride,
+    dilation, groups, ...)``: the backend ops that keep a bias slot."""
+    return _conv(a, 4, 3, 5, False, None, 6)
+
+
+def backend_convolution_transpose(a: Inputs) -> Cost | None:
+    """``cudnn_convolution_transpose(x, w, padding, output_padding, stride, dilation,
+    groups, ...)`` (up to 1.7, and ``miopen_convolution_transpose``: a bias third)."""
+    if _is_bias(a, 2):
+        return _conv(a, 5, 3, 6, True, 4, 7)
+    return _conv(a, 4, 2, 5, True, 3, 6)
+
+
+def thnn_conv2d(a: Inputs) -> Cost | None:
+    """``thnn_conv2d`` / ``_slow_conv2d_forward(x, w, kernel_size, bias, stride, padding)``:
+    no dilation, no groups."""
+    return _conv(a, 4, 5, -1, False, None, -1)
+
+
+def _is_bias(a: Inputs, i: int) -> bool:
+    shape = a.shape(i)
+    return shape is not None and len(shape) == 1
+
+
+def backend_convolution_backward(mask_at: int) -> Model:
+    """``cudnn_convolution_backward(x, grad_out, w, padding, stride, dilation, groups,
+    benchmark, deterministic, allow_tf32, output_mask)`` (PyTorch up to 1.10; also
+    ``miopen_convolution_backward(x, grad_out, w, padding, stride, dilation, groups,
+    benchmark, deterministic, output_mask)``): counted as ``convolution_backward`` with the
+    same tensors and mask. A trace that recorded no ``output_mask`` (no Concrete Inputs:
+    releases before 2.0) is counted with both gradients: the first layer's grad input,
+    which autograd skips when the input needs no gradient, is then counted too."""
+    def model(a: Inputs) -> Cost | None:
+        mask = a.bools(mask_at) or [True, True]
+        return convolution_backward(_reordered(a, (1, 0, 2), mask))
+    return model
+
+
+def backend_convolution_backward_input(a: Inputs) -> Cost | None:
+    """``cudnn_convolution_backward_input(input_size, grad_out, w, padding, stride,
+    dilation, groups, ...)`` (PyTorch up to 1.10): grad_out convolved with w, as
+    ``convolution_backward`` counts its grad input; reads both, writes the gradient (its
+    size from Concrete Inputs when recorded)."""
+    go, w = a.shape(1), a.shape(2)
+    if go is None or w is None or len(go) < 3 or len(w) != len(go):
+        return None
+    size = _size(a, 1)
+    out = a.ints(0)
+    written = prod(out) * size if out and len(out) == len(go) else 0
+    return _cost(CONVOLUTION, _conv_flops(go, w, go, True),
+                 a.nbytes(1) + a.nbytes(2) + written, a)
+
+
+def backend_convolution_backward_weight(a: Inputs) -> Cost | None:
+    """``cudnn_convolution_backward_weight(weight_size, grad_out, x, padding, stride,
+    dilation, groups, ...)`` (PyTorch up to 1.10): ``convolution_backward``'s grad weight.
+    Needs ``weight_size`` from Concrete Inputs (the weight is not an input); without it
+    the parent ``cudnn_convolution_backward`` counts the work."""
+    w, go, x = a.ints(0), a.shape(1), a.shape(2)
+    if not w or go is None or x is None or len(go) < 3 or len(w) != len(go):
+        return None
+    t = _swap01
+    return _cost(CONVOLUTION, _conv_flops(t(x), t(go), t(w), False),
+                 a.nbytes(1) + a.nbytes(2) + prod(w) * _size(a, 1), a)
+
+
+def _swap01(s: list[int]) -> list[int]:
+    return [s[1], s[0], *s[2:]]
+
+
+def _reordered(a: Inputs, tensors: tuple[int, int, int], mask: list[bool]) -> Inputs:
+    """An older backend op's inputs as ``convolution_backward(grad_out, x, w, bias_sizes,
+    stride, padding, dilation, transposed, output_padding, groups, output_mask)`` takes
+    them: the three tensors taken from ``tensors``; only the mask is read past them."""
+    r = a.r
+
+    def pick(values: list, i: int, default: object) -> object:
+        return values[i] if i < len(values) else default
+
+    dims = [pick(r.dims, i, []) for i in tensors] + [[]] * 8
+    types = [pick(r.types, i, "") for i in tensors] + [""] * 8
+    concrete = ["", "", "", "", "", "", "", "False", "", "",
+                "[" + ", ".join(str(m) for m in mask) + "]"]
+    return Inputs(OpInputs(dims, types, [], concrete))
+
+
 def convolution_backward(a: Inputs) -> Cost | None:
     """``convolution_backward(grad_out, x, w, bias_sizes, stride, padding, dilation,
     transposed, output_padding, groups, output_mask)``: flop_counter's formula, grad
@@ -379,9 +476,7 @@ def convolution_backward(a: Inputs) -> Cost | None:
     if go is None or x is None or w is None or mask is None or len(mask) < 2 or is_t is None:
         return None
 
-    def t(s: list[int]) -> list[int]:
-        return [s[1], s[0], *s[2:]]
-
+    t = _swap01
     flops = 0
     size = _size(a, 0)
     nbytes = 0
@@ -914,6 +1009,20 @@ MODELS: dict[str, Model] = {
     "aten::conv3d": conv_nd, "aten::conv_transpose1d": conv_transpose_nd,
     "aten::conv_transpose2d": conv_transpose_nd, "aten::conv_transpose3d": conv_transpose_nd,
     "aten::convolution_backward": convolution_backward,
+    # backend ops of today and of older releases (cuDNN, MIOpen, oneDNN, the slow path)
+    "aten::cudnn_convolution": cudnn_convolution,
+    "aten::miopen_convolution": biased_convolution,
+    "aten::mkldnn_convolution": biased_convolution,
+    "aten::cudnn_convolution_transpose": backend_convolution_transpose,
+    "aten::miopen_convolution_transpose": backend_convolution_transpose,
+    "aten::thnn_conv2d": thnn_conv2d, "aten::_slow_conv2d_forward": thnn_conv2d,
+    "aten::thnn_conv2d_forward": thnn_conv2d,
+    "aten::cudnn_convolution_backward": backend_convolution_backward(10),
+    "aten::miopen_convolution_backward": backend_convolution_backward(9),
+    "aten::cudnn_convolution_backward_input": backend_convolution_backward_input,
+    "aten::miopen_convolution_backward_input": backend_convolution_backward_input,
+    "aten::cudnn_convolution_backward_weight": backend_convolution_backward_weight,
+    "aten::miopen_convolution_backward_weight": backend_convolution_backward_weight,
     "aten::scaled_dot_product_attention": sdpa(_flag_at(5)),
     "aten::_scaled_dot_product_flash_attention": sdpa(_flag_at(4)),
     "aten::_scaled_dot_product_efficient_attention": sdpa(_flag_at(6)),
@@ -952,6 +1061,11 @@ MODELS: dict[str, Model] = {
     "aten::copy_": copy_, "aten::_to_copy": to_copy, "aten::clone": clone,
     "aten::contiguous": clone, "aten::cat": cat, "aten::fill_": fill, "aten::zero_": fill,
 }
+# backend ops that count only where no modelled op above them does (an old release's
+# trace without the arguments its public op needs): their public op names the work
+BACKEND_MODELS = frozenset(n for n in MODELS if n.startswith(
+    ("aten::cudnn_convolution", "aten::miopen_convolution", "aten::mkldnn_convolution",
+     "aten::thnn_conv2d", "aten::_slow_conv2d")))
 for _names, _arity in ((_UNARY, 1), (_BINARY, 2), (_BACKWARD, 2), (_TERNARY, 3)):
     for _name in _names:
         MODELS[f"aten::{_name}"] = elementwise(1, _arity)

@@ -17,16 +17,24 @@ import re
 import msgspec
 import numpy as np
 
-from profiler_kit.analysis import intervals
+from profiler_kit.analysis import classify, intervals
 from profiler_kit.analysis.arrays import dense_ids, distinct
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.device_peaks import DevicePeak, compute_peak, device_of
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.nesting import _nearest_self_or_ancestor as nearest_self_or_ancestor
-from profiler_kit.analysis.perf_model import FAMILIES, MATRIX_FAMILIES, MODELS, Cost, op_cost
+from profiler_kit.analysis.perf_model import (
+    BACKEND_MODELS,
+    FAMILIES,
+    MATRIX_FAMILIES,
+    MODELS,
+    Cost,
+    op_cost,
+)
 from profiler_kit.trace.table import EventTable, RecordedInputs
 
 _TF32 = re.compile(r"tf32", re.IGNORECASE)
+MFU_MIN_COVERAGE = 0.5  # modelled ops' share of the GPU time below which MFU is left out
 _BACKWARD = re.compile(r"Backward\d*$|^autograd::engine::evaluate_function")
 
 
@@ -94,7 +102,8 @@ class PerfModel(msgspec.Struct, frozen=True):
     flops_per_s: float | None
     bytes_per_s: float | None
     gpu_busy_ns: int  # union of all GPU activity (0 on a CPU trace)
-    model_flops_utilization: float | None  # flops / GPU busy / mfu peak
+    # flops / the modelled ops' GPU time / mfu peak; None without a peak or when partial
+    model_flops_utilization: float | None
     mfu_dtype: str | None  # the dtype with the most FLOPs, whose peak MFU uses
     mfu_peak_flops_per_s: float | None
     families: tuple[FamilyRate, ...]
@@ -102,6 +111,9 @@ class PerfModel(msgspec.Struct, frozen=True):
     unmodelled: tuple[Unmodelled, ...]  # largest total first
     unmodelled_ns: int
     notes: tuple[str, ...]
+    # modelled ops' GPU time / GPU time outside communication (None: CPU trace)
+    modelled_share: float | None = None
+    mfu_partial: bool = False  # MFU left out: modelled ops cover < MFU_MIN_COVERAGE
 
 
 class Instances(msgspec.Struct, frozen=True):
@@ -172,6 +184,7 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
         else:
             node_key[node] = kid
     keys = _Keys(key_cost, key_rows, [k[0] for k in key_ids])
+    _defer_backend_ops(table, tree, node_key, keys.family)
 
     counted = _counted(node_key, keys.family, tree.parent)
     owner_of_node = nearest_self_or_ancestor(counted, tree.parent) if n else \
@@ -214,12 +227,19 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
     if peak is not None and mfu_dtype is not None:
         mfu_peak = compute_peak(peak, mfu_dtype, True,
                                 any(g.tf32 for g in groups if g.dtype == mfu_dtype))
-    mfu = flops / (busy * 1e-9) / mfu_peak if mfu_peak and busy > 0 else None
+    # MFU over the modelled ops' own time, and only where they cover most of the GPU time:
+    # over the whole busy time, unmodelled kernels would read as idle tensor cores
+    compute = _compute_ns(table, gpu) if has_gpu else 0
+    covered = min(1.0, total / compute) if compute > 0 else None
+    partial = covered is not None and covered < MFU_MIN_COVERAGE
+    mfu = flops / (total * 1e-9) / mfu_peak if mfu_peak and total > 0 and not partial \
+        else None
     model = PerfModel(
         time_source="gpu" if has_gpu else "cpu", device=name, peak=peak, shapes_recorded=True,
         ops=sum(g.count for g in groups), flops=flops, bytes=nbytes, time_ns=total,
         flops_per_s=_rate(flops, total), bytes_per_s=_rate(nbytes, total), gpu_busy_ns=busy,
         model_flops_utilization=mfu, mfu_dtype=mfu_dtype, mfu_peak_flops_per_s=mfu_peak,
+        modelled_share=covered, mfu_partial=partial and mfu_peak is not None,
         families=_families(groups, peak), groups=groups, unmodelled=unmodelled,
         unmodelled_ns=sum(u.total_ns for u in unmodelled), notes=tuple(notes))
     return model, _instances(tree, counted_nodes, node_key, keys, time_ns, peak, tf32)
@@ -279,6 +299,26 @@ def _counted(node_key: np.ndarray, key_family: np.ndarray, parent: np.ndarray) -
         marked[nodes[family == f]] = True
         counted |= marked & ~_has_marked_descendant(marked, parent)
     return counted
+
+
+def _defer_backend_ops(table: EventTable, tree: OpTree, node_key: np.ndarray,
+                       key_family: np.ndarray) -> None:
+    """Un-cost the backend ops (``cudnn_convolution``, ...) that sit below a costed public
+    op of their family (``convolution``): that op counts, under its own name, over the
+    same kernels. In place."""
+    backend = np.fromiter((n in BACKEND_MODELS for n in table.names), dtype=bool,
+                          count=len(table.names))[table.name[tree.row]]
+    costed = node_key >= 0
+    nodes = np.flatnonzero(costed & backend)
+    if not len(nodes):
+        return
+    family = np.where(costed, key_family[np.maximum(node_key, 0)], -1)
+    for f in distinct(family[nodes]).tolist():
+        public = nearest_self_or_ancestor(costed & ~backend & (family == f), tree.parent)
+        mine = nodes[family[nodes] == f]
+        parent = tree.parent[mine]
+        under = (parent >= 0) & (public[np.maximum(parent, 0)] >= 0)
+        node_key[mine[under]] = -1
 
 
 def _cpu_time(tree: OpTree, counted: np.ndarray, owner_of_node: np.ndarray) -> np.ndarray:
@@ -351,6 +391,13 @@ def _cpu_unmodelled(table: EventTable, tree: OpTree, owner_of_node: np.ndarray
     sel = np.flatnonzero(top & (owner_of_node < 0) & ~counted_below)
     dur = tree.end_ns - tree.start_ns
     return {int(s): (0, int(dur[s])) for s in sel.tolist()}
+
+
+def _compute_ns(table: EventTable, gpu: GpuActivity) -> int:
+    """Summed time of the GPU activities that are not communication: what the model could
+    cover (collectives move bytes, no model counts their FLOPs)."""
+    comm = gpu.klass == classify.CLASS_INDEX[classify.COMMUNICATION]
+    return int(table.dur_ns[gpu.row[~comm]].sum())
 
 
 def _gpu_busy(table: EventTable, gpu: GpuActivity) -> int:

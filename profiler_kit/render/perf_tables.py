@@ -43,9 +43,12 @@ def summary_lines(perf: PerfModel) -> list[str]:
         return ["Perf model: no input shapes in the trace (profile with record_shapes=True)."]
     where = "GPU time of each op's kernels" if perf.time_source == "gpu" else \
         "CPU time of each op"
+    covers = f", {units.percent(perf.modelled_share)} of the GPU compute time" \
+        if perf.modelled_share is not None else ""
     lines = [f"Perf model: {perf.ops:,} op instances modelled, "
              f"{units.count(perf.flops, 'FLOP')} and {units.count(perf.bytes, 'B')} in "
-             f"{units.duration(perf.time_ns)} ({where}): {flop_rate(perf, perf.flops_per_s)}, "
+             f"{units.duration(perf.time_ns)} ({where}{covers}): "
+             f"{flop_rate(perf, perf.flops_per_s)}, "
              f"{units.decimal_rate(perf.bytes_per_s, 'B')}."]
     p = perf.peak
     if p is not None:
@@ -56,9 +59,14 @@ def summary_lines(perf: PerfModel) -> list[str]:
                      f"{units.decimal_rate(p.memory_bytes_per_s, 'B')}.")
     if perf.model_flops_utilization is not None:
         lines.append(f"Model FLOP utilization: {units.percent(perf.model_flops_utilization)} "
-                     f"(modelled FLOPs / GPU busy {units.duration(perf.gpu_busy_ns)} / "
+                     f"(modelled FLOPs / their GPU time {units.duration(perf.time_ns)} / "
                      f"{perf.mfu_dtype} peak "
-                     f"{units.decimal_rate(perf.mfu_peak_flops_per_s, 'FLOP')}).")
+                     f"{units.decimal_rate(perf.mfu_peak_flops_per_s, 'FLOP')}; they cover "
+                     f"{units.percent(perf.modelled_share)} of the GPU compute time).")
+    elif perf.mfu_partial:
+        lines.append(f"Model FLOP utilization: partial: modelled ops cover "
+                     f"{units.percent(perf.modelled_share)} of the GPU compute time "
+                     f"(at least 50 % needed); see the ops without a model below.")
     if perf.unmodelled:
         top = ", ".join(f"{u.op} {units.duration(u.total_ns)}" for u in perf.unmodelled[:4])
         what = "GPU time" if perf.time_source == "gpu" else "CPU time"

@@ -300,13 +300,15 @@ class ColumnBuilder:
 
 def recorded_inputs(args: list[Args], cat: np.ndarray,
                     names: list[str]) -> list[tuple[int, RecordedInputs]]:
-    """(row, inputs) of the cpu_op rows with "Input Dims" (but those in SHAPES_NOT_KEPT):
+    """(row, inputs) of the cpu_op rows with "Input Dims" (PyTorch 1.8 wrote "Input dims";
+    both are read) but those in SHAPES_NOT_KEPT:
     their raw JSON text, copied (a piece's buffer is reused); nothing but one scan of the
     ops for traces without. "Input type" is left to the ``input_type`` column."""
     ops = np.flatnonzero(cat == CPU_OP_VALUE).tolist()
-    return [(i, RecordedInputs(bytes(a.input_dims), b"", bytes(a.input_strides),
-                               bytes(a.concrete_inputs)))
-            for i in ops if (a := args[i]).input_dims and names[i] not in SHAPES_NOT_KEPT]
+    return [(i, RecordedInputs(bytes(a.input_dims or a.input_dims_legacy), b"",
+                               bytes(a.input_strides), bytes(a.concrete_inputs)))
+            for i in ops if ((a := args[i]).input_dims or a.input_dims_legacy)
+            and names[i] not in SHAPES_NOT_KEPT]
 
 
 def event_waits(args: list[Args], cat: np.ndarray) -> list[tuple[int, tuple[int, int]]]:

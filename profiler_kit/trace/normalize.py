@@ -239,7 +239,8 @@ class Accumulator:
             self.comms.append(CommEvent(name, cat, ts, dur, pid, tid, self.device[-1],
                                         self.stream[-1], self.correlation[-1],
                                         self.external_id[-1], args_from_dict(args)))
-        if cat == CPU_OP_VALUE and "Input Dims" in args and name not in SHAPES_NOT_KEPT:
+        if cat == CPU_OP_VALUE and ("Input Dims" in args or "Input dims" in args) \
+                and name not in SHAPES_NOT_KEPT:
             self.inputs.append((len(self.ts_ns) - 1, recorded_inputs(args)))
         elif cat == SYNC_VALUE and "wait_on_stream" in args:
             wait = event_wait(args.get("wait_on_stream"),
@@ -318,6 +319,8 @@ def input_type_key(types: list[Any]) -> str:
 def recorded_inputs(args: dict[str, Any]) -> RecordedInputs:
     """The shape args of one op as JSON text (what the fast path slices out unchanged)."""
     encode = msgspec.json.encode
+    if "Input Dims" not in args and "Input dims" in args:  # PyTorch 1.8's spelling
+        args = {**args, "Input Dims": args["Input dims"]}
     return RecordedInputs(*(encode(args[k]) if k in args else b"" for k in INPUT_KEYS))
 
 

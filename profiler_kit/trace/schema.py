@@ -38,6 +38,7 @@ class Args(CommArgs, gc=False):
     # record_shapes=True: kept as raw JSON text, sliced out in C and decoded only on use
     # ("Input type" is decoded above, for the column precision reads)
     input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
+    input_dims_legacy: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")  # <= 1.8
     input_strides: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Strides")
     concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
     # a "Stream Wait Event" (cuda_sync): the stream and the cudaEventRecord it waits on
