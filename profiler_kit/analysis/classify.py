@@ -64,7 +64,8 @@ _CONV = re.compile(
     r"winograd|scudnn|cudnn_(?:infer|train)_|fft2d",
 )
 _GEMM = re.compile(
-    r"gemm|gemv|matmul|\bmm\b|addmm|bmm|baddbmm|addmv|\bmv\b|\bdot\b|linear|einsum|cublas|"
+    r"gemm|gemv|matmul|\bmm\b|addmm|bmm|baddbmm|addmv|\bmv\b|\bdot\b|linear(?!i[sz]e)|einsum|"
+    r"cublas|"
     r"cutlass|^cijk_|nvjet|triton_tem|_scaled_mm",
 )
 _POOL = re.compile(r"pool")

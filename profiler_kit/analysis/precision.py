@@ -90,6 +90,15 @@ def is_tensor_core(kernel_name: str) -> bool:
     return bool(_LOW.search(name) or _TENSOR_CORE.search(name))
 
 
+def tf32_kernel(kernel_name: str) -> bool:
+    """Whether fp32 matrix math on this kernel runs as TF32 on tensor cores: a name that
+    says tf32, or names a tensor-core instruction family (CUTLASS ``tensorop_s1688``/
+    ``s16816``, cuBLAS ``ampere_s1688gemm``, ``sm80_xmma_gemm_f32f32_tf32...``) without a
+    16-bit type (``h1688``, ``bf16_s1688``: those inputs are not fp32)."""
+    name = kernel_name[:classify.PARSE_CHARS]
+    return bool(_TENSOR_CORE.search(name)) and not _LOW.search(name)
+
+
 def names_tensor_core_family(kernel_name: str) -> bool:
     return bool(_TENSOR_CORE.search(kernel_name[:classify.PARSE_CHARS]))
 

@@ -31,9 +31,9 @@ from profiler_kit.analysis.perf_model import (
     Cost,
     op_cost,
 )
+from profiler_kit.analysis.precision import tf32_kernel
 from profiler_kit.trace.table import EventTable, RecordedInputs
 
-_TF32 = re.compile(r"tf32", re.IGNORECASE)
 MFU_MIN_COVERAGE = 0.5  # modelled ops' share of the GPU time below which MFU is left out
 _BACKWARD = re.compile(r"Backward\d*$|^autograd::engine::evaluate_function")
 
@@ -62,7 +62,7 @@ class ShapeGroup(msgspec.Struct, frozen=True):
     peak_flops_per_s: float | None  # the peak for this dtype and family
     compute_peak_share: float | None  # achieved FLOP/s / peak FLOP/s
     memory_peak_share: float | None  # achieved bytes/s / peak bandwidth
-    tf32: bool  # fp32 matrix work whose kernels say tf32 (peak: TF32)
+    tf32: bool  # fp32 matrix work on tensor-core kernels (see precision.tf32_kernel): TF32 peak
     causal: bool  # causal attention: FLOPs are half the full products (see perf_model)
 
 
@@ -213,6 +213,7 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
                      "(as FlashAttention and TraceLens count it; torch.utils.flop_counter "
                      "counts them in full): groups marked causal")
     unmodelled = _unmodelled(table, tree, unmod, no_shapes, misfit)
+    notes += _above_peak_notes(groups)
 
     flops = sum(g.flops * g.count for g in groups)
     nbytes = sum(g.bytes * g.count for g in groups)
@@ -349,7 +350,8 @@ def _has_marked_descendant(marked: np.ndarray, parent: np.ndarray) -> np.ndarray
 
 def _gpu_time(table: EventTable, tree: OpTree, gpu: GpuActivity, owner_of_node: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[int, int]]]:
-    """GPU time per counted node, whether its kernels say tf32, and the activity under no
+    """GPU time per counted node, whether its kernels run fp32 math as TF32 on tensor cores,
+    and the activity under no
     counted op by launching op node: node -> (activities, ns)."""
     n = len(tree)
     dur = table.dur_ns[gpu.row]
@@ -361,7 +363,7 @@ def _gpu_time(table: EventTable, tree: OpTree, gpu: GpuActivity, owner_of_node: 
     time_ns = np.rint(np.bincount(owner[mine], weights=dur[mine], minlength=n)).astype(np.int64)
     names = table.name[gpu.row[mine]]
     uniq, inverse = dense_ids(names)
-    lut = np.array([bool(_TF32.search(table.names[int(u)])) for u in uniq], dtype=bool)
+    lut = np.array([tf32_kernel(table.names[int(u)]) for u in uniq], dtype=bool)
     tf32 = np.zeros(n, dtype=bool)
     if len(uniq):
         tf32[owner[mine][lut[inverse.reshape(-1)]]] = True
@@ -391,6 +393,24 @@ def _cpu_unmodelled(table: EventTable, tree: OpTree, owner_of_node: np.ndarray
     sel = np.flatnonzero(top & (owner_of_node < 0) & ~counted_below)
     dur = tree.end_ns - tree.start_ns
     return {int(s): (0, int(dur[s])) for s in sel.tolist()}
+
+
+def _above_peak_notes(groups: tuple[ShapeGroup, ...]) -> list[str]:
+    """Why a share of a peak can read above 1, where one does (marked * when printed)."""
+    notes = []
+    over = [g.memory_peak_share for g in groups if (g.memory_peak_share or 0) > 1]
+    if over:
+        notes.append(f"{len(over)} shape groups moved bytes faster than the memory peak (up "
+                     f"to {max(over):.0%}, marked *): the model counts every operand byte "
+                     f"as read from device memory, and these were partly served from cache "
+                     f"(left there by the kernel before, or small enough to fit)")
+    over = [g.compute_peak_share for g in groups if (g.compute_peak_share or 0) > 1]
+    if over:
+        notes.append(f"{len(over)} shape groups ran above the FLOP/s peak of their data "
+                     f"type (up to {max(over):.0%}, marked *): their kernels took a faster "
+                     f"path than that peak assumes (lower precision than the inputs', or "
+                     f"structured sparsity)")
+    return notes
 
 
 def _compute_ns(table: EventTable, gpu: GpuActivity) -> int:

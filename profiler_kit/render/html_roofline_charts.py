@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import Chart, axis, series_color
+from profiler_kit.render.perf_tables import peak_share
 
 ROOFLINE = "Against the hardware's limits"
 TERA = 1e12
@@ -32,7 +33,7 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
                 "x": [g.intensity_flops_per_byte for g in mine],
                 "y": [g.flops_per_s for g in mine],
                 "customdata": [[g.op, g.dtype, str(g.input_dims), g.count,
-                                units.duration(g.total_ns), units.percent(g.compute_peak_share),
+                                units.duration(g.total_ns), peak_share(g.compute_peak_share),
                                 g.bound or "-"] for g in mine],
                 "marker": {"color": series_color(i), "size": 10, "opacity": 0.85,
                            "line": {"width": 1, "color": "rgba(0,0,0,0.4)"}},

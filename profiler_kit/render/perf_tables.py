@@ -60,7 +60,7 @@ def summary_lines(perf: PerfModel) -> list[str]:
     if perf.model_flops_utilization is not None:
         lines.append(f"Model FLOP utilization: {units.percent(perf.model_flops_utilization)} "
                      f"(modelled FLOPs / their GPU time {units.duration(perf.time_ns)} / "
-                     f"{perf.mfu_dtype} peak "
+                     f"{_mfu_peak_name(perf)} peak "
                      f"{units.decimal_rate(perf.mfu_peak_flops_per_s, 'FLOP')}; they cover "
                      f"{units.percent(perf.modelled_share)} of the GPU compute time).")
     elif perf.mfu_partial:
@@ -76,11 +76,26 @@ def summary_lines(perf: PerfModel) -> list[str]:
     return lines
 
 
+def _mfu_peak_name(perf: PerfModel) -> str | None:
+    """The MFU peak's name: fp32 work on tensor-core kernels is measured against TF32's."""
+    p = perf.peak
+    if perf.mfu_dtype == "fp32" and p is not None and \
+            perf.mfu_peak_flops_per_s == p.matrix_flops_per_s.get("tf32"):
+        return "tf32 (fp32 on tensor cores)"
+    return perf.mfu_dtype
+
+
 def family_rows(perf: PerfModel) -> list[tuple[str, ...]]:
     return [(f.family, f"{f.count:,}", units.duration(f.total_ns), units.count(f.flops, "FLOP"),
              flop_rate(perf, f.flops_per_s, False), bandwidth(perf, f.bytes_per_s),
-             units.percent(f.compute_peak_share), units.percent(f.memory_peak_share))
+             peak_share(f.compute_peak_share), peak_share(f.memory_peak_share))
             for f in perf.families]
+
+
+def peak_share(share: float | None) -> str:
+    """A share of a peak; one above the peak is starred, and the perf model's notes say
+    why (bytes served from cache, for bandwidth)."""
+    return units.percent(share) + ("*" if share is not None and share > 1 else "")
 
 
 def shapes(g: ShapeGroup) -> str:
@@ -97,9 +112,9 @@ def group_rows(perf: PerfModel, top: int) -> list[tuple[str, ...]]:
     rows = []
     for g in perf.groups[:top]:
         if g.bound == "memory":
-            bound = f"memory: {units.percent(g.memory_peak_share)} BW"
+            bound = f"memory: {peak_share(g.memory_peak_share)} BW"
         elif g.bound == "compute":
-            bound = f"compute: {units.percent(g.compute_peak_share)}"
+            bound = f"compute: {peak_share(g.compute_peak_share)}"
         else:
             bound = "-"
         rows.append((
