@@ -42,7 +42,8 @@ KERNELS = [
      "1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, "
      "at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<int, 1ul, "
      "at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<long, 1ul, "
-     "at::RestrictPtrTraits, int>)", "other", False, False, False),  # embedding backward's index arithmetic: "linear" in a word, not a GEMM
+     # embedding backward's index arithmetic: "linear" in a word, not a GEMM
+     "at::RestrictPtrTraits, int>)", "other", False, False, False),
 ]
 
 
