@@ -200,29 +200,63 @@ def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
     return compare_analyses(list(analyses), baseline)
 
 
-def diff(base: str | os.PathLike[str], test: str | os.PathLike[str], *,
+def diff(base: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+         test: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
          min_effect: float | None = None) -> ReportDiff:
     """Two DDP benchmark reports side by side (profkit's ``ddp_report.json``, a ``ddp`` run
-    folder, or PyTorch's DDP benchmark JSON), with a noise verdict per change.
-    ``min_effect``: the smallest change (a fraction, 0.05 is 5 %) that may be called beyond
-    noise, in place of the defaults (10 % with one run a side, 5 % with repeats).
+    folder, or PyTorch's DDP benchmark JSON), with a noise verdict per change. Each side
+    may be several runs (or a folder of run folders): their rounds are pooled as repeats,
+    so the noise model is the drift between runs. ``min_effect``: the smallest change (a
+    fraction, 0.05 is 5 %) that may be called beyond noise, in place of the defaults
+    (10 % with one run a side, 5 % with repeats).
 
     A file that is not such a report raises ``UsageError``. Does not import torch.
     """
-    from profiler_kit.artifacts import RUN_JSON
-    from profiler_kit.ddp_benchmark.diff import diff_reports
+    from profiler_kit.ddp_benchmark.diff import diff_reports, merge_runs
     from profiler_kit.ddp_benchmark.report import load_report
 
-    def label(path: str | os.PathLike[str]) -> str:
-        p = Path(path)
-        return f"{p.parent.name}/{p.name}" if p.name in ("ddp_report.json", RUN_JSON) else (
-            p.name or str(p))
-
-    base_label, test_label = label(base), label(test)
+    bases, tests = _runs(base), _runs(test)
+    base_labels, test_labels = [_report_label(p) for p in bases], \
+        [_report_label(p) for p in tests]
+    base_label, test_label = _side_label(bases, base_labels), _side_label(tests, test_labels)
     if base_label == test_label:
-        base_label, test_label = str(base), str(test)
-    return diff_reports(load_report(base), load_report(test), base_label, test_label,
-                        min_effect=min_effect)
+        base_label = _side_label(bases, [str(p) for p in bases])
+        test_label = _side_label(tests, [str(p) for p in tests])
+    a = merge_runs([load_report(p) for p in bases], base_labels)
+    b = merge_runs([load_report(p) for p in tests], test_labels)
+    return diff_reports(a, b, base_label, test_label, min_effect=min_effect)
+
+
+def _runs(side: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """One side of a diff as report paths: a folder that holds no report itself but run
+    folders that do stands for those runs, in name order."""
+    from profiler_kit.artifacts import RUN_JSON
+    from profiler_kit.ddp_benchmark.report import REPORT_NAME
+    from profiler_kit.errors import UsageError
+
+    paths = [Path(side)] if isinstance(side, (str, os.PathLike)) else [Path(p) for p in side]
+    if not paths:
+        raise UsageError("a side of the diff names no run")
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir() and not (p / REPORT_NAME).exists() and not (p / RUN_JSON).exists():
+            inner = sorted(c for c in p.iterdir() if c.is_dir() and (
+                (c / REPORT_NAME).exists() or (c / RUN_JSON).exists()))
+            out += inner or [p]
+        else:
+            out.append(p)
+    return out
+
+
+def _report_label(p: Path) -> str:
+    from profiler_kit.artifacts import RUN_JSON
+
+    return f"{p.parent.name}/{p.name}" if p.name in ("ddp_report.json", RUN_JSON) else (
+        p.name or str(p))
+
+
+def _side_label(paths: list[Path], labels: list[str]) -> str:
+    return labels[0] if len(paths) == 1 else f"{labels[0]} +{len(paths) - 1} runs"
 
 
 def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],

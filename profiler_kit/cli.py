@@ -86,6 +86,10 @@ def entry() -> None:
 
 
 def _run(argv: list[str], console: bool = False) -> tuple[int, str | None]:
+    name = _command_name(argv)
+    prepare = commands()[name].prepare_argv if name in commands() else None
+    if prepare is not None:
+        argv = prepare(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:

@@ -462,3 +462,72 @@ def test_a_drift_between_runs_smaller_than_the_margin_is_within_noise(tmp_path: 
     assert saved["benchmarks"][0]["configurations"][0]["beyond_noise"] is True
     with pytest.raises(SystemExit):
         main(["diff", str(a), str(b), "--min-effect", "lots"])
+
+
+def _single_runs(tmp: Path, side: str, centers: list[float], seed: int) -> list[Path]:
+    """One report per run, one round each, written as separate run files."""
+    return [_write(tmp / side / f"run{i}" / "ddp_report.json",
+                   ddp_report.build(_run_record({"ddp-w2": r})))
+            for i, r in enumerate(_rounds(centers, seed=seed))]
+
+
+def test_several_runs_a_side_model_the_noise_between_runs(tmp_path: Path) -> None:
+    """Three runs of the same code a side, each landing elsewhere (the machine drifts
+    between runs): pooled, their spread is the noise and the A/A is within it, with the
+    interval of Welch's t on the per-run medians (scipy's, in log space); one run a side
+    calls the same drift real. A slower test side stands out."""
+    base = _single_runs(tmp_path, "a", [0.100, 0.112, 0.094], seed=1)
+    same = _single_runs(tmp_path, "b", [0.112, 0.095, 0.104], seed=2)
+    slower = _single_runs(tmp_path, "c", [0.135, 0.140, 0.131], seed=3)
+    one = api.diff(base[0], same[0])
+    assert one.benchmarks[0].configurations[0].beyond_noise is True  # fooled
+    d = api.diff(base, same)
+    (c,) = d.benchmarks[0].configurations
+    assert (c.noise_model, c.base_repeats, c.test_repeats) == ("between runs", 3, 3)
+    assert c.beyond_noise is False
+    med = [[float(np.median(json.loads(p.read_text())["benchmark_results"][0]["result"][0]
+                            ["measurements"])) for p in side] for side in (base, same)]
+    welch = scipy_stats.ttest_ind(np.log(med[1]), np.log(med[0]), equal_var=False)
+    low, high = np.expm1(welch.confidence_interval(0.95))
+    p50 = c.percentiles[0]
+    assert (p50.noise.ci_low_fraction, p50.noise.ci_high_fraction) == pytest.approx((low, high))
+    assert d.base_label == f"{base[0]} +2 runs"  # "run0/ddp_report.json" on both sides
+    # folders of runs stand for their runs, and the gate passes an A/A
+    assert main(["diff", str(tmp_path / "a"), "--", str(tmp_path / "b"),
+                 "--fail-on-regression", "5"]) == 0
+    slow = api.diff(base, slower)
+    assert slow.benchmarks[0].configurations[0].beyond_noise is True
+
+
+def test_fail_on_regression_names_what_regressed(tmp_path: Path, capsys) -> None:
+    base = _single_runs(tmp_path, "a", [0.100, 0.112, 0.094], seed=1)
+    slower = _single_runs(tmp_path, "c", [0.135, 0.140, 0.131], seed=3)
+    argv = ["diff", *map(str, base), "--", *map(str, slower)]
+    assert main([*argv, "--fail-on-regression", "10"]) == 1
+    err = capsys.readouterr().err
+    assert "regression beyond 10%: resnet18 batch 4 ddp-w2: p50 +" in err
+    assert "beyond noise" in err
+    # a margin wider than the change passes, as does the A/A run against itself
+    assert main([*argv, "--fail-on-regression", "60"]) == 0
+    assert main(["diff", str(base[0]), str(base[0]), "--fail-on-regression", "1"]) == 0
+    # three paths with no -- between the sides, runs of other configurations on one side
+    assert main(["diff", *map(str, base)]) == 2
+    other = _write(tmp_path / "x" / "ddp_report.json",
+                   ddp_report.build(_run_record({"no-ddp": _samples(0.1)})))
+    assert main(["diff", str(base[0]), str(other), "--", str(slower[0])]) == 2
+    assert "not a run of the same benchmark" in capsys.readouterr().err
+
+
+def test_compare_fail_on_regression_on_real_traces(capsys) -> None:
+    """BERT-small on H100 against MI300X: H100's device step is 10 % longer (its idle
+    Python between kernels), so a 5 % gate fails naming the terms, a 20 % gate passes, and
+    a trace against itself passes any gate."""
+    data = Path(__file__).parent / "data"
+    h100, mi300 = str(data / "h100_bert_small.json.gz"), str(data / "mi300_bert_small.json.gz")
+    assert main(["compare", h100, mi300, "--baseline", "mi300_bert_small",
+                 "--fail-on-regression", "5"]) == 1
+    err = capsys.readouterr().err
+    assert "regression beyond 5%: h100_bert_small: device step +" in err and "idle +" in err
+    assert main(["compare", h100, mi300, "--baseline", "mi300_bert_small",
+                 "--fail-on-regression", "20"]) == 0
+    assert main(["compare", h100, h100, "--fail-on-regression", "0"]) == 0

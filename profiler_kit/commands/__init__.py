@@ -28,3 +28,5 @@ class Command(NamedTuple):
     add_arguments: Callable[[argparse.ArgumentParser], None]
     handle: Callable[[argparse.Namespace], int]
     data_only: bool = False
+    # rewrites the command's argv before parsing (``diff``'s ``--`` between two sides)
+    prepare_argv: Callable[[list[str]], list[str]] | None = None

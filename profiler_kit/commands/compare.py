@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from profiler_kit.commands import Command
 from profiler_kit.commands.analyze import add_output_arguments, emit, jobs, output_targets
+from profiler_kit.render import regression
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="traces, strategy folders or run folders to put side by side")
     add_output_arguments(p)
+    regression.add_argument(p, "a trace's step time (device-side, per step; a single trace "
+                               "has no repeats, so the margin itself stands for noise)")
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -19,8 +23,15 @@ def compare(args: argparse.Namespace) -> int:
 
     targets = output_targets(args)
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
-    return emit(args, analyses, api.compare(analyses, args.baseline), full=False,
-                jobs=analyses.jobs, targets=targets)
+    comparison = api.compare(analyses, args.baseline)
+    status = emit(args, analyses, comparison, full=False, jobs=analyses.jobs,
+                  targets=targets)
+    if args.fail_on_regression is None:
+        return status
+    lines = regression.compare_regressions(comparison, args.fail_on_regression)
+    for line in lines:
+        print(f"profkit: {line}", file=sys.stderr)
+    return 1 if lines else status
 
 
 COMMAND = Command("compare", "traces or strategies side by side: step time, hotspots, idle, "

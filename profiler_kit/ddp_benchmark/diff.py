@@ -282,3 +282,49 @@ def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int,
 def _examples_per_s(batch: int, world_size: int, seconds: float) -> float | None:
     """Aggregate examples/s of every rank at one step time."""
     return batch * world_size / seconds if seconds > 0 else None
+
+
+# ---------------------------------------------------------------- several runs a side
+
+
+def merge_runs(reports: list[Mapping[str, Any]], labels: list[str]) -> dict[str, Any]:
+    """Several runs of one benchmark as one report whose configurations hold every run's
+    rounds as repeats (``repeat_measurements``) and all their samples: the diff's
+    between-runs noise model then sees the drift from one run to the next. Runs must have
+    measured the same models, batch sizes and configurations (UsageError naming the odd
+    one otherwise). A run's own repeats stay separate repeats."""
+    from profiler_kit.errors import UsageError
+
+    first = reports[0]
+    shape = _shape(first)
+    for report, label in zip(reports[1:], labels[1:], strict=True):
+        if _shape(report) != shape:
+            raise UsageError(f"{label}: not a run of the same benchmark as {labels[0]} "
+                             "(other models, batch sizes or configurations): runs on one side "
+                             "must repeat one benchmark")
+    merged = {k: v for k, v in first.items() if k != "benchmark_results"}
+    merged["benchmark_results"] = [
+        {**bench, "result": [_merged_result(res, [r["benchmark_results"][b]["result"][i]
+                                                  for r in reports])
+                             for i, res in enumerate(bench.get("result", []))]}
+        for b, bench in enumerate(_benchmarks(first))
+    ]
+    return merged
+
+
+def _shape(report: Mapping[str, Any]) -> list[tuple]:
+    return [(b.get("model"), b.get("batch_size"), str(_bucket(report, b)),
+             tuple(_configurations(b))) for b in _benchmarks(report)]
+
+
+def _merged_result(first: Mapping[str, Any], results: list[Mapping[str, Any]]
+                   ) -> dict[str, Any]:
+    repeats: list[list[float]] = []
+    for res in results:
+        grouped = res.get("repeat_measurements") or (
+            [res["measurements"]] if res.get("measurements") else [])
+        repeats += [list(r) for r in grouped if r]
+    if not repeats:  # percentiles only: the first run's stand
+        return dict(first)
+    return {**first, "repeat_measurements": repeats,
+            "measurements": [v for r in repeats for v in r]}
