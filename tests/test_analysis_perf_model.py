@@ -403,3 +403,57 @@ def test_older_cudnn_convolution_ops_equal_the_counter(stride, padding, groups) 
     grad_w = op_cost("aten::cudnn_convolution_backward_weight", _legacy(
         [[], go, x, *[[]] * 7], ["", f32, f32, *[""] * 7], [str(w), "", "", *scalars]))
     assert grad_in.flops + grad_w.flops == backward and grad_in.flops == forward
+
+
+def test_a_pytorch_18_training_trace_models_its_cudnn_backward(tmp_path: Path) -> None:
+    """A ResNet-50 layer as PyTorch 1.8 wrote it: ``Operator``/``Runtime``/``Kernel``
+    categories, ``Input dims`` spelled lower-case, no Concrete Inputs. The forward
+    ``cudnn_convolution`` cannot be modelled without its stride (no model counts it; its
+    kernel is listed without one); the backward is (both gradients: no mask recorded).
+    The achieved rate and the coverage are checked by hand."""
+    import json as _json
+
+    from profiler_kit.analysis.trace_analysis import analyze_table
+
+    x, w, go = [32, 256, 56, 56], [64, 256, 1, 1], [32, 64, 56, 56]
+    f32 = "float"
+    conv_flops = 2 * 32 * 64 * 256 * 1 * 1 * 56 * 56
+
+    def op(name, ts, dur, dims=None, types=None):
+        args = {"Input dims": dims, "Input type": types} if dims is not None else {}
+        return {"ph": "X", "cat": "Operator", "name": name, "pid": 1, "tid": 1, "ts": ts,
+                "dur": dur, "args": args}
+
+    def launch(ts, corr, kernel, kts, kdur):
+        return [{"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                 "ts": ts, "dur": 5, "args": {"correlation": corr}},
+                {"ph": "X", "cat": "Kernel", "name": kernel, "pid": 0, "tid": 7, "ts": kts,
+                 "dur": kdur, "args": {"correlation": corr, "device": 0, "stream": 7}}]
+
+    events = [
+        op("aten::conv2d", 0, 100, [x, w, [], [], [], [], []], [f32, f32, "", "", "", "", ""]),
+        op("aten::cudnn_convolution", 10, 80, [x, w, [], [], [], [], [], [], []],
+           [f32, f32, *[""] * 7]),
+        *launch(20, 1, "volta_scudnn_128x64_relu_interior_nn_v1", 100, 400),
+        op("autograd::engine::evaluate_function: CudnnConvolutionBackward", 1000, 300),
+        op("aten::cudnn_convolution_backward", 1010, 280, [x, go, w, *[[]] * 8],
+           [f32, f32, f32, *[""] * 8]),
+        op("aten::cudnn_convolution_backward_input", 1020, 100, [[], go, w, *[[]] * 7],
+           ["", f32, f32, *[""] * 7]),
+        *launch(1030, 2, "volta_scudnn_128x64_stridedB_interior_nn_v1", 1100, 500),
+        op("aten::cudnn_convolution_backward_weight", 1150, 100, [[], go, x, *[[]] * 7],
+           ["", f32, f32, *[""] * 7]),
+        *launch(1160, 3, "volta_scudnn_128x128_stridedB_small_nn_v1", 1600, 700),
+    ]
+    path = tmp_path / "worker0.pt.trace.json"
+    path.write_text(_json.dumps({"deviceProperties": [
+        {"id": 0, "name": "Tesla V100-SXM2-16GB", "totalGlobalMem": 16 * 2**30,
+         "computeMajor": 7, "computeMinor": 0, "warpSize": 32}], "traceEvents": events}))
+    perf = analyze_table(load(path)).perf
+    (group,) = perf.groups
+    assert group.op == "aten::cudnn_convolution_backward"
+    assert group.flops == 2 * conv_flops and group.total_ns == (500 + 700) * 1000
+    assert perf.modelled_share == pytest.approx(1200 / 1600)
+    assert perf.model_flops_utilization == pytest.approx(
+        2 * conv_flops / 1200e-6 / perf.mfu_peak_flops_per_s)
+    assert [u.op for u in perf.unmodelled] == ["aten::cudnn_convolution"]

@@ -1061,8 +1061,8 @@ MODELS: dict[str, Model] = {
     "aten::copy_": copy_, "aten::_to_copy": to_copy, "aten::clone": clone,
     "aten::contiguous": clone, "aten::cat": cat, "aten::fill_": fill, "aten::zero_": fill,
 }
-# backend ops that count only where no modelled op above them does (an old release's
-# trace without the arguments its public op needs): their public op names the work
+# backend ops that count only where no modelled op of their family above them does (an
+# old release's trace without the arguments its public op needs)
 BACKEND_MODELS = frozenset(n for n in MODELS if n.startswith(
     ("aten::cudnn_convolution", "aten::miopen_convolution", "aten::mkldnn_convolution",
      "aten::thnn_conv2d", "aten::_slow_conv2d")))

@@ -304,9 +304,11 @@ def _counted(node_key: np.ndarray, key_family: np.ndarray, parent: np.ndarray) -
 
 def _defer_backend_ops(table: EventTable, tree: OpTree, node_key: np.ndarray,
                        key_family: np.ndarray) -> None:
-    """Un-cost the backend ops (``cudnn_convolution``, ...) that sit below a costed public
-    op of their family (``convolution``): that op counts, under its own name, over the
-    same kernels. In place."""
+    """Un-cost the backend ops (``cudnn_convolution``, ``cudnn_convolution_backward_input``
+    ...) that sit below a costed op of their family (``convolution``, or an older
+    release's ``cudnn_convolution_backward``): that op counts, under the name the user
+    knows, over the same kernels, and one half of a backward cannot stand for the whole.
+    In place."""
     backend = np.fromiter((n in BACKEND_MODELS for n in table.names), dtype=bool,
                           count=len(table.names))[table.name[tree.row]]
     costed = node_key >= 0
@@ -315,10 +317,10 @@ def _defer_backend_ops(table: EventTable, tree: OpTree, node_key: np.ndarray,
         return
     family = np.where(costed, key_family[np.maximum(node_key, 0)], -1)
     for f in distinct(family[nodes]).tolist():
-        public = nearest_self_or_ancestor(costed & ~backend & (family == f), tree.parent)
+        above = nearest_self_or_ancestor(costed & (family == f), tree.parent)
         mine = nodes[family[nodes] == f]
         parent = tree.parent[mine]
-        under = (parent >= 0) & (public[np.maximum(parent, 0)] >= 0)
+        under = (parent >= 0) & (above[np.maximum(parent, 0)] >= 0)
         node_key[mine[under]] = -1
 
 
