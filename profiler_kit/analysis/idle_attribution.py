@@ -35,6 +35,7 @@ import numpy as np
 
 from profiler_kit.analysis.arrays import dense_ids, distinct
 from profiler_kit.analysis.attribution import GpuActivity
+from profiler_kit.analysis.launches import activities
 from profiler_kit.analysis.nesting import OpTree, thread_keys_for
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -135,17 +136,11 @@ def attribute_idle(table: EventTable, tree: OpTree, gpu: GpuActivity,
     With ``lead_in_from`` (the steps' start), a device's idle also counts the lead-in from
     there to its first activity, so it covers the steps' device-side time: the DataLoader
     that opens the first step idles the GPU as much as the ones between steps."""
-    sel = np.ones(len(gpu), dtype=bool) if mask is None else mask
-    rows = gpu.row[sel]
-    launch = gpu.launch_row[sel]
-    start = table.ts_ns[rows]
-    end = start + table.dur_ns[rows]
-    device = table.device[rows]
-    stream = table.stream[rows]
-    linked = launch >= 0
-    lrow = np.maximum(launch, 0)
-    l_start = np.where(linked, table.ts_ns[lrow], -1)
-    thread = np.full(len(rows), -1, dtype=np.int64)
+    acts = activities(table, gpu, mask)
+    launch, start, end, device, stream, linked, l_start = (
+        acts.launch, acts.start, acts.end, acts.device, acts.stream, acts.linked,
+        acts.launch_start)
+    thread = np.full(len(start), -1, dtype=np.int64)
     if linked.any():
         thread[linked] = thread_keys_for(tree, table.pid[launch[linked]],
                                          table.tid[launch[linked]])

@@ -106,18 +106,37 @@ def distribution(values: np.ndarray) -> Distribution | None:
     )
 
 
-def analyze_launches(table: EventTable, gpu: GpuActivity,
-                     mask: np.ndarray | None = None) -> Launches:
-    """Launch statistics and idle causes of the activities in ``mask`` (all by default)."""
+class Activities(msgspec.Struct, frozen=True):
+    """The selected GPU activities as columns, with their launch calls (-1: none)."""
+
+    launch: np.ndarray  # table row of the launch call
+    start: np.ndarray
+    end: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    linked: np.ndarray  # has a launch call
+    launch_start: np.ndarray
+
+
+def activities(table: EventTable, gpu: GpuActivity, mask: np.ndarray | None) -> Activities:
+    """The activities in ``mask`` (all by default)."""
     sel = np.ones(len(gpu), dtype=bool) if mask is None else mask
     rows = gpu.row[sel]
     launch = gpu.launch_row[sel]
     start = table.ts_ns[rows]
-    end = start + table.dur_ns[rows]
-    device = table.device[rows]
-    stream = table.stream[rows]
     linked = launch >= 0
-    l_start = np.where(linked, table.ts_ns[np.maximum(launch, 0)], -1)
+    return Activities(launch=launch, start=start, end=start + table.dur_ns[rows],
+                      device=table.device[rows], stream=table.stream[rows], linked=linked,
+                      launch_start=np.where(linked, table.ts_ns[np.maximum(launch, 0)], -1))
+
+
+def analyze_launches(table: EventTable, gpu: GpuActivity,
+                     mask: np.ndarray | None = None) -> Launches:
+    """Launch statistics and idle causes of the activities in ``mask`` (all by default)."""
+    acts = activities(table, gpu, mask)
+    launch, start, end, device, stream, linked, l_start = (
+        acts.launch, acts.start, acts.end, acts.device, acts.stream, acts.linked,
+        acts.launch_start)
     l_end = np.where(linked, l_start + table.dur_ns[np.maximum(launch, 0)], -1)
     delay = np.maximum(start - l_end, 0)
 

@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the diff as JSON (schema profkit.diff/1) to FILE, or to stdout "
                         "when FILE is left out")
-    p.add_argument("--min-effect", type=_percent, metavar="PCT",
+    p.add_argument("--min-effect", type=regression.percentage(100), metavar="PCT",
                    help="smallest change, in %%, that may be called beyond noise: the 95 %% "
                         "interval must lie beyond +-PCT (default 5 with repeats, 10 with one "
                         "run a side)")
@@ -46,17 +46,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 DIFF_SCHEMA = "profkit.diff/1"
-
-
-def _percent(text: str) -> float:
-    """``--min-effect 3`` is 3 %: the fraction 0.03."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value < 100:
-        raise argparse.ArgumentTypeError(f"{text} is not a percentage from 0 to 100")
-    return value / 100
 
 
 def diff(args: argparse.Namespace) -> int:

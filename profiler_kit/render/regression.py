@@ -13,24 +13,27 @@ when it passes PCT, and the line says it was not tested.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.ddp_benchmark.diff import ReportDiff
 
 
-def percent(text: str) -> float:
-    """``--fail-on-regression 5`` is 5 %: the fraction 0.05."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value < 1000:
-        raise argparse.ArgumentTypeError(f"{text} is not a percentage from 0 to 1000")
-    return value / 100
+def percentage(upper: float) -> Callable[[str], float]:
+    """An argparse type: ``5`` is 5 %, the fraction 0.05; from 0 up to ``upper`` %."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not 0 <= value < upper:
+            raise argparse.ArgumentTypeError(f"{text} is not a percentage from 0 to {upper:g}")
+        return value / 100
+    return parse
 
 
 def add_argument(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--fail-on-regression", type=percent, metavar="PCT",
+    p.add_argument("--fail-on-regression", type=percentage(1000), metavar="PCT",
                    help=f"exit 1 when {what} is slower than the baseline by more than PCT %% "
                         "(beyond noise where noise can be judged), with one line naming "
                         "what regressed; exit 0 otherwise")
