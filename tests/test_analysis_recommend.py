@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from analysis_tables import Alloc, kernel, launch, make_table, op
 
 from profiler_kit.analysis import recommend as rules
@@ -176,3 +177,42 @@ def test_missing_memory_says_why_it_may_be_missing():
     a = analyze_table(make_table([op("aten::mm", 0, 10)]))
     (note,) = [n for n in a.notes if n.startswith("memory rule")]
     assert "profile_memory was off" in note and "profile_all_threads" in note
+
+
+def _step_of(events: list, end: int) -> list:
+    return [op("ProfilerStep#1", 0, end, cat=Cat.USER_ANNOTATION), *events]
+
+
+def test_dataloader_rule_measures_the_gpu_idle_it_causes():
+    """With a GPU, the DataLoader rule measures the GPU idle while the launching thread was
+    in the DataLoader: 300 of a 1000 ns step. The same 300 ns of loading while a long
+    kernel runs costs nothing: no rule."""
+    loader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    idle = _step_of([op(loader, 0, 300), op("aten::mm", 300, 20), launch(305, corr=1),
+                     kernel("k", 320, 680, corr=1)], 1000)
+    r = fired(make_table(idle))["dataloader_share"]
+    assert r.measured == pytest.approx(0.3) and r.scope == "gpu:0"  # of the 1000 ns step
+    ev = {e.label: e.value for e in r.evidence}
+    assert ev["GPU idle while the CPU was in the DataLoader"] == 300
+    hidden = _step_of([op("aten::mm", 0, 20), launch(5, corr=1), kernel("k", 20, 980, corr=1),
+                       op(loader, 30, 300), op("aten::add", 900, 20), launch(905, corr=2),
+                       kernel("k2", 1000, 10, corr=2)], 1010)
+    assert "dataloader_share" not in fired(make_table(hidden))
+
+
+def test_synchronization_and_optimizer_rules():
+    """The GPU drains while the thread waits in aten::item, then idles while it runs
+    Python; then it idles while the optimizer launches its work."""
+    events = _step_of([
+        op("aten::mm", 0, 10), launch(2, corr=1), kernel("k1", 10, 100, corr=1),
+        op("aten::item", 20, 95), launch(25, corr=9, name="cudaStreamSynchronize", dur=88),
+        op("Optimizer.step#SGD.step", 400, 400), launch(790, corr=2),
+        kernel("k2", 800, 200, corr=2),
+    ], 1000)
+    got = fired(make_table(events))
+    sync = got["idle_after_synchronization"]
+    assert sync.measured == pytest.approx(690 / 1000)  # the gap 110..800 began in item
+    opt = got["idle_in_optimizer"]
+    assert opt.measured == pytest.approx(390 / 1000)  # 400..790, before the launch
+    names = [r.rule for r in analyze_table(make_table(events)).recommendations]
+    assert names.index("idle_after_synchronization") < names.index("idle_in_optimizer")
