@@ -167,3 +167,49 @@ def test_fused_sendrecv_calls_pair_by_nearest_end_among_more_ranks() -> None:
     assert p is not None
     assert [(t.src, t.dst) for t in p.transfers] == [(0, 1), (1, 2)]
     assert p.unmatched_calls == 1  # rank 2's last exchange has no partner here
+
+
+def _x(cat: str, name: str, ts: int, dur: int, tid: int, **args) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1 if tid < 100 else 0, "tid": tid,
+            "ts": ts, "dur": dur, "args": args}
+
+
+def test_functional_collective_sized_from_record_param_comms(tmp_path: Path) -> None:
+    """A ``_c10d_functional`` all-gather whose kernel carries no args: type, sizes, group
+    and sequence number from the ``record_param_comms`` inside the op; its wait and a
+    copy launched inside an all-reduce op are not calls."""
+    events = [
+        _x("cpu_op", "_c10d_functional::all_gather_into_tensor", 100, 50, 1,
+           **{"Input Dims": [[1024], [], []], "Input type": ["float", "Scalar", ""]}),
+        _x("cpu_op", "record_param_comms", 105, 40, 1,
+           **{"Collective name": "all_gather_into_tensor", "In msg nelems": 1024,
+              "Out msg nelems": 4096, "dtype": "Float", "Group size": 4,
+              "Process Group Name": "1", "Seq": 7}),
+        _x("cuda_runtime", "cudaLaunchKernel", 110, 10, 1, correlation=5),
+        _x("kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+           130, 100, 200, correlation=5, device=0, stream=7),
+        _x("cpu_op", "_c10d_functional::wait_tensor", 160, 5, 1),
+        _x("cpu_op", "_c10d_functional::all_reduce", 300, 50, 1,
+           **{"Input Dims": [[256], [], []], "Input type": ["c10::BFloat16", "", ""]}),
+        _x("cpu_op", "aten::copy_", 305, 20, 1),
+        _x("cuda_runtime", "cudaLaunchKernel", 310, 10, 1, correlation=6),
+        _x("kernel", "void at::native::elementwise_kernel<copy>(int)", 330, 10, 200,
+           correlation=6, device=0, stream=7),
+        _x("cuda_runtime", "cudaLaunchKernel", 330, 10, 1, correlation=7),
+        _x("kernel", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage)",
+           345, 20, 200, correlation=7, device=0, stream=7),
+    ]
+    path = tmp_path / "functional.json"
+    path.write_text(json.dumps({"traceEvents": events, "distributedInfo": {
+        "backend": "nccl", "rank": 0, "world_size": 8}}))
+    summary = summarize_rank(load(path))
+    assert [c.kind for c in summary.calls] == ["allgather", "allreduce"]
+    ag, ar = summary.calls
+    assert (ag.group, ag.seq, ag.size_bytes, ag.dtype) == ("1", 7, 4096 * 4, "Float")
+    # the all-reduce: the op's first input, bf16; the default group of the 8 ranks
+    assert (ar.group, ar.seq, ar.size_bytes) == ("0", 0, 256 * 2)
+    kinds = {k.kind: k for k in summary.kinds}
+    assert kinds["allgather"].median_busbw_bytes_per_s == pytest.approx(
+        4096 * 4 / 100e-6 * 3 / 4)
+    assert kinds["allreduce"].median_busbw_bytes_per_s == pytest.approx(
+        512 / 20e-6 * 2 * 7 / 8)

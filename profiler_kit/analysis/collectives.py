@@ -140,6 +140,7 @@ def summarize_rank(table: EventTable, label: str | None = None,
                            np.array([c.row for c in sources if c.row >= 0], dtype=np.int64))
     calls: list[Call] = []
     counters: dict[tuple[str, bool], int] = {}
+    arg_sizes: dict[str, int] = {}  # "Group size" of groups whose ranks are not recorded
     exposed_starts: list[np.ndarray] = []
     exposed_ends: list[np.ndarray] = []
     for ev in sources:
@@ -152,6 +153,8 @@ def summarize_rank(table: EventTable, label: str | None = None,
             group_ranks[group] = ranks
             groups.append(GroupInfo(group, ranks, _str(args.get("Process Group Description"))))
         size_n = _int(args.get("Group size"))
+        if size_n is not None:
+            arg_sizes.setdefault(group, size_n)
         if size_n is None and group_ranks.get(group):
             size_n = len(group_ranks[group])  # type: ignore[arg-type]
         size = message_bytes(kind, ev.in_bytes, ev.out_bytes, size_n)
@@ -180,7 +183,7 @@ def summarize_rank(table: EventTable, label: str | None = None,
         w0, w1 = int(table.ts_ns.min()), int((table.ts_ns + table.dur_ns).max())
     else:
         w0 = w1 = 0
-    group_sizes = {g.name: len(g.ranks) for g in groups if g.ranks}
+    group_sizes = {**arg_sizes, **{g.name: len(g.ranks) for g in groups if g.ranks}}
     return RankSummary(
         path=str(meta.path),
         label=label or meta.trace_name or str(meta.path),
