@@ -154,3 +154,41 @@ def test_alexnet_forward_equals_hta_across_streams():
     streams = {int(table.stream[r]) for r in graph.rows if table.stream[r] >= 0}
     assert SYNC in kinds.tolist() and len(streams) > 1
     assert abs(int(graph.edge_weight[graph.path_edges].sum()) - hta["length_us"] * 1000) <= 1000
+
+
+@pytest.mark.parametrize("trace", ["a100_event_sync", "a100_event_sync_multi_stream"])
+def test_event_and_stream_synchronize_equal_hta(trace):
+    """HTA's own event-sync programs: ``cudaEventSynchronize`` (an ``Event Sync`` naming
+    the stream and the ``cudaEventRecord`` it waits on) and ``cudaStreamSynchronize``
+    (``Stream Sync``) join the GPU work waited for to the end of the call that waited.
+    The path is HTA 0.5.0's event by event, with the same length and split."""
+    table = load(DATA / f"{trace}.json.gz")
+    gpu = attribute_gpu(table, build_op_tree(table))
+    graph = build_path(table, gpu)
+    hta = json.loads((DATA / "hta" / f"{trace}_critical_path.json").read_text())
+    assert hta["hta_version"] == "0.5.0" and hta["annotation"] == ""
+    theirs = {(n, ts * 1000, dur * 1000) for n, _cat, ts, dur in hta["events"]}
+    assert _ours(table, graph) == theirs
+    s = summarize(table, gpu, graph, "trace", None, 0, 0)
+    by = hta["bound_by_us"]
+    assert s.length_ns == hta["length_us"] * 1000
+    assert s.cpu_ns == by["cpu_bound"] * 1000
+    assert s.gpu_compute_ns == by["gpu_compute_bound"] * 1000
+    assert s.launch_ns == by["gpu_kernel_launch_overhead"] * 1000
+    assert s.kernel_gap_ns == by.get("gpu_kernel_kernel_overhead", 0) * 1000
+
+
+def test_event_synchronize_waits_for_the_kernel_recorded_before_it():
+    """In the one-stream program the CPU waits in ``cudaEventSynchronize`` for the spin
+    kernel recorded before the event: the path runs through that kernel, then the sync
+    edge, then the calls after the wait (``cudaEventQuery``, ``cudaEventElapsedTime``);
+    without the edge it ended at the ``cudaStreamSynchronize`` before."""
+    table = load(DATA / "a100_event_sync.json.gz")
+    gpu = attribute_gpu(table, build_op_tree(table))
+    graph = build_path(table, gpu)
+    on_path = [table.name_of(int(r)) for r in graph.node_row[graph.path]]
+    spin = next(i for i, n in enumerate(on_path) if "spin_kernel" in n)
+    assert "cudaEventSynchronize" in on_path[spin:]
+    assert on_path[-1] == "cudaEventElapsedTime"
+    kinds = graph.edge_kind[graph.path_edges].tolist()
+    assert kinds.count(SYNC) == 2  # the stream sync after the copy, the event sync

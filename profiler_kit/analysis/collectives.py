@@ -7,25 +7,23 @@ rank computed nothing (exposed). The cross-rank analysis (:mod:`.job`) reads onl
 these summaries and the steps, never the traces, so a job of thousands of ranks can
 be summarized where its traces live and reduced elsewhere.
 
-Which events are calls:
+Which events are calls, and their type and size, :mod:`.comm_calls` says:
 
-- GPU traces: NCCL/RCCL kernels (and any kernel whose args name a collective). Their
-  start is when the rank arrived on the device; they end when the collective ended
-  there.
+- GPU traces: communication kernels (NCCL/RCCL, symmetric memory, any kernel whose args
+  name a collective). Their start is when the rank arrived on the device; they end
+  when the collective ended there.
 - CPU traces: the backend's spans (``gloo:all_reduce``, ``gloo:send``, ...), which
   run on the backend's threads from the moment the rank's work is picked up.
 
-Sizes come from ``In``/``Out msg nelems`` x ``dtype`` where Kineto records them,
-else from the span's ``Input Dims`` x ``Input type``. The sequence number is the
-trace's ``Seq`` where recorded, else the call's position among the group's calls
-of the same kind class (collectives, or point-to-point), which is what every backend
-guarantees to be the same on every rank.
+A call whose trace names no process group belongs to the default group (``"0"``). The
+sequence number is the trace's ``Seq`` where recorded, else the call's position among
+the group's calls of the same kind class (collectives, or point-to-point), which is
+what every backend guarantees to be the same on every rank.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import msgspec
@@ -33,25 +31,21 @@ import numpy as np
 
 from profiler_kit.analysis import intervals
 from profiler_kit.analysis.arrays import percentile
-from profiler_kit.analysis.attribution import attribute_gpu
+from profiler_kit.analysis.attribution import GpuActivity, attribute_gpu
 from profiler_kit.analysis.bandwidth import (
     P2P,
     algbw_bytes_per_s,
     busbw_bytes_per_s,
-    collective_kind,
-    dtype_bytes,
     message_bytes,
 )
 from profiler_kit.analysis.classify import COMMUNICATION, classify_op
-from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.comm_calls import cpu_calls, gpu_calls
+from profiler_kit.analysis.nesting import OpTree, build_op_tree
 from profiler_kit.analysis.steps import Steps, analyze_steps
-from profiler_kit.trace.comms import CommEvent
 from profiler_kit.trace.table import Cat, EventTable
 
 SCHEMA = "profkit.rank-summary/1"
 DEFAULT_GROUP = "0"  # torch's name for the default (world) process group
-_CPU_BACKENDS = ("gloo:", "mpi:", "ucc:")
-_GPU_KERNELS = ("nccl", "rccl")
 
 
 class Call(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -120,31 +114,38 @@ class RankSummary(msgspec.Struct, frozen=True):
 
 
 def summarize_rank(table: EventTable, label: str | None = None,
-                   steps: Steps | None = None) -> RankSummary:
+                   steps: Steps | None = None, tree: OpTree | None = None,
+                   gpu: GpuActivity | None = None) -> RankSummary:
     """The rank summary of one trace (``steps``: its :func:`analyze_steps` with GPU
-    attribution, if already known)."""
+    attribution, ``tree`` and ``gpu`` its op tree and GPU attribution, if already known)."""
     meta = table.meta
     dist = meta.distributed_info or {}
     world = _int(dist.get("world_size"))
     groups = _groups(dist, world)
     group_ranks = {g.name: g.ranks for g in groups}
-    kernels = [c for c in table.comms if c.cat == Cat.KERNEL and _is_comm_kernel(c)]
-    on_device = bool(kernels)
-    events = kernels if on_device else [c for c in table.comms if c.cat != Cat.KERNEL
-                                        and c.name.startswith(_CPU_BACKENDS)]
+    if tree is None:
+        tree = build_op_tree(table)
+    if gpu is None:
+        gpu = attribute_gpu(table, tree)
+    sources = gpu_calls(table, tree, gpu)
+    on_device = bool(sources)
+    if not on_device:
+        sources = cpu_calls(table)
     if steps is None:
-        steps = analyze_steps(table, attribute_gpu(table, build_op_tree(table)))
+        steps = analyze_steps(table, gpu)
     step_numbers = [s.number for s in steps.steps]
     step_starts = np.array([s.start_ns for s in steps.steps], dtype=np.int64)
     kernels_run = bool(len(table)) and bool((table.cat == Cat.KERNEL).any())
-    compute = _computation(table, on_device or kernels_run, kernels)
+    compute = _computation(table, on_device or kernels_run,
+                           np.array([c.row for c in sources if c.row >= 0], dtype=np.int64))
     calls: list[Call] = []
     counters: dict[tuple[str, bool], int] = {}
+    arg_sizes: dict[str, int] = {}  # "Group size" of groups whose ranks are not recorded
     exposed_starts: list[np.ndarray] = []
     exposed_ends: list[np.ndarray] = []
-    for ev in events:
-        args = ev.args
-        kind = collective_kind(str(args.get("Collective name") or ev.name))
+    for ev in sources:
+        args = ev.group
+        kind = ev.kind
         group = args.get("Process Group Name")
         group = str(group) if group is not None else DEFAULT_GROUP
         if group not in group_ranks:
@@ -152,15 +153,16 @@ def summarize_rank(table: EventTable, label: str | None = None,
             group_ranks[group] = ranks
             groups.append(GroupInfo(group, ranks, _str(args.get("Process Group Description"))))
         size_n = _int(args.get("Group size"))
+        if size_n is not None:
+            arg_sizes.setdefault(group, size_n)
         if size_n is None and group_ranks.get(group):
             size_n = len(group_ranks[group])  # type: ignore[arg-type]
-        in_b, out_b, dtype = _buffers(args)
-        size = message_bytes(kind, in_b, out_b, size_n)
+        size = message_bytes(kind, ev.in_bytes, ev.out_bytes, size_n)
         seq = _int(args.get("Seq"))
         key = (group, kind in P2P)
         order = counters.get(key, 0)
         counters[key] = order + 1
-        start, end = ev.ts_ns, ev.ts_ns + ev.dur_ns
+        start, end = ev.start_ns, ev.start_ns + ev.dur_ns
         step = None
         if len(step_starts):
             i = int(np.searchsorted(step_starts, start, side="right")) - 1
@@ -172,7 +174,7 @@ def summarize_rank(table: EventTable, label: str | None = None,
         flat = tuple(int(v) for pair in zip(pieces[0].tolist(), pieces[1].tolist(),
                                             strict=True) for v in pair)
         calls.append(Call(kind, group, seq if seq is not None else order, start, end, size,
-                          dtype, step, flat))
+                          ev.dtype, step, flat))
     if exposed_starts:
         exposed = intervals.length(np.concatenate(exposed_starts), np.concatenate(exposed_ends))
     else:
@@ -181,7 +183,7 @@ def summarize_rank(table: EventTable, label: str | None = None,
         w0, w1 = int(table.ts_ns.min()), int((table.ts_ns + table.dur_ns).max())
     else:
         w0 = w1 = 0
-    group_sizes = {g.name: len(g.ranks) for g in groups if g.ranks}
+    group_sizes = {**arg_sizes, **{g.name: len(g.ranks) for g in groups if g.ranks}}
     return RankSummary(
         path=str(meta.path),
         label=label or meta.trace_name or str(meta.path),
@@ -221,29 +223,13 @@ def call_algbw(call: Call) -> float | None:
     return algbw_bytes_per_s(call.size_bytes, call.end_ns - call.start_ns)
 
 
-def _is_comm_kernel(c: CommEvent) -> bool:
-    return "Collective name" in c.args or c.name.lower().startswith(_GPU_KERNELS)
-
-
-def _computation(table: EventTable, on_device: bool, comm_kernels: list[CommEvent]
+def _computation(table: EventTable, on_device: bool, call_rows: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """The union of the rank's computation: non-communication kernels on the GPU, or
+    """The union of the rank's computation: kernels other than the calls on the GPU, or
     non-communication CPU ops."""
     if on_device:
         rows = table.rows(Cat.KERNEL)
-        comm_names = [i for i, n in enumerate(table.names)
-                      if n.lower().startswith(_GPU_KERNELS)]
-        keep = ~np.isin(table.name[rows], np.array(comm_names, dtype=np.int32))
-        comm_starts = {(c.ts_ns, c.stream) for c in comm_kernels}
-        rows = rows[keep]
-        if comm_starts:  # kernels that name a collective only in their args
-            # only kernels starting when one of them starts can be one of them
-            at = np.flatnonzero(np.isin(table.ts_ns[rows],
-                                        np.array(sorted({t for t, _ in comm_starts}),
-                                                 dtype=table.ts_ns.dtype)))
-            drop = [i for i in at.tolist() if (int(table.ts_ns[rows[i]]),
-                                               int(table.stream[rows[i]])) in comm_starts]
-            rows = np.delete(rows, drop).astype(np.int64)
+        rows = rows[~np.isin(rows, call_rows)]
     else:
         rows = table.rows(Cat.CPU_OP)
         names = table.names
@@ -312,28 +298,6 @@ def _groups(dist: dict[str, Any], world: int | None) -> list[GroupInfo]:
     if not any(g.name == DEFAULT_GROUP for g in out) and world:
         out.insert(0, GroupInfo(DEFAULT_GROUP, tuple(range(world)), "default_pg"))
     return out
-
-
-def _buffers(args: dict[str, Any]) -> tuple[int | None, int | None, str | None]:
-    """Input and output bytes and the dtype name, from whatever the args give."""
-    dtype = args.get("dtype")
-    width = dtype_bytes(dtype)
-    n_in, n_out = _int(args.get("In msg nelems")), _int(args.get("Out msg nelems"))
-    if width is not None and (n_in is not None or n_out is not None):
-        return (None if n_in is None else n_in * width,
-                None if n_out is None else n_out * width, str(dtype))
-    dims, types = args.get("Input Dims"), args.get("Input type")
-    if isinstance(dims, list) and isinstance(types, list):
-        total, name = 0, None
-        for d, t in zip(dims, types, strict=False):
-            w = dtype_bytes(t)
-            if w is None or not isinstance(d, list) or not all(isinstance(x, int) for x in d):
-                continue
-            total += math.prod(d) * w
-            name = name or str(t)
-        if name is not None:
-            return total, None, name
-    return None, None, _str(dtype)
 
 
 def _rank_list(value: Any) -> tuple[int, ...] | None:

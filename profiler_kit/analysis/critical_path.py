@@ -13,8 +13,11 @@ The graph has a start and an end node per CPU op, runtime call and GPU activity
   (``launch``, weight = launch to start) when the stream's queue was empty and the previous
   activity on the stream had ended before the launch; else the previous activity on its
   stream (``kernel_gap``, weight = the gap).
-- Synchronization: a ``Context Sync`` joins the last activity of every stream, a
-  ``Stream Sync`` that of its stream, to the end of the runtime call that waited (weight 0).
+- Synchronization: a ``Context Sync`` (``cudaDeviceSynchronize``) joins the last
+  activity of every stream, a ``Stream Sync`` (``cudaStreamSynchronize``) that of its
+  stream, and an ``Event Sync`` (``cudaEventSynchronize``, and a ``cudaEventQuery`` that
+  found the event complete) the activity launched last on the recorded stream before its
+  ``cudaEventRecord``, to the end of the runtime call that waited (weight 0).
 - Between streams: a ``Stream Wait Event`` (``cudaStreamWaitEvent``) joins the activity
   launched last on the recorded stream before its ``cudaEventRecord`` (its args
   ``wait_on_stream`` and ``wait_on_cuda_event_record_corr_id``) to the next activity that
@@ -27,10 +30,11 @@ The critical path is the longest path through this DAG (ties broken as networkx'
 (HTA's rules), so the path splits into CPU work, GPU compute, communication, launch
 delays and gaps between kernels, and lists the ops and kernels on it.
 
-Not modelled: ``Event Sync`` (``cudaEventSynchronize``) as a GPU -> CPU edge.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import msgspec
 import numpy as np
@@ -60,6 +64,7 @@ CONTEXT_SYNC = "Context Sync"
 MAX_EVENTS = 500_000
 STREAM_SYNC = "Stream Sync"
 STREAM_WAIT_EVENT = "Stream Wait Event"
+EVENT_SYNC = "Event Sync"
 EVENT_RECORDS = frozenset({"cudaEventRecord", "hipEventRecord"})
 
 # edge kinds
@@ -210,6 +215,14 @@ def build_path(table: EventTable, gpu: GpuActivity, start_ns: int | None = None,
     return b.longest_path()
 
 
+class _Launches(NamedTuple):
+    act_row: np.ndarray  # table rows of the launched activities, by launch time
+    call_ts: np.ndarray  # their launch calls' starts
+    by_stream: dict[tuple[int, int], list[int]]  # (device, stream) -> indices above
+    by_thread: dict[tuple[int, int, int], list[int]]  # (pid, tid, stream) of the call
+    record_of: dict[int, int]  # correlation -> its cudaEventRecord row
+
+
 class _Builder:
     def __init__(self, table: EventTable, gpu: GpuActivity, lo: int, hi: int) -> None:
         self.t = table
@@ -239,6 +252,7 @@ class _Builder:
         self.cpu_rows = cpu
         self.blocking = {i for i, n in enumerate(table.names) if n in BLOCKING_CALLS}
         self.lo, self.hi = lo, hi
+        self._launch_index: _Launches | None = None
 
     def _events_of(self, rows: np.ndarray, missing: int = -1) -> np.ndarray:
         """The event number of each table row in ``rows`` (``missing`` where the graph has
@@ -362,7 +376,7 @@ class _Builder:
         device) at or before the ``cudaEventRecord``; the waiter is the first activity the
         thread of the ``cudaStreamWaitEvent`` call launches on the waiting stream at or
         after the call. A later wait on the same activity replaces an earlier one."""
-        t, gpu = self.t, self.gpu
+        t = self.t
         out = np.full(len(rows), -1, dtype=np.int64)
         wait_id = [i for i, n in enumerate(t.names) if n == STREAM_WAIT_EVENT]
         waits = np.array(sorted(r for r in t.event_waits if t.name[r] in wait_id),
@@ -370,38 +384,22 @@ class _Builder:
         if not len(waits) or not len(rows):
             return out
         waits = waits[np.argsort(t.ts_ns[waits] + t.dur_ns[waits], kind="stable")]
-        records = np.flatnonzero((t.cat == Cat.RUNTIME) & np.isin(
-            t.name, [i for i, n in enumerate(t.names) if n in EVENT_RECORDS]))
-        record_of = dict(zip(t.correlation[records].tolist(), records.tolist(), strict=True))
         call_of = _runtime_rows(t, t.correlation[waits])
-        launched = np.flatnonzero(gpu.launch_row >= 0)
-        act_row, call = gpu.row[launched], gpu.launch_row[launched]
-        order = np.argsort(t.ts_ns[call], kind="stable")
-        act_row, call = act_row[order], call[order]
-        by_stream: dict[tuple[int, int], list[int]] = {}  # (device, stream) -> launches
-        by_thread: dict[tuple[int, int, int], list[int]] = {}  # (pid, tid, stream)
-        for i, (d, s, p, h) in enumerate(zip(t.device[act_row].tolist(),
-                                             t.stream[act_row].tolist(),
-                                             t.pid[call].tolist(), t.tid[call].tolist(),
-                                             strict=True)):
-            by_stream.setdefault((d, s), []).append(i)
-            by_thread.setdefault((p, h, s), []).append(i)
+        launches = self._launches()
+        act_row, call_ts = launches.act_row, launches.call_ts
         index_of = {r: i for i, r in enumerate(rows.tolist())}
-        call_ts = t.ts_ns[call]
         for w, wait_call in zip(waits.tolist(), call_of.tolist(), strict=True):
-            stream, record_corr = t.event_waits[w]
-            record = record_of.get(record_corr)
-            device = int(t.device[w]) if t.device[w] >= 0 else int(t.pid[w])
+            stream = t.event_waits[w][0]
             waiting = int(t.tid[w])
-            if record is None or wait_call < 0 or stream == waiting:
+            if wait_call < 0 or stream == waiting:
                 continue
-            before = by_stream.get((device, stream), [])
-            i = int(np.searchsorted(call_ts[before], t.ts_ns[record], side="right")) - 1
-            after = by_thread.get((int(t.pid[wait_call]), int(t.tid[wait_call]), waiting), [])
+            source = self._recorded(w)
+            after = launches.by_thread.get((int(t.pid[wait_call]), int(t.tid[wait_call]),
+                                            waiting), [])
             j = int(np.searchsorted(call_ts[after], t.ts_ns[wait_call], side="left"))
-            if i < 0 or j >= len(after):
+            if source < 0 or j >= len(after):
                 continue
-            src = index_of.get(int(act_row[before[i]]))
+            src = index_of.get(source)
             dst = index_of.get(int(act_row[after[j]]))
             end = t.ts_ns[w] + t.dur_ns[w]
             if src is None or dst is None or end >= t.ts_ns[rows[dst]]:
@@ -409,16 +407,58 @@ class _Builder:
             out[dst] = src
         return out
 
+    def _launches(self) -> _Launches:
+        """The launched activities by launch time, indexed by stream and by thread."""
+        if self._launch_index is None:
+            t, gpu = self.t, self.gpu
+            launched = np.flatnonzero(gpu.launch_row >= 0)
+            act_row, call = gpu.row[launched], gpu.launch_row[launched]
+            order = np.argsort(t.ts_ns[call], kind="stable")
+            act_row, call = act_row[order], call[order]
+            by_stream: dict[tuple[int, int], list[int]] = {}  # (device, stream) -> launches
+            by_thread: dict[tuple[int, int, int], list[int]] = {}  # (pid, tid, stream)
+            for i, (d, s, p, h) in enumerate(zip(t.device[act_row].tolist(),
+                                                 t.stream[act_row].tolist(),
+                                                 t.pid[call].tolist(), t.tid[call].tolist(),
+                                                 strict=True)):
+                by_stream.setdefault((d, s), []).append(i)
+                by_thread.setdefault((p, h, s), []).append(i)
+            records = np.flatnonzero((t.cat == Cat.RUNTIME) & np.isin(
+                t.name, [i for i, n in enumerate(t.names) if n in EVENT_RECORDS]))
+            record_of = dict(zip(t.correlation[records].tolist(), records.tolist(),
+                                 strict=True))
+            self._launch_index = _Launches(act_row, t.ts_ns[call], by_stream, by_thread,
+                                           record_of)
+        return self._launch_index
+
+    def _recorded(self, wait: int) -> int:
+        """The table row of the activity a wait (``Stream Wait Event``, ``Event Sync``) waits
+        for: launched last on the recorded stream at or before the ``cudaEventRecord``
+        (-1 when the record or the activity is not in the trace)."""
+        t = self.t
+        launches = self._launches()
+        stream, record_corr = t.event_waits[wait]
+        record = launches.record_of.get(record_corr)
+        if record is None:
+            return -1
+        device = int(t.device[wait]) if t.device[wait] >= 0 else int(t.pid[wait])
+        before = launches.by_stream.get((device, stream), [])
+        i = int(np.searchsorted(launches.call_ts[before], t.ts_ns[record], side="right")) - 1
+        return int(launches.act_row[before[i]]) if i >= 0 else -1
+
     def _sync_edges(self, syncs: np.ndarray, sync_call: np.ndarray, pos_sync: np.ndarray,
                     pos_act: np.ndarray, group: np.ndarray, order: np.ndarray,
                     k: np.ndarray) -> None:
         """From the last activity of every stream (Context Sync) or of its stream (Stream
-        Sync) processed before the sync, to the end of the runtime call that waited."""
+        Sync) processed before the sync, or from the activity recorded before the event
+        (Event Sync), to the end of the runtime call that waited."""
         t = self.t
         if not len(syncs) or not len(k):
             return
         call_node = self._events_of(sync_call)
-        context = np.array([t.names[int(x)] == CONTEXT_SYNC for x in t.name[syncs].tolist()])
+        names = [t.names[int(x)] for x in t.name[syncs].tolist()]
+        context = np.array([n == CONTEXT_SYNC for n in names])
+        event = np.array([n == EVENT_SYNC for n in names])
         sync_stream = t.tid[syncs]
         act_stream = t.stream[self.gpu.row[self.act]]
         grouped_pos = pos_act[order]
@@ -431,9 +471,14 @@ class _Builder:
             lo, hi = int(bounds[g]), int(bounds[g + 1])
             last = np.searchsorted(grouped_pos[lo:hi], pos_sync) - 1
             stream = act_stream[order[lo]]
-            for i in np.flatnonzero((last >= 0) & (call_node >= 0)
+            for i in np.flatnonzero((last >= 0) & (call_node >= 0) & ~event
                                     & (context | (sync_stream == stream))).tolist():
                 per_sync[i].append(2 * int(k[order[lo + last[i]]]) + 1)
+        for i in np.flatnonzero(event & (call_node >= 0)).tolist():
+            source = self._recorded(int(syncs[i]))
+            node = int(self._events_of(np.array([source]))[0]) if source >= 0 else -1
+            if node >= 0:  # HTA: only when the activity waited for is in the window
+                per_sync[i].append(2 * node + 1)
         for i in np.argsort(pos_sync, kind="stable").tolist():
             for node in per_sync[i]:
                 self._edge(node, 2 * int(call_node[i]) + 1, SYNC, -1)
@@ -441,13 +486,21 @@ class _Builder:
     def _sync_rows(self) -> np.ndarray:
         t = self.t
         ids = [i for i, n in enumerate(t.names) if n in (CONTEXT_SYNC, STREAM_SYNC)]
-        if not ids:
+        event_ids = [i for i, n in enumerate(t.names) if n == EVENT_SYNC]
+        if not ids and not event_ids:
             return np.zeros(0, dtype=np.int64)
         rows = np.flatnonzero((t.cat == Cat.SYNC) & np.isin(t.name, ids))
-        # a Context Sync is a CPU-side event to HTA: it counts when it starts in the window
-        context = np.isin(t.name[rows], [i for i in ids if t.names[i] == CONTEXT_SYNC])
+        if event_ids:  # those that name the event they wait for
+            waits = np.array(sorted(t.event_waits), dtype=np.int64)
+            waits = waits[(t.cat[waits] == Cat.SYNC) & np.isin(t.name[waits], event_ids)] \
+                if len(waits) else waits
+            rows = np.sort(np.concatenate([rows, waits])).astype(np.int64)
+        # a Context Sync or an Event Sync is a CPU-side event to HTA (no stream): it counts
+        # when it starts in the window
+        cpu_side = np.isin(t.name[rows], [i for i in ids if t.names[i] == CONTEXT_SYNC]
+                           + event_ids)
         inside = (t.dur_ns[rows] > 0) & (t.ts_ns[rows] >= self.lo) & (t.ts_ns[rows] <= self.hi)
-        return rows[~context | inside]
+        return rows[~cpu_side | inside]
 
     def longest_path(self) -> PathGraph:
         n_nodes = len(self.node_ts)

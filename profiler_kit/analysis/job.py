@@ -21,7 +21,8 @@ Reads summaries only (never traces), so it runs wherever the summaries are.
 - **Exposed communication** (no computation beside it) split into the part spent
   waiting and the part transferring.
 - **Pipelines.** Each send is paired with the recv on another rank that overlaps it and
-  ends nearest to it, of the same size; per rank its busy time, bubble (step window
+  ends nearest to it, of the same size (a fused NCCL SendRecv call with another
+  SendRecv call, both sides sending and receiving); per rank its busy time, bubble (step window
   without computation) and time in point-to-point calls; and the pipeline's bubble on
   one aligned timeline (per step, the first rank's start to the last rank's end, for
   every rank, minus their computation).
@@ -44,6 +45,7 @@ from profiler_kit.analysis.bandwidth import (
     P2P,
     RECV,
     SEND,
+    SENDRECV,
     algbw_bytes_per_s,
     busbw_bytes_per_s,
 )
@@ -143,6 +145,8 @@ class P2PTransfer(msgspec.Struct, frozen=True, array_like=True):
     waiting_rank: int
     transfer_ns: int  # later end - later start
     busbw_bytes_per_s: float | None  # size / transfer (the bus factor of send/recv is 1)
+    # two fused SendRecv calls (each rank sends and receives; src is the lower rank)
+    fused: bool = False
 
 
 class StageTotals(msgspec.Struct, frozen=True):
@@ -163,7 +167,7 @@ class PipelineView(msgspec.Struct, frozen=True):
     """Point-to-point traffic between the ranks, and where the pipeline sits idle."""
 
     transfers: tuple[P2PTransfer, ...]
-    unmatched_calls: int  # sends and recvs without a partner (and NCCL SendRecv kernels)
+    unmatched_calls: int  # sends, recvs and fused SendRecv calls without a partner
     median_busbw_bytes_per_s: float | None
     stages: tuple[StageTotals, ...]
     # the whole pipeline on one aligned timeline: per step, the window from the first
@@ -413,8 +417,9 @@ def _pipeline(members: Sequence[RankSummary], shift: dict[int, int],
     transfers, unmatched = _match_p2p(members, shift)
     recv_wait: Counter[int] = Counter()
     send_wait: Counter[int] = Counter()
-    for t in transfers:
-        (send_wait if t.waiting_rank == t.src else recv_wait)[t.waiting_rank] += t.wait_ns
+    for t in transfers:  # in a fused pair both ranks receive: a wait is for data
+        side = recv_wait if t.fused or t.waiting_rank != t.src else send_wait
+        side[t.waiting_rank] += t.wait_ns
     stages = []
     for m in members:
         r = m.rank
@@ -460,7 +465,7 @@ def _match_p2p(members: Sequence[RankSummary], shift: dict[int, int]
     recv of the other (of the same size); among more ranks, each send pairs with the
     recv of the same size on another rank that ends nearest to it (the two sides of a
     transfer end together)."""
-    sends, recvs = [], []
+    sends, recvs, fused = [], [], []
     unmatched = 0
     for m in members:
         off = shift.get(m.rank, 0)  # type: ignore[arg-type]
@@ -470,8 +475,10 @@ def _match_p2p(members: Sequence[RankSummary], shift: dict[int, int]
                 sends.append(item)
             elif c.kind == RECV:
                 recvs.append(item)
-            elif c.kind in P2P:
-                unmatched += 1  # a fused send/recv kernel: no side to pair
+            elif c.kind == SENDRECV:
+                fused.append(item)
+    fused_pairs, left = _pair_fused(fused, len({m.rank for m in members}) == 2)
+    unmatched += left
     pairs: list[tuple[tuple, tuple]] = []
     ranks = {m.rank for m in members}
     if len(ranks) == 2:
@@ -506,16 +513,50 @@ def _match_p2p(members: Sequence[RankSummary], shift: dict[int, int]
             pairs.append((send, recvs[best]))
         unmatched += used.count(False)
     out = []
-    for (s_end, s_start, src, call), (r_end, r_start, dst, rc) in pairs:
-        last = max(s_start, r_start)
-        end = max(s_end, r_end)
-        transfer = end - last
-        size = call.size_bytes if call.size_bytes is not None else rc.size_bytes
-        out.append(P2PTransfer(src, dst, size, call.step, s_start, r_start, end,
-                               abs(r_start - s_start), src if s_start < r_start else dst,
-                               transfer, busbw_bytes_per_s(SEND, size, transfer, 2)))
+    for is_fused, matched in ((False, pairs), (True, fused_pairs)):
+        for (s_end, s_start, src, call), (r_end, r_start, dst, rc) in matched:
+            last = max(s_start, r_start)
+            end = max(s_end, r_end)
+            transfer = end - last
+            size = call.size_bytes if call.size_bytes is not None else rc.size_bytes
+            out.append(P2PTransfer(src, dst, size, call.step, s_start, r_start, end,
+                                   abs(r_start - s_start), src if s_start < r_start else dst,
+                                   transfer, busbw_bytes_per_s(SEND, size, transfer, 2),
+                                   is_fused))
     out.sort(key=lambda t: min(t.send_start_ns, t.recv_start_ns))
     return out, unmatched
+
+
+def _pair_fused(items: list[tuple], two_ranks: bool) -> tuple[list[tuple[tuple, tuple]], int]:
+    """Fused SendRecv calls paired across ranks, the lower rank first, and those left.
+
+    Each side both sends and receives, so a call pairs with a SendRecv call of the same
+    size on another rank: between two ranks the k-th of each; among more, the one that
+    ends nearest to it (both sides of an exchange end together)."""
+    pairs: list[tuple[tuple, tuple]] = []
+    if two_ranks:
+        ranks = sorted({it[2] for it in items})
+        if len(ranks) == 2:
+            a, b = ([sorted((it for it in items if it[2] == r), key=lambda x: x[1])
+                     for r in ranks])
+            pairs = [(x, y) for x, y in zip(a, b, strict=False) if _same_size(x[3], y[3])]
+        return pairs, len(items) - 2 * len(pairs)
+    items = sorted(items, key=lambda x: x[0])
+    used = [False] * len(items)
+    for i, it in enumerate(items):
+        if used[i]:
+            continue
+        best, best_d = -1, None
+        for j in range(i + 1, len(items)):
+            d = items[j][0] - it[0]
+            if best_d is not None and d > best_d:
+                break
+            if not used[j] and items[j][2] != it[2] and _same_size(it[3], items[j][3]):
+                best, best_d = j, d
+        if best >= 0:
+            used[i] = used[best] = True
+            pairs.append(tuple(sorted((it, items[best]), key=lambda x: x[2])))  # type: ignore[arg-type]
+    return pairs, used.count(False)
 
 
 def _same_size(a: Call, b: Call) -> bool:
