@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from profiler_kit.analysis.collectives import RankSummary
     from profiler_kit.analysis.compare import Comparison
     from profiler_kit.analysis.job import JobView
+    from profiler_kit.analysis.merge import MergeReport
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.ddp_benchmark.diff import ReportDiff
     from profiler_kit.measure.passes import MeasureOptions
@@ -179,6 +180,42 @@ def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]]
     if all(isinstance(i, _RankSummary) for i in items):
         return analyze_jobs(list(items))  # type: ignore[arg-type]
     return analyze_jobs(summarize(items))  # type: ignore[arg-type]
+
+
+def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+          out: str | os.PathLike[str], *, jobs: int | None = None,
+          force: bool = False) -> MergeReport:
+    """Merge the traces of one job's ranks (at or below ``paths``: a folder of traces or
+    a run folder holding one job) into one Chrome/Perfetto trace at ``out`` (gzip when
+    it ends in ``.gz``): every rank its own processes, clocks aligned as the job view
+    aligns them, matched collectives linked by flows (see
+    ``profiler_kit.analysis.merge``). ``out`` is checked before any work, as every
+    output is; ``UsageError`` when the paths hold no job, or several."""
+    from profiler_kit import outputs
+    from profiler_kit.analysis.job import analyze_jobs
+    from profiler_kit.analysis.merge import merge_job
+    from profiler_kit.errors import UsageError
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    target = outputs.check(str(out), "-o", inputs=paths, force=force)
+    if target is None:
+        raise UsageError("-o: the merged trace goes to a file, not stdout")
+    files = [f for f in trace_files(paths) if not outputs.is_merged_trace(f)]
+    if target.resolve() in {f.resolve() for f in files}:
+        raise UsageError(f"-o {out}: that is one of the traces; refusing to overwrite it")
+    found = summarize(files, jobs=jobs)
+    views = analyze_jobs(found)
+    if not views:
+        raise UsageError("no job of several ranks among the traces (each needs the rank "
+                         "in its distributedInfo)")
+    if len(views) > 1:
+        names = "; ".join(f"{v.name} (ranks {len(v.ranks)})" for v in views)
+        raise UsageError(f"the traces hold {len(views)} jobs: {names}; merge one at a time "
+                         "(give its folder)")
+    job = views[0]
+    members = [s for s in found if s.rank in job.ranks and s.label in job.labels]
+    return outputs.write_stream(target, lambda fh: merge_job(members, job, fh))
 
 
 def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
