@@ -138,11 +138,14 @@ def _run_baseline(paths: Sequence[str | os.PathLike[str]], analyses: Sequence[An
 
 
 def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-              jobs: int | None = None) -> Summaries:
+              jobs: int | None = None, *, scheduler: Any = None) -> Summaries:
     """The rank summary of every trace at or below ``paths`` (collectives with their
     times, steps; no events): what :func:`job_view` needs, small enough to gather the
     summaries of thousands of ranks. Already written summaries files are read back.
-    Traces that cannot be read are left out and listed in ``.unreadable``."""
+    Traces that cannot be read are left out and listed in ``.unreadable``.
+
+    ``scheduler``: a Dask client (``profiler_kit.analysis.dask_jobs.client``) whose
+    workers summarize the traces instead of this machine's process pool."""
     from profiler_kit.analysis import summaries
     from profiler_kit.analysis.compare import label_traces
     from profiler_kit.analysis.files import summarize_files
@@ -165,21 +168,32 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
             files = []
         given = {Path(p).resolve() for p in trace_paths if Path(p).is_file()}
         labels = label_traces(files, [f.resolve() in given for f in files])
-        read, unreadable = _readable(summarize_files(files, labels, jobs), "trace")
+        if scheduler is not None:
+            from profiler_kit.analysis import dask_jobs
+
+            results = dask_jobs.summarize_files(scheduler, files, labels)
+        else:
+            results = summarize_files(files, labels, jobs)
+        read, unreadable = _readable(results, "trace")
         out.extend(read)
         out.unreadable += unreadable
     return out
 
 
-def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]]
-             ) -> tuple[JobView, ...]:
-    """The job view of rank summaries (from :func:`summarize`, or paths to summarize)."""
+def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]],
+             *, scheduler: Any = None) -> tuple[JobView, ...]:
+    """The job view of rank summaries (from :func:`summarize`, or paths to summarize);
+    with ``scheduler`` (a Dask client) summarized and reduced as tasks on its workers."""
     from profiler_kit.analysis.collectives import RankSummary as _RankSummary
     from profiler_kit.analysis.job import analyze_jobs
 
-    if all(isinstance(i, _RankSummary) for i in items):
-        return analyze_jobs(list(items))  # type: ignore[arg-type]
-    return analyze_jobs(summarize(items))  # type: ignore[arg-type]
+    if not all(isinstance(i, _RankSummary) for i in items):
+        items = summarize(items, scheduler=scheduler)  # type: ignore[arg-type]
+    if scheduler is not None:
+        from profiler_kit.analysis import dask_jobs
+
+        return dask_jobs.job_views(scheduler, list(items))  # type: ignore[arg-type]
+    return analyze_jobs(list(items))  # type: ignore[arg-type]
 
 
 def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
