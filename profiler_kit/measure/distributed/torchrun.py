@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import os
 import pickle
+import socket
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -43,6 +44,9 @@ def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
         backend = "cpu:gloo,cuda:nccl" if config.device.startswith("cuda") else "gloo"
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
         atexit.register(_destroy_world)
+    hosts: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(hosts, socket.gethostname())
+    distributed.set_hosts(hosts)
     _torchrun_ready = True
 
 
