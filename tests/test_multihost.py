@@ -1,8 +1,8 @@
 """``profkit run ddp`` under ``torchrun --nnodes 2`` on two hosts made on this machine
-(network namespaces joined by a veth pair, gloo over it): rank 0's host writes the run
-folder with both ranks' traces, each rank's host is recorded, the job view and the
-merged trace name both hosts; a host that never joins ends within elastic's join
-timeout with its error."""
+(network namespaces joined by a veth pair, gloo over it, the run folder not shared):
+rank 0's host writes the run folder with both ranks' traces (rank 1's sent over), each
+rank's host is recorded, the job view and the merged trace name both hosts; a host
+that never joins ends within elastic's join timeout with its error."""
 
 from __future__ import annotations
 
@@ -47,7 +47,9 @@ def _wait(procs, bound_s: float) -> list[int]:
 def test_two_hosts_one_run_folder(tmp_path):
     out = tmp_path / "out"
     with two_hosts(tmp_path) as hosts:
-        procs = [start_on(h, tmp_path / "hosts", _torchrun(i, out, 30), tmp_path / f"{i}.log")
+        # the second host writes to a disk of its own: its traces must travel to rank 0
+        procs = [start_on(h, tmp_path / "hosts", _torchrun(i, out, 30), tmp_path / f"{i}.log",
+                          private=out if i else None)
                  for i, h in enumerate(hosts)]
         codes = _wait(procs, BOUND_S)
     logs = [(tmp_path / f"{i}.log").read_text(errors="replace") for i in range(2)]
@@ -61,7 +63,9 @@ def test_two_hosts_one_run_folder(tmp_path):
     (w2,) = record["strategies"]
     assert w2["status"] == "ok" and len(w2["per_rank_samples_ns"]) == 2
     folder = run_dir / w2["dir"]
-    traces = sorted(folder.glob("rank*.pt.trace.json"))
+    traces = sorted(folder.glob("rank*.pt.trace.json"))  # rank 1's came through the store
+    assert sorted(p.name for p in folder.glob("key_averages.rank1.*")) == [
+        "key_averages.rank1.json", "key_averages.rank1.txt"]
     assert [t.name.split(".")[0] for t in traces] == ["rank0", "rank1"]
     assert [json.loads(t.read_text())["host_name"] for t in traces] == ["host-a", "host-b"]
     (job,) = api.job_view([folder])

@@ -76,10 +76,14 @@ def two_hosts(tmp: Path, delay_ms: float | None = None) -> Iterator[tuple[Host, 
 
 
 def start_on(host: Host, hosts_file: Path, argv: list[str], log: Path,
-             env: dict[str, str] | None = None) -> subprocess.Popen:
+             env: dict[str, str] | None = None, private: Path | None = None
+             ) -> subprocess.Popen:
     """``argv`` on ``host`` (its own network, host name and /etc/hosts), in a process
-    group of its own, output to ``log``."""
-    script = (f"mount --bind {hosts_file} /etc/hosts && hostname {host.name} && "
+    group of its own, output to ``log``; ``private``: a folder this host sees empty and
+    of its own (a tmpfs in its mount namespace), as a disk the hosts do not share."""
+    own = (f"mkdir -p {private} && mount -t tmpfs -o size=256m tmpfs {private} && "
+           if private else "")
+    script = (f"mount --bind {hosts_file} /etc/hosts && {own}hostname {host.name} && "
               'exec "$@"')
     cmd = ["ip", "netns", "exec", host.netns, "unshare", "--uts", "--mount", "sh", "-c",
            script, "sh", *argv]
