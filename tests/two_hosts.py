@@ -47,7 +47,9 @@ def _ip(*args: str) -> None:
 
 
 @contextlib.contextmanager
-def two_hosts(tmp: Path, delay_ms: float | None = None) -> Iterator[tuple[Host, Host]]:
+def two_hosts(tmp: Path, rate_mbit: int | None = None) -> Iterator[tuple[Host, Host]]:
+    """``rate_mbit``: the link's bandwidth, each way (a token bucket; this kernel has
+    no netem to add delay)."""
     tag = uuid.uuid4().hex[:6]
     hosts = tuple(Host(f"pk{side}{tag}", f"pk{side}{tag}", addr, name)
                   for side, addr, name in zip("ab", ADDRESSES, NAMES, strict=True))
@@ -65,9 +67,10 @@ def two_hosts(tmp: Path, delay_ms: float | None = None) -> Iterator[tuple[Host, 
             _ip("-n", h.netns, "addr", "add", f"{h.address}/30", "dev", h.ifname)
             _ip("-n", h.netns, "link", "set", "lo", "up")
             _ip("-n", h.netns, "link", "set", h.ifname, "up")
-            if delay_ms:
+            if rate_mbit:
                 subprocess.run(["ip", "netns", "exec", h.netns, "tc", "qdisc", "add", "dev",
-                                h.ifname, "root", "netem", "delay", f"{delay_ms}ms"],
+                                h.ifname, "root", "tbf", "rate", f"{rate_mbit}mbit", "burst",
+                                "256kb", "latency", "100ms"],
                                check=True, capture_output=True, timeout=20)
         yield hosts  # type: ignore[misc]
     finally:
