@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from profiler_kit.analysis.collectives import RankSummary
     from profiler_kit.analysis.compare import Comparison
     from profiler_kit.analysis.job import JobView
+    from profiler_kit.analysis.merge import MergeReport
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.ddp_benchmark.diff import ReportDiff
     from profiler_kit.measure.passes import MeasureOptions
@@ -137,11 +138,14 @@ def _run_baseline(paths: Sequence[str | os.PathLike[str]], analyses: Sequence[An
 
 
 def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-              jobs: int | None = None) -> Summaries:
+              jobs: int | None = None, *, scheduler: Any = None) -> Summaries:
     """The rank summary of every trace at or below ``paths`` (collectives with their
     times, steps; no events): what :func:`job_view` needs, small enough to gather the
     summaries of thousands of ranks. Already written summaries files are read back.
-    Traces that cannot be read are left out and listed in ``.unreadable``."""
+    Traces that cannot be read are left out and listed in ``.unreadable``.
+
+    ``scheduler``: a Dask client (``profiler_kit.analysis.dask_jobs.client``) whose
+    workers summarize the traces instead of this machine's process pool."""
     from profiler_kit.analysis import summaries
     from profiler_kit.analysis.compare import label_traces
     from profiler_kit.analysis.files import summarize_files
@@ -164,21 +168,68 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
             files = []
         given = {Path(p).resolve() for p in trace_paths if Path(p).is_file()}
         labels = label_traces(files, [f.resolve() in given for f in files])
-        read, unreadable = _readable(summarize_files(files, labels, jobs), "trace")
+        if scheduler is not None:
+            from profiler_kit.analysis import dask_jobs
+
+            results = dask_jobs.summarize_files(scheduler, files, labels)
+        else:
+            results = summarize_files(files, labels, jobs)
+        read, unreadable = _readable(results, "trace")
         out.extend(read)
         out.unreadable += unreadable
     return out
 
 
-def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]]
-             ) -> tuple[JobView, ...]:
-    """The job view of rank summaries (from :func:`summarize`, or paths to summarize)."""
+def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]],
+             *, scheduler: Any = None) -> tuple[JobView, ...]:
+    """The job view of rank summaries (from :func:`summarize`, or paths to summarize);
+    with ``scheduler`` (a Dask client) summarized and reduced as tasks on its workers."""
     from profiler_kit.analysis.collectives import RankSummary as _RankSummary
     from profiler_kit.analysis.job import analyze_jobs
 
-    if all(isinstance(i, _RankSummary) for i in items):
-        return analyze_jobs(list(items))  # type: ignore[arg-type]
-    return analyze_jobs(summarize(items))  # type: ignore[arg-type]
+    if not all(isinstance(i, _RankSummary) for i in items):
+        items = summarize(items, scheduler=scheduler)  # type: ignore[arg-type]
+    if scheduler is not None:
+        from profiler_kit.analysis import dask_jobs
+
+        return dask_jobs.job_views(scheduler, list(items))  # type: ignore[arg-type]
+    return analyze_jobs(list(items))  # type: ignore[arg-type]
+
+
+def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+          out: str | os.PathLike[str], *, jobs: int | None = None,
+          force: bool = False) -> MergeReport:
+    """Merge the traces of one job's ranks (at or below ``paths``: a folder of traces or
+    a run folder holding one job) into one Chrome/Perfetto trace at ``out`` (gzip when
+    it ends in ``.gz``): every rank its own processes, clocks aligned as the job view
+    aligns them, matched collectives linked by flows (see
+    ``profiler_kit.analysis.merge``). ``out`` is checked before any work, as every
+    output is; ``UsageError`` when the paths hold no job, or several."""
+    from profiler_kit import outputs
+    from profiler_kit.analysis.job import analyze_jobs
+    from profiler_kit.analysis.merge import merge_job
+    from profiler_kit.errors import UsageError
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    target = outputs.check(str(out), "-o", inputs=paths, force=force)
+    if target is None:
+        raise UsageError("-o: the merged trace goes to a file, not stdout")
+    files = [f for f in trace_files(paths) if not outputs.is_merged_trace(f)]
+    if target.resolve() in {f.resolve() for f in files}:
+        raise UsageError(f"-o {out}: that is one of the traces; refusing to overwrite it")
+    found = summarize(files, jobs=jobs)
+    views = analyze_jobs(found)
+    if not views:
+        raise UsageError("no job of several ranks among the traces (each needs the rank "
+                         "in its distributedInfo)")
+    if len(views) > 1:
+        names = "; ".join(f"{v.name} (ranks {len(v.ranks)})" for v in views)
+        raise UsageError(f"the traces hold {len(views)} jobs: {names}; merge one at a time "
+                         "(give its folder)")
+    job = views[0]
+    members = [s for s in found if s.rank in job.ranks and s.label in job.labels]
+    return outputs.write_stream(target, lambda fh: merge_job(members, job, fh))
 
 
 def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],

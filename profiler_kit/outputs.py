@@ -13,19 +13,23 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import IO, TypeVar
 
 from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.errors import OutputError, UsageError
 
 STDOUT = "-"
+T = TypeVar("T")
 SNIFF_BYTES = 1 << 16
 # what the start of every file profkit writes holds: JSON schemas, Markdown headings,
 # the HTML report's generator tag
 _PROFKIT_MARKS = (b'"schema": "profkit.', b'"schema":"profkit.',
                   b'<meta name="generator" content="profkit')
 _PROFKIT_HEADINGS = (b"# profkit ",)
+# the start of a merged trace (``profkit merge``), which is also a trace
+MERGED_MARK = b'{"schema": "profkit.merged-trace/'
 
 
 def check(path: str | None, flag: str, *, inputs: Iterable[str | os.PathLike[str]] = (),
@@ -75,6 +79,11 @@ def check_distinct(flags_and_paths: Iterable[tuple[str, Path | None]]) -> None:
 def _check_existing(target: Path, flag: str, force: bool) -> None:
     from profiler_kit.trace.loader import looks_like_trace
 
+    if is_merged_trace(target):
+        if not force:
+            raise UsageError(f"{flag} {target}: exists (a trace profkit merged earlier); add "
+                             "--force to replace it")
+        return
     if looks_like_trace(target):
         hint = ""
         if flag == "--json":
@@ -98,6 +107,46 @@ def written_by_profkit(path: Path) -> bool:
     except OSError:
         return False
     return any(m in head for m in _PROFKIT_MARKS) or head.startswith(_PROFKIT_HEADINGS)
+
+
+def is_merged_trace(path: Path) -> bool:
+    """Whether ``path`` (plain or gzip) is a trace ``profkit merge`` wrote."""
+    import zlib
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, 64)
+        except zlib.error:
+            return False
+    return head.startswith(MERGED_MARK)
+
+
+def write_stream(target: Path, produce: Callable[[IO[bytes]], T]) -> T:
+    """Write what ``produce`` writes into the file object it is given to ``target``
+    atomically, gzip-compressed when the name ends in ``.gz``; return what it returns.
+    A failed write is an ``OutputError`` (exit 1), and no partial file is left."""
+    import gzip
+
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as raw:
+            if target.name.endswith(".gz"):
+                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) as fh:
+                    result = produce(fh)  # type: ignore[arg-type]
+            else:
+                result = produce(raw)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise write_error(target, exc) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return result
 
 
 def _is_run_record(path: Path) -> bool:

@@ -41,7 +41,7 @@ def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,
 def summarize_files(files: Sequence[Path], labels: Sequence[str],
                     jobs: int | None = None) -> list[RankSummary | Unreadable]:
     """One :class:`RankSummary` per file (the job view's input), as :func:`analyze_files`."""
-    return _map(_summarize, list(zip(files, labels, strict=True)), jobs)
+    return _map(summarize_one, list(zip(files, labels, strict=True)), jobs)
 
 
 def _map(fn: Callable[[tuple[Any, ...]], T], tasks: list[tuple[Any, ...]],
@@ -79,7 +79,7 @@ def _analyze(task: tuple[Path, str, int, int | None]) -> TraceAnalysis | Unreada
     return analyze_table(table, label=label, top=top)
 
 
-def _summarize(task: tuple[Path, str, int | None]) -> RankSummary | Unreadable:
+def summarize_one(task: tuple[Path, str, int | None]) -> RankSummary | Unreadable:
     from profiler_kit.analysis.collectives import summarize_rank
     from profiler_kit.trace.loader import load
 

@@ -19,6 +19,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only summarize each trace's collectives and steps for the job view "
                         "(small; reduce them later with `profkit analyze SUMMARIES...`); "
                         "written with --json FILE (or to stdout)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --summary-only, or given summaries: summarize the traces and "
+                        "reduce the job view as Dask tasks on the cluster at ADDRESS "
+                        "(tcp://HOST:PORT; the traces' paths must be readable there), or on "
+                        "a LocalCluster started for the command ('local'); needs "
+                        "dask[distributed]")
     add_output_arguments(p)
 
 
@@ -146,12 +152,30 @@ def analyze(args: argparse.Namespace) -> int:
         return summary_only(args)
     targets = output_targets(args)
     if _only_summaries(args.paths):  # summaries written elsewhere: the job view only
-        found = api.summarize(args.paths, jobs=jobs(args))
-        return emit(args, [], None, jobs=api.job_view(found), targets=targets,
-                    unreadable=found.unreadable)
+        with _scheduler(args) as client:
+            found = api.summarize(args.paths, jobs=jobs(args), scheduler=client)
+            views = api.job_view(found, scheduler=client)
+        return emit(args, [], None, jobs=views, targets=targets, unreadable=found.unreadable)
+    if getattr(args, "scheduler", None):
+        from profiler_kit.errors import UsageError
+
+        raise UsageError("--scheduler: only with --summary-only, or to reduce summaries "
+                         "files (the full analysis runs here)")
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
     return emit(args, analyses, comparison, jobs=analyses.jobs, targets=targets)
+
+
+def _scheduler(args: argparse.Namespace):
+    """A Dask client for ``--scheduler`` (closed on leaving), or a null context."""
+    from contextlib import nullcontext
+
+    address = getattr(args, "scheduler", None)
+    if not address:
+        return nullcontext()
+    from profiler_kit.analysis import dask_jobs
+
+    return dask_jobs.client(dask_jobs.check_scheduler(address))
 
 
 def _only_summaries(paths: list[str]) -> bool:
@@ -187,7 +211,8 @@ def summary_only(args: argparse.Namespace) -> int:
     if args.markdown or getattr(args, "html", None):
         raise UsageError("--summary-only writes JSON only (--json FILE), not --markdown/--html")
     target = output_targets(args).get("json")
-    found = api.summarize(args.paths, jobs=jobs(args))
+    with _scheduler(args) as client:
+        found = api.summarize(args.paths, jobs=jobs(args), scheduler=client)
     warn_unreadable(found.unreadable)
     data = summaries.dumps(list(found), found.unreadable)
     outputs.write(target, data.decode())

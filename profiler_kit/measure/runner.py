@@ -530,7 +530,9 @@ def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
     phases = {name: results.stats(v) for name, v in phase_samples.items()}
     traces = tuple(_relative(f, run_dir) for m in per_rank for f in m.trace_files)
     ka_files = tuple(_relative(f, run_dir) for m in per_rank for f in m.key_averages_files)
-    shares, basis = hotspot_summary.from_traces(first.trace_files)
+    # only the rank that keeps the run folder sees every trace (hosts may not share it)
+    shares, basis = (hotspot_summary.from_traces(first.trace_files) if is_output_rank()
+                     else ({}, ""))
     return StrategyResult(
         status=OK, dir=rel_dir, samples_ns=tuple(samples), stats=st,
         profiled=results.stats(profiled) if profiled else None, phases=phases,

@@ -55,6 +55,7 @@ _TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
 WORKER_ENV = "PROFKIT_RANK_WORKER"  # set in ranks that profkit spawned
 
 _group: Any = None  # the process group of the strategy being measured in this process
+_hosts: tuple[str, ...] = ()  # under torchrun: each rank's host name, by rank
 
 
 class RankFailure(RuntimeError):
@@ -74,6 +75,12 @@ def set_group(process_group: Any) -> None:
     """Set by the launchers around each strategy a rank measures."""
     global _group
     _group = process_group
+
+
+def set_hosts(hosts: list[str]) -> None:
+    """Set by the torchrun launcher once the ranks know each other: each rank's host."""
+    global _hosts
+    _hosts = tuple(hosts)
 
 
 def under_torchrun() -> bool:
@@ -145,5 +152,8 @@ def environment(device: str) -> dict[str, Any]:
     if under_torchrun():
         env["world_size"] = int(os.environ["WORLD_SIZE"])
         env["local_world_size"] = int(os.environ.get("LOCAL_WORLD_SIZE", "0") or 0) or None
+        if _hosts:  # known once a strategy ran: which host each rank ran on
+            env["rank_hosts"] = list(_hosts)
+            env["hosts"] = len(set(_hosts))
     return env
 

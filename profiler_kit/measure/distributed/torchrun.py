@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import os
 import pickle
+import socket
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed import RankFailure, rank_device, rank_timeout_s
+from profiler_kit.measure.distributed.gather import gather_files
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
 from profiler_kit.measure.distributed.watchdog import STARTUP_S, is_communication_error, name_ranks
 from profiler_kit.measure.passes import Measurement, MeasureOptions
@@ -43,6 +45,9 @@ def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
         backend = "cpu:gloo,cuda:nccl" if config.device.startswith("cuda") else "gloo"
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
         atexit.register(_destroy_world)
+    hosts: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(hosts, socket.gethostname())
+    distributed.set_hosts(hosts)
     _torchrun_ready = True
 
 
@@ -114,7 +119,10 @@ def measure_strategy(
         # Peers of a failing rank fail too, with communication errors: name the cause.
         r = min(failed, key=lambda r: (is_communication_error(gathered[r][1]), r))
         raise RankFailure(f"rank {r} failed during {strategy.name}: {gathered[r][1]}")
-    return [measurement for measurement, _error in gathered]
+    measurements = [measurement for measurement, _error in gathered]
+    # hosts that do not share the run folder send their traces to rank 0's
+    gather_files(store, prefix, rank, measurements, timeout_s)
+    return measurements
 
 
 def _default_store() -> Any:

@@ -1,0 +1,24 @@
+"""Traces of the two-rank gloo run in tests/data/gloo_straggler, with one rank's clock
+moved as if it ran on a host whose clock differs by a known offset."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+HERE = Path(__file__).parent
+GLOO = HERE / "data" / "gloo_straggler"
+
+
+def shifted_copy(dest: Path, rank: int, offset_us: int) -> Path:
+    """A folder with both ranks' traces, ``rank``'s timestamps moved by ``offset_us``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for src in sorted(GLOO.glob("rank*.pt.trace.json.gz")):
+        doc = json.loads(gzip.decompress(src.read_bytes()))
+        if src.name.startswith(f"rank{rank}."):
+            for e in doc["traceEvents"]:
+                if isinstance(e.get("ts"), (int, float)):
+                    e["ts"] += offset_us
+        (dest / src.name).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return dest

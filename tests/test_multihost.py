@@ -1,0 +1,120 @@
+"""``profkit run ddp`` under ``torchrun --nnodes 2`` on two hosts made on this machine
+(network namespaces joined by a veth pair, gloo over it, the run folder not shared):
+rank 0's host writes the run folder with both ranks' traces (rank 1's sent over), each
+rank's host is recorded, the job view and the merged trace name both hosts; a slower
+link moves the collectives' transfer time and not the ranks' waits; a host that never
+joins ends within elastic's join timeout with its error."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from two_hosts import start_on, stop, two_hosts, why_not
+
+from profiler_kit import api
+
+REASON = why_not()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+PORT = 29511
+BOUND_S = 90
+RATE_MBIT = 1000  # the slower link: resnet18's 47 MB of gradients take 0.4 s a way
+
+
+def _torchrun(node_rank: int, out: Path, join_timeout_s: int) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
+            "--nproc-per-node", "1", "--node-rank", str(node_rank), "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"10.231.0.1:{PORT}", "--rdzv-conf",
+            f"join_timeout={join_timeout_s}",
+            "-m", "profiler_kit", "run", "ddp", "--model", "resnet18", "--batch-size", "2",
+            "--image-size", "32", "--strategies", "ddp-w2", "--iterations", "3", "--warmup",
+            "1", "--profile-wait", "0", "--profile-warmup", "0", "--profile-active", "2",
+            "--out", str(out)]
+
+
+def _wait(procs, bound_s: float) -> list[int]:
+    deadline = time.monotonic() + bound_s
+    try:
+        for p in procs:
+            p.wait(timeout=max(deadline - time.monotonic(), 1))
+    finally:
+        for p in procs:
+            stop(p)
+    return [p.returncode for p in procs]
+
+
+def _run_on_two_hosts(tmp: Path, rate_mbit: int | None = None) -> Path:
+    """A ddp run on two hosts (the second with a disk of its own); its run folder."""
+    out = tmp / "out"
+    with two_hosts(tmp, rate_mbit=rate_mbit) as hosts:
+        # the second host writes to a disk of its own: its traces must travel to rank 0
+        procs = [start_on(h, tmp / "hosts", _torchrun(i, out, 30), tmp / f"{i}.log",
+                          private=out if i else None)
+                 for i, h in enumerate(hosts)]
+        codes = _wait(procs, BOUND_S)
+    logs = [(tmp / f"{i}.log").read_text(errors="replace") for i in range(2)]
+    assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
+    assert "profkit tensorboard" in logs[0] and "profkit tensorboard" not in logs[1]
+    (run_dir,) = (out / "ddp").iterdir()
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return _run_on_two_hosts(tmp_path_factory.mktemp("two_hosts"))
+
+
+def test_two_hosts_one_run_folder(run_dir, tmp_path):
+    record = json.loads((run_dir / "run.json").read_text())
+    dist = record["environment"]["distributed"]
+    assert dist["launcher"] == "torchrun" and dist["world_size"] == 2
+    assert dist["rank_hosts"] == ["host-a", "host-b"] and dist["hosts"] == 2
+    (w2,) = record["strategies"]
+    assert w2["status"] == "ok" and len(w2["per_rank_samples_ns"]) == 2
+    folder = run_dir / w2["dir"]
+    traces = sorted(folder.glob("rank*.pt.trace.json"))  # rank 1's came through the store
+    assert sorted(p.name for p in folder.glob("key_averages.rank1.*")) == [
+        "key_averages.rank1.json", "key_averages.rank1.txt"]
+    assert [t.name.split(".")[0] for t in traces] == ["rank0", "rank1"]
+    assert [json.loads(t.read_text())["host_name"] for t in traces] == ["host-a", "host-b"]
+    (job,) = api.job_view([folder])
+    assert job.ranks == (0, 1) and job.instances
+    report = api.merge([folder], tmp_path / "job.json.gz")
+    assert [r.host for r in report.ranks] == ["host-a", "host-b"]
+
+
+def _job(run_dir: Path):
+    (w2,) = json.loads((run_dir / "run.json").read_text())["strategies"]
+    (job,) = api.job_view([run_dir / w2["dir"]])
+    return job
+
+
+def test_a_slower_link_moves_transfer_not_wait(run_dir, tmp_path):
+    """The link held to 1 Gbit/s (a token bucket on each end): each all-reduce's transfer
+    grows, the ranks' waits for each other do not grow with it."""
+    fast = _job(run_dir)
+    slow = _job(_run_on_two_hosts(tmp_path, rate_mbit=RATE_MBIT))
+    assert len(slow.instances) == len(fast.instances)
+    more_transfer = (statistics.median(i.transfer_ns for i in slow.instances)
+                     - statistics.median(i.transfer_ns for i in fast.instances))
+    more_wait = (statistics.median(i.max_wait_ns for i in slow.instances)
+                 - statistics.median(i.max_wait_ns for i in fast.instances))
+    assert more_transfer >= 50e6
+    assert more_wait < 0.5 * more_transfer
+
+
+def test_a_host_that_never_joins_ends_at_the_join_timeout(tmp_path):
+    with two_hosts(tmp_path) as (first, _second):
+        start = time.monotonic()
+        (proc,) = [start_on(first, tmp_path / "hosts", _torchrun(0, tmp_path / "out", 5),
+                            tmp_path / "0.log")]
+        (code,) = _wait([proc], 60)
+        took = time.monotonic() - start
+    log = (tmp_path / "0.log").read_text(errors="replace")
+    assert code != 0 and took < 60
+    assert "RendezvousTimeoutError" in log, log[-3000:]
+    assert not (tmp_path / "out").exists()
