@@ -20,6 +20,7 @@ from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trac
 
 from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.measure import devices as dev
+from profiler_kit.measure import memory_categories
 from profiler_kit.measure.timing import Progress, time_phases
 from profiler_kit.scenario import Workload
 
@@ -171,9 +172,7 @@ def _profiled_pass(
     with profile(
         activities=activities,
         schedule=schedule(wait=wait, warmup=warm, active=active, repeat=options.profile_repeat),
-        on_trace_ready=tensorboard_trace_handler(
-            str(strategy_dir), worker_name=worker_name, use_gzip=options.gzip
-        ),
+        on_trace_ready=_trace_ready(devices, options, strategy_dir, worker_name),
         record_shapes=options.record_shapes,
         profile_memory=options.profile_memory,
         with_stack=options.with_stack,
@@ -191,6 +190,18 @@ def _profiled_pass(
                 progress("profiling", i + 1, total)
     cpu_peak = _cpu_peak_bytes(prof) if options.profile_memory else None
     return step_times, cpu_peak, prof.key_averages()
+
+
+def _trace_ready(devices: list[Any], options: MeasureOptions, strategy_dir: Path,
+                 worker_name: str) -> Callable[[Any], None]:
+    """The trace writer, plus memory by category when the recording options allow it."""
+    writer = tensorboard_trace_handler(str(strategy_dir), worker_name=worker_name,
+                                       use_gzip=options.gzip)
+    if not memory_categories.wanted(options.record_shapes, options.profile_memory,
+                                    options.with_stack):
+        return writer
+    names = ["cpu", *(str(d) for d in dev.cuda_devices(devices))]
+    return memory_categories.handler(writer, strategy_dir, worker_name, names)
 
 
 def _cpu_peak_bytes(prof: Any) -> int | None:

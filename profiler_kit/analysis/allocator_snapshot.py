@@ -1,0 +1,226 @@
+"""Read a CUDA caching-allocator snapshot pickle without torch and without executing it.
+
+``torch.cuda.memory._snapshot()`` (dumped with ``pickle``) is plain dicts, lists, str,
+int, float and None, so the unpickler refuses every class: a foreign pickle fails with
+one line instead of running code. Fields relied on (PyTorch's ``_memory_viz`` format):
+
+- ``segments[]``: ``device``, ``address``, ``total_size``, ``allocated_size``,
+  ``stream``, ``segment_type``, ``blocks[]`` with ``size``, ``requested_size``
+  (optional, falls back to ``size``), ``address``, ``state``
+  (``active_allocated`` | ``active_pending_free`` | ``inactive``), ``frames[]``
+  (optional) of ``{filename, line, name}``.
+- ``device_traces[device][]``: ``action``, ``addr``, ``size``, ``stream``, ``frames``
+  (optional), ``time_us`` (optional, newer versions). An ``oom`` event's ``size`` is
+  the request and its ``device_free`` (when present) the free device memory.
+
+Anything else in the pickle is ignored.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+
+import msgspec
+
+from profiler_kit.errors import TraceError
+
+_ACTIVE = ("active_allocated", "active_pending_free")
+
+
+class Frame(msgspec.Struct, frozen=True):
+    filename: str
+    line: int
+    name: str
+
+
+class Block(msgspec.Struct, frozen=True):
+    address: int
+    size: int
+    requested_size: int
+    state: str
+    frames: tuple[Frame, ...]
+
+
+class Segment(msgspec.Struct, frozen=True):
+    device: int
+    address: int
+    total_size: int
+    allocated_size: int
+    stream: int
+    segment_type: str
+    blocks: tuple[Block, ...]
+
+    @property
+    def free_blocks(self) -> tuple[Block, ...]:
+        return tuple(b for b in self.blocks if b.state == "inactive")
+
+    @property
+    def largest_free_bytes(self) -> int:
+        return max((b.size for b in self.free_blocks), default=0)
+
+
+class TraceEvent(msgspec.Struct, frozen=True):
+    action: str
+    addr: int
+    size: int
+    stream: int
+    frames: tuple[Frame, ...]
+    time_us: int | None
+    device_free: int | None
+
+
+class Snapshot(msgspec.Struct, frozen=True):
+    segments: tuple[Segment, ...]
+    traces: dict[int, tuple[TraceEvent, ...]]
+    has_frames: bool  # False when recorded without stacks: sites cannot be named
+
+
+class _NoClasses(pickle.Unpickler):
+    """Plain containers only: any class or callable in the stream is refused."""
+
+    def find_class(self, module: str, name: str):  # noqa: ARG002 - refuses everything
+        raise pickle.UnpicklingError(f"refuses to load {module}.{name}")
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """The snapshot at ``path``; a truncated or foreign file raises one-line TraceError."""
+    path = Path(path)
+    try:
+        data = _NoClasses(io.BytesIO(path.read_bytes())).load()
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError,
+            AttributeError, KeyError, MemoryError) as exc:
+        reason = exc or "truncated"
+        raise TraceError(f"{path}: not an allocator snapshot pickle ({reason})") from None
+    return parse_snapshot(data, str(path))
+
+
+def parse_snapshot(data: object, where: str = "snapshot") -> Snapshot:
+    """The typed snapshot from the unpickled dict; wrong shape raises one-line TraceError."""
+    if not isinstance(data, dict) or not isinstance(data.get("segments"), list):
+        raise TraceError(f"{where}: not an allocator snapshot (no 'segments' list)")
+    try:
+        segments = tuple(_segment(s) for s in data["segments"])
+        raw_traces = data.get("device_traces") or []
+        traces = {dev: tuple(_event(e) for e in events or [])
+                  for dev, events in enumerate(raw_traces)}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TraceError(f"{where}: malformed allocator snapshot ({exc!r})") from None
+    has_frames = any(b.frames for s in segments for b in s.blocks) or any(
+        e.frames for events in traces.values() for e in events)
+    return Snapshot(segments, traces, has_frames)
+
+
+def _frames(raw) -> tuple[Frame, ...]:
+    return tuple(Frame(str(f["filename"]), int(f["line"]), str(f["name"])) for f in raw or ())
+
+
+def _segment(s: dict) -> Segment:
+    blocks = tuple(Block(int(b["address"]), int(b["size"]),
+                         int(b.get("requested_size", b["size"])), str(b["state"]),
+                         _frames(b.get("frames"))) for b in s["blocks"])
+    return Segment(int(s["device"]), int(s["address"]), int(s["total_size"]),
+                   int(s["allocated_size"]), int(s.get("stream", 0)),
+                   str(s.get("segment_type", "")), blocks)
+
+
+def _event(e: dict) -> TraceEvent:
+    time_us = e.get("time_us")
+    free = e.get("device_free")
+    return TraceEvent(str(e["action"]), int(e.get("addr", 0)), int(e.get("size", 0)),
+                      int(e.get("stream", 0)), _frames(e.get("frames")),
+                      None if time_us is None else int(time_us),
+                      None if free is None else int(free))
+
+
+class Fragmentation(msgspec.Struct, frozen=True):
+    device: int
+    reserved_bytes: int
+    allocated_bytes: int  # bytes in active blocks (rounded sizes, as the allocator holds them)
+    requested_bytes: int  # what callers asked for in active blocks
+    free_bytes: int  # reserved - allocated
+    largest_free_bytes: int  # the largest inactive block in any segment
+    largest_active_bytes: int  # the largest live block: a proxy for the request sizes in use
+    unusable_share: float  # share of free bytes in blocks smaller than largest_active_bytes
+
+
+def fragmentation(snapshot: Snapshot) -> list[Fragmentation]:
+    """Per device: reserved vs allocated, and how much free memory is too cut up to reuse.
+
+    A free block smaller than the largest live request cannot serve a request of that size
+    again; its bytes count as unusable (the allocator never merges across segments).
+    """
+    out = []
+    for dev in sorted({s.device for s in snapshot.segments}):
+        segs = [s for s in snapshot.segments if s.device == dev]
+        active = [b for s in segs for b in s.blocks if b.state in _ACTIVE]
+        free = [b for s in segs for b in s.free_blocks]
+        reserved = sum(s.total_size for s in segs)
+        allocated = sum(b.size for b in active)
+        largest_active = max((b.size for b in active), default=0)
+        free_bytes = reserved - allocated
+        unusable = sum(b.size for b in free if b.size < largest_active)
+        out.append(Fragmentation(
+            dev, reserved, allocated, sum(b.requested_size for b in active), free_bytes,
+            max((b.size for b in free), default=0), largest_active,
+            unusable / free_bytes if free_bytes > 0 else 0.0))
+    return out
+
+
+class Site(msgspec.Struct, frozen=True):
+    frame: Frame | None  # the first user frame; None when recorded without stacks
+    bytes: int
+    blocks: int
+
+
+def _is_library(filename: str) -> bool:
+    return ("site-packages" in filename or "/torch/" in filename or filename.startswith("<")
+            or "dist-packages" in filename or filename.endswith((".cpp", ".h", ".cu")))
+
+
+def user_frame(frames: tuple[Frame, ...]) -> Frame | None:
+    """The innermost frame outside torch and installed libraries (library frames folded)."""
+    for f in frames:
+        if not _is_library(f.filename):
+            return f
+    return frames[0] if frames else None
+
+
+def live_sites(snapshot: Snapshot, top: int = 10) -> list[Site]:
+    """Bytes live in the snapshot by allocation site, largest first."""
+    by: dict[Frame | None, list[int]] = {}
+    for s in snapshot.segments:
+        for b in s.blocks:
+            if b.state in _ACTIVE:
+                acc = by.setdefault(user_frame(b.frames), [0, 0])
+                acc[0] += b.size
+                acc[1] += 1
+    sites = [Site(f, n, k) for f, (n, k) in by.items()]
+    sites.sort(key=lambda s: -s.bytes)
+    return sites[:top]
+
+
+class OomEvent(msgspec.Struct, frozen=True):
+    device: int
+    requested_bytes: int
+    device_free_bytes: int | None
+    reserved_bytes: int  # of the snapshot's segments on that device (state at dump time)
+    largest_free_bytes: int  # likewise
+    frame: Frame | None
+
+
+def oom_events(snapshot: Snapshot) -> list[OomEvent]:
+    """Every ``oom`` action in the device traces, with the segment state the snapshot holds."""
+    frag = {f.device: f for f in fragmentation(snapshot)}
+    out = []
+    for dev, events in snapshot.traces.items():
+        f = frag.get(dev)
+        for e in events:
+            if e.action == "oom":
+                out.append(OomEvent(dev, e.size, e.device_free,
+                                    f.reserved_bytes if f else 0,
+                                    f.largest_free_bytes if f else 0, user_frame(e.frames)))
+    return out
