@@ -20,7 +20,7 @@ from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
 
 # the modules of profiler_kit.commands, in the order `profkit --help` lists them
-COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "report", "run", "tensorboard")
+COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "report", "run", "tensorboard", "tune")
 
 
 def commands() -> dict[str, Command]:
