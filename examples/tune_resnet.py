@@ -1,4 +1,7 @@
-"""``profkit tune examples/tune_resnet.py``: torchvision ResNet-18, random weights, training."""
+"""``profkit tune examples/tune_resnet.py``: torchvision ResNet-18, random weights, inference.
+
+Add ``def loss(outputs, inputs): ...`` to tune a training step instead.
+"""
 
 import torch
 import torchvision
@@ -10,7 +13,3 @@ def model():
 
 def inputs(batch_size):
     return torch.randn(batch_size, 3, 64, 64)
-
-
-def loss(outputs, inputs):
-    return outputs.float().square().mean()
