@@ -117,6 +117,9 @@ class Workload(ABC):
     threaded: bool = False
     # the relative error of norm an AMP twin's outputs may have (None: its dtype's default)
     amp_tolerance: float | None = None
+    # float32 strategies: None holds them to allclose; a number to that relative error of
+    # norm instead (e.g. gradients of a training step whose kernels sum in another order)
+    float32_tolerance: float | None = None
 
     @abstractmethod
     def step(self) -> None:

@@ -497,7 +497,8 @@ def _measure_strategy(
             check = Equivalence(False, True, detail=reference_note or "no baseline outputs")
         else:
             check = equivalence.compare(reference, outputs, config.amp_dtype,
-                                        workload.amp_tolerance)
+                                        workload.amp_tolerance,
+                                        getattr(workload, "float32_tolerance", None))
         if not check.ok:
             return StrategyResult(
                 status=FAILED, dir=rel_dir, equivalence=check,
