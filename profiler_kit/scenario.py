@@ -268,18 +268,24 @@ def builtin(name: str) -> Scenario:
     return _scenario_in(module, origin=name)
 
 
-def from_file(path: str | Path) -> Scenario:
-    """The scenario that the user's Python file defines (one Scenario subclass)."""
-    path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"scenario file {str(path)!r} does not exist")
-    module_name = f"profkit_user_scenario_{path.stem}"
+def import_file(path: Path, module_name: str) -> Any:
+    """Import the user's Python file as ``module_name`` (registered in ``sys.modules``, so
+    its classes pickle); UsageError when it is not one. Its own errors propagate."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise UsageError(f"{path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def from_file(path: str | Path) -> Scenario:
+    """The scenario that the user's Python file defines (one Scenario subclass)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"scenario file {str(path)!r} does not exist")
+    module = import_file(path, f"profkit_user_scenario_{path.stem}")
     return _scenario_in(module, origin=str(path))
 
 

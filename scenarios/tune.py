@@ -14,14 +14,21 @@ from __future__ import annotations
 import copy
 import importlib
 import importlib.util
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from profiler_kit.errors import UsageError
-from profiler_kit.scenario import CUDA, Param, RunConfig, Scenario, Strategy, Workload
+from profiler_kit.scenario import (
+    CUDA,
+    Param,
+    RunConfig,
+    Scenario,
+    Strategy,
+    Workload,
+    import_file,
+)
 
 BASELINE = "eager_fp32"
 # a training step's gradients, as a relative error of norm: float32 kernels that sum in
@@ -75,14 +82,10 @@ def load_user_model(spec: str) -> UserModel:
         path = Path(spec)
         if not path.is_file():
             raise UsageError(f"tune: {spec!r} does not exist")
-        name = f"profkit_tune_{path.stem}"
-        loader = importlib.util.spec_from_file_location(name, path)
-        if loader is None or loader.loader is None:
-            raise UsageError(f"tune: {spec}: not a Python file")
-        module = importlib.util.module_from_spec(loader)
-        sys.modules[name] = module
         try:
-            loader.loader.exec_module(module)
+            module = import_file(path, f"profkit_tune_{path.stem}")
+        except UsageError:
+            raise
         except Exception as exc:  # the user's file: one line, not a traceback
             raise UsageError(f"tune: {spec} failed to import: {exc!r}") from None
     else:
