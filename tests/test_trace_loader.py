@@ -159,6 +159,26 @@ def test_piece_size_does_not_change_the_table(real, chunk_bytes: int) -> None:
     assert_same(table, load(path, chunk_bytes=chunk_bytes))
 
 
+def test_decoded_events_held_elsewhere_do_not_stop_the_read(monkeypatch) -> None:
+    """A sampling profiler (Dask's worker profiler) may hold the frames that held a
+    piece's decoded events, whose raw values borrow the piece's bytes: the read goes on
+    with a copy of its buffer and gives the same table."""
+    from profiler_kit.trace.columns import ColumnBuilder
+
+    path = DATA / "gloo_straggler" / sorted(p.name for p in (DATA / "gloo_straggler").iterdir())[0]
+    reference = load(path, chunk_bytes=4096)
+    held: list[Any] = []
+    add_typed = ColumnBuilder.add_typed
+
+    def holding(self, events):
+        held.append(events)
+        return add_typed(self, events)
+
+    monkeypatch.setattr(ColumnBuilder, "add_typed", holding)
+    assert_same(reference, load(path, chunk_bytes=4096))
+    assert len(held) > 1
+
+
 def test_memory_events_from_a_cpu_trace() -> None:
     path = DATA / "cpu_torch_profiler.pt.trace.json.gz"
     doc = raw_doc(path)

@@ -29,6 +29,21 @@ ERROR_AT = re.compile(r"\(byte (\d+)\)")
 WHITESPACE = frozenset(b" \t\r\n")
 
 
+def _released(view: memoryview) -> bool:
+    """Release ``view``; False while decoded values still borrow it.
+
+    msgspec's ``Raw`` values point into the bytes they were decoded from. They die with
+    the piece's events, unless something else holds the frames that held them (Dask's
+    worker profiler samples every thread's frames): then the view is left to be freed
+    with them, and the buffer under it must not be resized (the caller copies it).
+    """
+    try:
+        view.release()
+    except BufferError:
+        return False
+    return True
+
+
 class Misaligned(Exception):
     """A part of a trace read in parallel did not end at the boundary where the next
     part starts (a false boundary, or broken data there): load the file in one pass."""
@@ -198,9 +213,10 @@ class PieceReader:
             except msgspec.DecodeError as e:
                 error = str(e)
             finally:
-                view.release()
                 if saved is not None:
                     data[first], data[end] = saved
+                if not _released(view) and saved is not None:
+                    buf.data = data = bytearray(data)  # borrowed still: go on with a copy
             if at_stop:
                 if error is not None:  # a piece from a true boundary ends at a true one
                     raise Misaligned
@@ -221,8 +237,9 @@ class PieceReader:
                 close = first + int(at.group(1)) - 2
                 while close > buf.pos and data[close] in WHITESPACE:
                     close -= 1
-                with memoryview(b"[" + data[buf.pos:close + 1]) as tail:
-                    self._decode(tail)
+                tail = memoryview(b"[" + data[buf.pos:close + 1])
+                self._decode(tail)
+                _released(tail)
                 return buf.rest(close + 1)
             if at and int(at.group(1)) < n_view - 1:
                 offset = buf.dropped + first + int(at.group(1))
