@@ -32,7 +32,7 @@ _LOW = re.compile(
 )
 # TF32 and instruction families that run on tensor/matrix cores whatever the data type.
 _TENSOR_CORE = re.compile(
-    r"tf32|tensorop|xmma|hmma|wmma|\bmma|_mma|s1688|s16816|s884|mfma|xdlops|_xdl_|xdl|"
+    r"tf32|tfloat32|tensorop|xmma|hmma|wmma|\bmma|_mma|s1688|s16816|s884|mfma|xdlops|_xdl_|xdl|"
     r"_MI\d+x\d+x\d+|nvjet|gmma|wgmma|sm90_|gtcx",
     re.IGNORECASE,
 )
