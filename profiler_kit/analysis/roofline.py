@@ -353,8 +353,9 @@ def _has_marked_descendant(marked: np.ndarray, parent: np.ndarray) -> np.ndarray
 def _gpu_time(table: EventTable, tree: OpTree, gpu: GpuActivity, owner_of_node: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[int, int]]]:
     """GPU time per counted node, whether its kernels run fp32 math as TF32 on tensor cores,
-    and the activity under no
-    counted op by launching op node: node -> (activities, ns)."""
+    and the compute activity under no counted op by launching op node: node -> (activities,
+    ns). Communication kernels are left out of the last, as of the time the model could
+    cover (:func:`_compute_ns`): no model counts a collective's FLOPs."""
     n = len(tree)
     dur = table.dur_ns[gpu.row]
     linked = gpu.node >= 0
@@ -369,7 +370,8 @@ def _gpu_time(table: EventTable, tree: OpTree, gpu: GpuActivity, owner_of_node: 
     tf32 = np.zeros(n, dtype=bool)
     if len(uniq):
         tf32[owner[mine][lut[inverse.reshape(-1)]]] = True
-    rest = linked & ~mine & (gpu.op_node >= 0)
+    comm = gpu.klass == classify.CLASS_INDEX[classify.COMMUNICATION]
+    rest = linked & ~mine & (gpu.op_node >= 0) & ~comm
     launcher = gpu.op_node[rest]
     unmod: dict[int, tuple[int, int]] = {}
     if len(launcher):
