@@ -370,3 +370,29 @@ def test_roofline_points_are_the_perf_models_groups(analyses):
     # a CPU trace has rates but no device peaks: points and no roof
     assert all(t["mode"] == "markers" for t in cpu_chart.data)
     assert "no device peaks" in cpu_chart.caption
+    # what share of the compute time the points stand for, and the MFU that allows
+    from profiler_kit.render import units
+
+    perf = vit.perf
+    assert perf.modelled_share is not None
+    assert f"cover {units.percent(perf.modelled_share)} of the GPU compute time" \
+        in gpu_chart.caption
+    if perf.mfu_partial:
+        assert "too little for a model FLOP utilization" in gpu_chart.caption
+    else:
+        assert f"utilization {units.percent(perf.model_flops_utilization)}" in gpu_chart.caption
+    assert "cover" not in cpu_chart.caption  # a CPU trace has no GPU compute time
+
+
+def test_a_roofline_of_a_fifth_of_the_work_says_so():
+    """B200 vLLM: the modelled ops cover 22 % of the compute time (MoE and attention are
+    custom ops without a model), so the caption withholds MFU instead of showing one."""
+    from real_traces import analysis
+
+    from profiler_kit.render.html_roofline_charts import roofline_charts
+
+    b200 = analysis("b200_vllm_eager.json.gz")
+    (chart,) = roofline_charts([b200])
+    assert b200.perf.mfu_partial and b200.perf.modelled_share == pytest.approx(0.22, abs=0.01)
+    assert "cover 22.0 % of the GPU compute time; too little for a model FLOP utilization" \
+        in chart.caption

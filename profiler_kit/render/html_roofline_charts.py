@@ -53,12 +53,27 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
             title=f"Roofline of {a.label}",
             caption=f"Each point is one op at one input shape: FLOPs and bytes from the perf "
                     f"model over the {time_of}, against arithmetic intensity, both axes "
-                    f"logarithmic; {where}.",
+                    f"logarithmic; {where}.{_coverage(perf)}",
             data=data,
             layout={"xaxis": axis("arithmetic intensity (FLOP/byte)", type="log"),
                     "yaxis": axis("achieved FLOP/s", type="log", tickformat="~s")},
         ))
     return charts
+
+
+def _coverage(perf) -> str:
+    """How much of the compute time the points stand for, and the MFU it allows: a
+    roofline of a fifth of the work must not read as the whole."""
+    if perf.modelled_share is None:
+        return ""
+    text = f" The modelled ops cover {units.percent(perf.modelled_share)} of the GPU " \
+           f"compute time"
+    if perf.mfu_partial:
+        return text + "; too little for a model FLOP utilization (at least 50 % needed)."
+    if perf.model_flops_utilization is not None:
+        return text + (f"; model FLOP utilization {units.percent(perf.model_flops_utilization)}"
+                       f" of the {perf.mfu_dtype} peak.")
+    return text + "."
 
 
 def _roofs(perf, groups) -> list[dict]:
