@@ -407,10 +407,11 @@ def test_older_cudnn_convolution_ops_equal_the_counter(stride, padding, groups) 
 
 def test_a_pytorch_18_training_trace_models_its_cudnn_backward(tmp_path: Path) -> None:
     """A ResNet-50 layer as PyTorch 1.8 wrote it: ``Operator``/``Runtime``/``Kernel``
-    categories, ``Input dims`` spelled lower-case, no Concrete Inputs. The forward
-    ``cudnn_convolution`` cannot be modelled without its stride (no model counts it; its
-    kernel is listed without one); the backward is (both gradients: no mask recorded).
-    The achieved rate and the coverage are checked by hand."""
+    categories, ``Input dims`` spelled lower-case, no Concrete Inputs. The forward's stride
+    and padding are not recorded, but its backward op records grad_out, the forward's
+    output: the forward is counted with it (once, at ``conv2d``, the outermost op of the
+    family), the backward with both gradients (no mask recorded). The achieved rate and
+    the coverage are checked by hand."""
     import json as _json
 
     from profiler_kit.analysis.trace_analysis import analyze_table
@@ -450,10 +451,47 @@ def test_a_pytorch_18_training_trace_models_its_cudnn_backward(tmp_path: Path) -
         {"id": 0, "name": "Tesla V100-SXM2-16GB", "totalGlobalMem": 16 * 2**30,
          "computeMajor": 7, "computeMinor": 0, "warpSize": 32}], "traceEvents": events}))
     perf = analyze_table(load(path)).perf
-    (group,) = perf.groups
-    assert group.op == "aten::cudnn_convolution_backward"
-    assert group.flops == 2 * conv_flops and group.total_ns == (500 + 700) * 1000
-    assert perf.modelled_share == pytest.approx(1200 / 1600)
+    forward, backward = sorted(perf.groups, key=lambda g: g.op)
+    assert backward.op == "aten::cudnn_convolution_backward"
+    assert backward.flops == 2 * conv_flops and backward.total_ns == (500 + 700) * 1000
+    assert forward.op == "aten::conv2d"
+    assert forward.flops == conv_flops and forward.total_ns == 400 * 1000
+    assert perf.modelled_share == 1.0 and perf.unmodelled == ()
     assert perf.model_flops_utilization == pytest.approx(
-        2 * conv_flops / 1200e-6 / perf.mfu_peak_flops_per_s)
-    assert [u.op for u in perf.unmodelled] == ["aten::cudnn_convolution"]
+        3 * conv_flops / 1600e-6 / perf.mfu_peak_flops_per_s)
+    # without the backward op there is nothing to take the output from: no model
+    alone = tmp_path / "forward_only.pt.trace.json"
+    doc = _json.loads(path.read_text())
+    doc["traceEvents"] = events[:4]
+    alone.write_text(_json.dumps(doc))
+    perf = analyze_table(load(alone)).perf
+    assert perf.groups == () and [u.op for u in perf.unmodelled] == ["aten::cudnn_convolution"]
+
+
+def test_the_tensorboard_samples_resnet50_step_against_the_counter() -> None:
+    """One training step of the TensorBoard plugin's ResNet-50 sample (V100, PyTorch 1.9,
+    batch 32 at 224x224; no Concrete Inputs): every convolution is counted, forwards
+    through the output shapes their backward ops recorded, and the totals equal
+    FlopCounterMode on torchvision's ResNet-50 with the same batch. The backward differs
+    by one term on purpose: without an ``output_mask`` recorded, the first layer's input
+    gradient (which autograd skips for an input that needs none) is counted too."""
+    from real_traces import analysis
+    from torchvision.models import resnet50
+
+    perf = analysis("v100_resnet50_tb_sample_step.json.gz").perf
+    by_op: dict[str, int] = {}
+    for g in perf.groups:
+        by_op[g.op] = by_op.get(g.op, 0) + g.flops * g.count
+    model = resnet50(weights=None).to(M)
+    x = torch.randn(32, 3, 224, 224, device=M)
+    with FlopCounterMode(display=False) as fwd:
+        out = model(x)
+    with FlopCounterMode(display=False) as bwd:
+        out.sum().backward()
+    aten = torch.ops.aten
+    assert by_op["aten::conv2d"] == fwd.get_flop_counts()["Global"][aten.convolution]
+    first_input_grad = 2 * 32 * 64 * 3 * 7 * 7 * 112 * 112
+    assert by_op["aten::cudnn_convolution_backward"] == \
+        bwd.get_flop_counts()["Global"][aten.convolution_backward] + first_input_grad
+    assert perf.modelled_share > 0.95 and not perf.mfu_partial
+    assert [u.op for u in perf.unmodelled if "conv" in u.op] == []

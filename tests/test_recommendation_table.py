@@ -124,6 +124,12 @@ EXPECTED: dict[str, dict[str, str]] = {
         "reduced_precision_unused": "fp32 ResNet-50 training; a V100 has no TF32, so only "
                                     "autocast reaches its tensor cores",
     },
+    "v100_resnet50_tb_sample_step.json.gz": {
+        "dataloader_share": "the TensorBoard plugin's num_workers=0 sample: the step's "
+                            "69 ms in the single-process DataLoader leave the GPU idle "
+                            "(80 % of its idle); the plugin's own advice is the DataLoader",
+        "reduced_precision_unused": "fp32 training on a V100, no autocast",
+    },
     # CPU-only traces: no GPU rules, and none of the CPU-side rules crosses its threshold
     "cpu_concurrent_sequential.pt.trace.json.gz": {},
     "cpu_concurrent_sequential_amp.pt.trace.json.gz": {},
@@ -139,6 +145,7 @@ EXPECTED: dict[str, dict[str, str]] = {
 # the rule that must come first, where the cause is clear
 LEADS = {
     "h100_owlv2_dataloader.json.gz": "dataloader_share",
+    "v100_resnet50_tb_sample_step.json.gz": "dataloader_share",
     "b200_vllm_eager.json.gz": "launch_bound",
     "h100_bert_small.json.gz": "launch_bound",
     "a100_ddp_nccl_rank0.json.gz": "launch_bound",
@@ -162,9 +169,11 @@ def test_rules_that_fire_are_the_ones_read_from_the_trace(name):
 
 
 def test_launch_bound_stays_silent_where_the_queue_is_deep():
-    """DataLoader-bound OWLv2 (median launch delay 64 ms) and GPU-bound ResNet-50 (77 ms)
-    idle with kernels queued far ahead: the host is not too slow to launch."""
-    for name in ("h100_owlv2_dataloader.json.gz", "v100_resnet50_train.json.gz"):
+    """DataLoader-bound OWLv2 (median launch delay 64 ms), GPU-bound ResNet-50 (77 ms) and
+    the plugin's DataLoader-bound ResNet-50 sample (8 ms) idle with kernels queued far
+    ahead: the host is not too slow to launch."""
+    for name in ("h100_owlv2_dataloader.json.gz", "v100_resnet50_train.json.gz",
+                 "v100_resnet50_tb_sample_step.json.gz"):
         a = analysis(name)
         assert a.launches.launch_delay.p50_ns > 1_000_000
         assert "launch_bound" not in {r.rule for r in a.recommendations}

@@ -21,7 +21,7 @@ An op without a model, or whose recorded inputs do not fit its signature, gets
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from math import prod
 from typing import NamedTuple
 
@@ -1090,6 +1090,62 @@ def gemm_mnk(name: str, recorded: OpInputs) -> tuple[int, int, int] | None:
     if x is None or w is None or len(x) < 2 or len(w) < 2:
         return None
     return x[-2], w[-1], x[-1]
+
+
+# Forward convolutions that are never transposed, (input, weight) at 0 and 1: where a
+# bias may be (when that input is 1-D).
+PLAIN_FORWARD_CONVOLUTIONS = {
+    "aten::conv1d": 2, "aten::conv2d": 2, "aten::conv3d": 2, "aten::cudnn_convolution": 2,
+    "aten::miopen_convolution": 2, "aten::mkldnn_convolution": 2, "aten::thnn_conv2d": 3,
+    "aten::_slow_conv2d_forward": 3}
+# Backward convolutions with (x, grad_out, w) recorded as tensors: their positions.
+BACKWARD_CONVOLUTION_TENSORS = {"aten::convolution_backward": (1, 0, 2),
+                     "aten::cudnn_convolution_backward": (0, 1, 2),
+                     "aten::miopen_convolution_backward": (0, 1, 2)}
+
+
+def convolution_outputs(ops: Iterable[tuple[str, OpInputs]]
+                        ) -> dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]]:
+    """Output shapes of forward convolutions as their backward ops record them: (input
+    shape, weight shape) -> grad_out's shape, kept only where every backward op of that
+    input and weight agrees on it.
+
+    Traces before PyTorch 2.0 record no Concrete Inputs, so a forward convolution's
+    stride and padding are unknown, but the backward op of the same convolution records
+    grad_out, whose shape is the forward's output."""
+    seen: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int] | None] = {}
+    for name, recorded in ops:
+        at = BACKWARD_CONVOLUTION_TENSORS.get(name)
+        if at is None:
+            continue
+        a = Inputs(recorded)
+        x, go, w = a.shape(at[0]), a.shape(at[1]), a.shape(at[2])
+        if x is None or go is None or w is None or not (len(x) == len(go) == len(w) >= 3):
+            continue
+        if go[0] != x[0] or go[1] != w[0]:
+            continue  # transposed: not the output of a plain convolution of x by w
+        key = (tuple(x), tuple(w))
+        if seen.setdefault(key, go) != go:
+            seen[key] = None  # two convolutions of these shapes differ: nothing to infer
+    return {k: v for k, v in seen.items() if v is not None}
+
+
+def convolution_with_output(name: str, recorded: OpInputs,
+                            outputs: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]]
+                            ) -> Cost | None:
+    """A forward convolution whose stride or padding was not recorded, counted with the
+    output shape its backward op recorded (see :func:`convolution_outputs`)."""
+    bias_at = PLAIN_FORWARD_CONVOLUTIONS.get(name)
+    if bias_at is None:
+        return None
+    a = Inputs(recorded)
+    x, w = a.shape(0), a.shape(1)
+    out = outputs.get((tuple(x), tuple(w))) if x is not None and w is not None else None
+    if out is None:
+        return None
+    bias = a.nbytes(bias_at) if _is_bias(a, bias_at) else 0
+    return _cost(CONVOLUTION, _conv_flops(x, w, out, False),
+                 a.nbytes(0) + a.nbytes(1) + bias + prod(out) * _size(a, 0), a)
 
 
 def op_cost(name: str, recorded: OpInputs | None) -> Cost | None:

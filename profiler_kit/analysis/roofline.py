@@ -25,10 +25,14 @@ from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.nesting import _nearest_self_or_ancestor as nearest_self_or_ancestor
 from profiler_kit.analysis.perf_model import (
     BACKEND_MODELS,
+    BACKWARD_CONVOLUTION_TENSORS,
     FAMILIES,
     MATRIX_FAMILIES,
     MODELS,
+    PLAIN_FORWARD_CONVOLUTIONS,
     Cost,
+    convolution_outputs,
+    convolution_with_output,
     op_cost,
 )
 from profiler_kit.analysis.precision import tf32_kernel
@@ -183,6 +187,8 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
             misfit.append(node)
         else:
             node_key[node] = kid
+    misfit = _fit_convolutions_from_backward(table, tree, key_ids, key_rows, key_cost,
+                                             misfit, node_key)
     keys = _Keys(key_cost, key_rows, [k[0] for k in key_ids])
     _defer_backend_ops(table, tree, node_key, keys.family)
 
@@ -244,6 +250,34 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
         families=_families(groups, peak), groups=groups, unmodelled=unmodelled,
         unmodelled_ns=sum(u.total_ns for u in unmodelled), notes=tuple(notes))
     return model, _instances(tree, counted_nodes, node_key, keys, time_ns, peak, tf32)
+
+
+def _fit_convolutions_from_backward(table: EventTable, tree: OpTree, key_ids: dict,
+                                    key_rows: list[int], key_cost: list[Cost | None],
+                                    misfit: list[int], node_key: np.ndarray) -> list[int]:
+    """Count the forward convolutions whose stride or padding went unrecorded (traces
+    before PyTorch 2.0) with the output shape their backward ops recorded; return the
+    misfits left."""
+    names = [table.names[name_id] for name_id, _raw in key_ids]
+    unfit = [k for k, cost in enumerate(key_cost)
+             if cost is None and names[k] in PLAIN_FORWARD_CONVOLUTIONS]
+    if not unfit:
+        return misfit
+    outputs = convolution_outputs(
+        (names[k], table.op_inputs(key_rows[k])) for k in range(len(key_cost))
+        if names[k] in BACKWARD_CONVOLUTION_TENSORS)
+    for k in unfit:
+        key_cost[k] = convolution_with_output(
+            names[k], table.op_inputs(key_rows[k]), outputs)
+    left = []
+    for node in misfit:
+        row = int(tree.row[node])
+        kid = key_ids[(int(table.name[row]), table.inputs[row])]
+        if key_cost[kid] is None:
+            left.append(node)
+        else:
+            node_key[node] = kid
+    return left
 
 
 class _Keys:

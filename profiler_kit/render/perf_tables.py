@@ -62,7 +62,8 @@ def summary_lines(perf: PerfModel) -> list[str]:
                      f"(modelled FLOPs / their GPU time {units.duration(perf.time_ns)} / "
                      f"{_mfu_peak_name(perf)} peak "
                      f"{units.decimal_rate(perf.mfu_peak_flops_per_s, 'FLOP')}; they cover "
-                     f"{units.percent(perf.modelled_share)} of the GPU compute time).")
+                     f"{units.percent(perf.modelled_share)} of the GPU compute time; "
+                     f"a multiply-add is 2 FLOPs, as torch.utils.flop_counter counts).")
     elif perf.mfu_partial:
         lines.append(f"Model FLOP utilization: partial: modelled ops cover "
                      f"{units.percent(perf.modelled_share)} of the GPU compute time "
