@@ -83,7 +83,7 @@ _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...
      _gpu(lambda a: sum(d.comm_compute_overlap_ns for d in a.timeline.devices))),
     ("exposed_communication_ns", "communication exposed", "ns", "lower",
      _gpu(lambda a: sum(d.exposed_communication_ns for d in a.timeline.devices))),
-    ("host_wait_ns", "GPU idle waiting for launches", "ns", "lower",
+    ("host_wait_ns", "GPU idle waiting on the host", "ns", "lower",
      _gpu(lambda a: sum(d.host_wait_ns for d in a.launches.devices) if a.launches else None)),
     ("launch_delay_p50_ns", "launch delay (median)", "ns", "lower",
      _gpu(lambda a: a.launches.launch_delay.p50_ns
