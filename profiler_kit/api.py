@@ -513,3 +513,17 @@ def list_scenarios() -> list[ScenarioInfo]:
     from profiler_kit.scenario_info import describe_builtins
 
     return describe_builtins()
+
+
+def memory(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+           device_memory: int | None = None, top: int = 10) -> Any:
+    """Memory explained per strategy (run or strategy folders, traces, snapshots, categories).
+
+    Returns a :class:`profiler_kit.analysis.memory_report.MemoryReport`; with two sources
+    of different batch sizes its ``fit`` comes from both.
+    """
+    from profiler_kit.memory_sources import memory_report
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return memory_report([Path(p) for p in paths], device_memory, top)
