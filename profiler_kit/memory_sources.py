@@ -27,7 +27,8 @@ def _is_snapshot(path: Path) -> bool:
         return False
 
 
-def _kinds(files: list[Path]) -> tuple[list[Path], list[Path], list[Path]]:
+def _kinds(files: list[Path], traces_too: bool = True
+           ) -> tuple[list[Path], list[Path], list[Path]]:
     """(traces, categories, snapshots) among ``files``."""
     from profiler_kit.trace.loader import looks_like_trace
 
@@ -37,7 +38,7 @@ def _kinds(files: list[Path]) -> tuple[list[Path], list[Path], list[Path]]:
             cats.append(f)
         elif _is_snapshot(f):
             snaps.append(f)
-        elif f.name.endswith((".json", ".json.gz")) and looks_like_trace(f):
+        elif traces_too and f.name.endswith((".json", ".json.gz")) and looks_like_trace(f):
             traces.append(f)
     return traces, cats, snaps
 
@@ -47,16 +48,20 @@ def _folder_files(folder: Path) -> list[Path]:
                   and not any(part.startswith(".") for part in f.relative_to(folder).parts))
 
 
-def sources(path: Path, device_memory: int | None, top: int) -> list[StrategyMemory]:
+def sources(path: Path, device_memory: int | None, top: int,
+            traces: bool = True) -> list[StrategyMemory]:
+    """One per strategy below ``path``; without ``traces``, from the categories and snapshots
+    alone (cheap: what ``analyze``, ``compare`` and the report show)."""
     if not path.exists():
         raise TraceError(f"{path}: no such file or folder")
     if path.is_file():
-        traces, cats, snaps = _kinds([path])
-        if not (traces or cats or snaps):
-            traces = [path]  # let the trace reader say what is wrong with it
-        return [explain(path.name, traces, cats, snaps, None, device_memory, top)]
+        found, cats, snaps = _kinds([path], traces)
+        if traces and not (found or cats or snaps):
+            found = [path]  # let the trace reader say what is wrong with it
+        return [explain(path.name, found, cats, snaps, None, device_memory, top)]
     if not (path / "run.json").is_file():
-        return [explain(path.name, *_kinds(_folder_files(path)), None, device_memory, top)]
+        return [explain(path.name, *_kinds(_folder_files(path), traces), None, device_memory,
+                        top)]
     from profiler_kit.results import read_run
 
     run = read_run(path / "run.json")
@@ -68,11 +73,12 @@ def sources(path: Path, device_memory: int | None, top: int) -> list[StrategyMem
         if s.status != "ok" or not s.dir:
             continue
         label = f"{s.name} [{s.point}]" if s.point else s.name
-        out.append(explain(label, *_kinds(_folder_files(path / s.dir)),
+        out.append(explain(label, *_kinds(_folder_files(path / s.dir), traces),
                            s.items_per_step or None, device_memory, top))
     return out
 
 
-def memory_report(paths: list[Path], device_memory: int | None, top: int = 10) -> MemoryReport:
-    found = [s for p in paths for s in sources(p, device_memory, top)]
+def memory_report(paths: list[Path], device_memory: int | None, top: int = 10,
+                  traces: bool = True) -> MemoryReport:
+    found = [s for p in paths for s in sources(p, device_memory, top, traces)]
     return combine(found, device_memory)

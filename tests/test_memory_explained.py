@@ -96,9 +96,14 @@ def test_a_real_leak_is_named_with_its_line_and_bytes(leaky) -> None:
     assert [s.kept_bytes for s in growth.steps[1:-1]] == [per_step] * (STEPS - 2)
 
 
-def test_no_leak_without_the_list(tmp_path) -> None:
-    _profile(tmp_path / "clean", keep=False)
-    report = api.memory([tmp_path / "clean" / "w.pt.trace.json"])
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("mem") / "clean"
+    return folder, _profile(folder, keep=False)
+
+
+def test_no_leak_without_the_list(clean) -> None:
+    report = api.memory([clean[0] / "w.pt.trace.json"])
     (growth,) = report.strategies[0].growth
     assert growth.leaks == () and growth.note is None
     assert all(s.kept_bytes == 0 for s in growth.steps[1:-1])
@@ -138,6 +143,41 @@ def test_categories_at_the_peak_equal_pytorchs_timeline(leaky) -> None:
     top = max(sizes, key=lambda row: sum(row[1:]))
     assert cats.total_bytes == sum(top[1:])
     assert list(cats.by_category.values()) == top[1:]
+
+
+def _peak_row(reference: dict) -> dict[str, int]:
+    """PyTorch's own timeline at its highest total, by category name."""
+    times, sizes = reference["timeline"]
+    top = max(sizes, key=lambda row: sum(row[1:]))
+    return dict(zip(memory_categories_names(), top[1:], strict=True))
+
+
+def memory_categories_names() -> list[str]:
+    from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX
+
+    return ["unknown" if c is None else c.name.lower() for c in _CATEGORY_TO_INDEX]
+
+
+def test_compare_and_the_report_show_the_memory_section(leaky, clean, capsys,
+                                                         tmp_path) -> None:
+    from browser import open_report, require_browser
+
+    from profiler_kit.render.units import nbytes
+
+    (a, ref_a), (b, ref_b) = leaky, clean
+    act_a, act_b = _peak_row(ref_a)["activation"], _peak_row(ref_b)["activation"]
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    sign = "+" if act_b >= act_a else "-"
+    assert f"clean: {sign}{nbytes(abs(act_b - act_a))} activations vs leaky" in out
+    html = tmp_path / "report.html"
+    assert main(["report", str(a), str(b), "-o", str(html)]) == 0
+    text = html.read_text()
+    section = text.split('<h2 id="memory">Memory</h2>')[1].split("<h2")[0]
+    total_a = sum(_peak_row(ref_a).values())
+    assert f'<td>leaky (cpu)</td><td class="num">{nbytes(total_a)}</td>' in section
+    page = open_report(html, tmp_path / "shots", require_browser())
+    assert page.errors == [] and all(u.startswith("file://") for u in page.requests)
 
 
 QUICK = ["--iterations", "2", "--warmup", "0", "--repeats", "1", "--profile-wait", "0",

@@ -133,3 +133,24 @@ def notes(report: MemoryReport) -> list[str]:
 def limits(report: MemoryReport) -> list[str]:
     """One line per file used with less than it could give (no stacks), and why."""
     return [n for s in report.strategies for n in s.limits]
+
+
+def has_memory(report: MemoryReport) -> bool:
+    """Whether any strategy has categories or a snapshot (what the short section shows)."""
+    return any(s.categories or s.snapshot for s in report.strategies)
+
+
+def section_lines(report: MemoryReport) -> list[str]:
+    """The short memory section of ``analyze``, ``compare`` and the report."""
+    out = []
+    for s in report.strategies:
+        for c in s.categories:
+            parts = ", ".join(f"{name} {nbytes(b)}" for name, b in
+                              sorted(c.by_category.items(), key=lambda kv: -kv[1]) if b)
+            out.append(f"{s.label}: peak {nbytes(c.total_bytes)} on {c.device}: {parts}")
+        out += [f"{s.label}: {a.remedy}: {a.evidence}" for a in s.advice if a.remedy != "none"]
+        if s.snapshot is not None:
+            out += [f"{s.label}: OUT OF MEMORY on cuda:{o.device}, requested "
+                    f"{nbytes(o.requested_bytes)}" for o in s.snapshot.oom_events]
+    out += [delta_line(d) for d in report.deltas]
+    return out
