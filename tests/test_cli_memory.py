@@ -80,9 +80,9 @@ def test_snapshot_fragmentation_advice_and_oom(tmp_path):
     remedies = {a["remedy"]: a["evidence"] for a in s["advice"]}
     # 18 of 30 MB free; 8 of those 18 in blocks under the 8 MB live block: 44 %
     assert "44%" in remedies["expandable_segments"]
-    assert "18.0 MB of 30.0 MB" in remedies["expandable_segments"]
+    assert "18.0 MiB of 30.0 MiB" in remedies["expandable_segments"]
     # the 10 MB segment holds nothing live: a third of the reserve
-    assert "1 segment(s) of 10.0 MB (33% of reserved)" in remedies["empty_cache"]
+    assert "1 segment(s) of 10.0 MiB (33% of reserved)" in remedies["empty_cache"]
     (oom,) = s["snapshot"]["oom_events"]
     assert (oom["requested_bytes"], oom["device_free_bytes"]) == (30 * MB, 5 * MB)
     assert "OUT OF MEMORY" in r.stdout and "train.py:42" in r.stdout

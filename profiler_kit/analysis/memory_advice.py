@@ -20,7 +20,7 @@ from profiler_kit.analysis.allocator_snapshot import Fragmentation, Snapshot
 
 UNUSABLE_SHARE = 0.25
 IDLE_SHARE = 0.10
-MB = 1 << 20
+MiB = 1 << 20
 
 
 class Advice(msgspec.Struct, frozen=True):
@@ -38,24 +38,24 @@ def snapshot_advice(snapshot: Snapshot, frags: list[Fragmentation]) -> list[Advi
         idle_share = f.free_bytes / f.reserved_bytes
         if f.unusable_share >= UNUSABLE_SHARE and idle_share >= IDLE_SHARE:
             out.append(Advice("expandable_segments", dev, (
-                f"{f.free_bytes / MB:.1f} MB of {f.reserved_bytes / MB:.1f} MB reserved is "
+                f"{f.free_bytes / MiB:.1f} MiB of {f.reserved_bytes / MiB:.1f} MiB reserved is "
                 f"free ({idle_share:.0%}); {f.unusable_share:.0%} of it is in blocks smaller "
-                f"than the largest live block ({f.largest_active_bytes / MB:.1f} MB), the "
-                f"largest free block is {f.largest_free_bytes / MB:.1f} MB: set "
+                f"than the largest live block ({f.largest_active_bytes / MiB:.1f} MiB), the "
+                f"largest free block is {f.largest_free_bytes / MiB:.1f} MiB: set "
                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")))
         empty = [s for s in snapshot.segments if s.device == f.device
                  and not any(b.state != "inactive" for b in s.blocks)]
         empty_bytes = sum(s.total_size for s in empty)
         if empty and empty_bytes / f.reserved_bytes >= IDLE_SHARE:
             out.append(Advice("empty_cache", dev, (
-                f"{len(empty)} segment(s) of {empty_bytes / MB:.1f} MB "
+                f"{len(empty)} segment(s) of {empty_bytes / MiB:.1f} MiB "
                 f"({empty_bytes / f.reserved_bytes:.0%} of reserved) hold no live block: "
                 "torch.cuda.empty_cache() after the phase that allocated them returns them")))
         if not any(a.device == dev for a in out):
             out.append(Advice("none", dev, (
-                f"{f.free_bytes / MB:.1f} MB of {f.reserved_bytes / MB:.1f} MB reserved is free "
-                f"({idle_share:.0%}), {f.unusable_share:.0%} of it in blocks too small for the "
-                "largest live block: nothing to gain")))
+                f"{f.free_bytes / MiB:.1f} MiB of {f.reserved_bytes / MiB:.1f} MiB reserved is "
+                f"free ({idle_share:.0%}), {f.unusable_share:.0%} of it in blocks too small "
+                "for the largest live block: nothing to gain")))
     return out
 
 
@@ -66,9 +66,9 @@ def trace_advice(device: str, allocated_at_peak: int, reserved_at_peak: int | No
         return None
     idle = reserved_at_peak - allocated_at_peak
     share = idle / reserved_at_peak
-    evidence = (f"at the peak {allocated_at_peak / MB:.1f} MB allocated of "
-                f"{reserved_at_peak / MB:.1f} MB reserved ({share:.0%} reserved but free); "
-                f"the most reserved was {peak_reserved / MB:.1f} MB")
+    evidence = (f"at the peak {allocated_at_peak / MiB:.1f} MiB allocated of "
+                f"{reserved_at_peak / MiB:.1f} MiB reserved ({share:.0%} reserved but free); "
+                f"the most reserved was {peak_reserved / MiB:.1f} MiB")
     if share >= IDLE_SHARE:
         return Advice("expandable_segments", device, evidence + (
             ": free reserve at the peak is fragmentation or cached blocks of other sizes; "
