@@ -387,7 +387,19 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
         title or html_report.default_title(runs[0] if len(runs) == 1 else None,
                                            [str(p) for p in paths]),
         analyses, comparison, runs=runs, ddp_reports=reports, jobs=job_views,
-        subtitle=html_report.default_subtitle(runs, analyses), unreadable=unreadable)
+        subtitle=html_report.default_subtitle(runs, analyses), unreadable=unreadable,
+        memory=memory_section(paths))
+
+
+def memory_section(paths: Sequence[str | os.PathLike[str]]) -> Any:
+    """The memory of ``paths`` from categories and snapshots only (cheap), or None when
+    a path cannot be read that way (the analyses name the problem)."""
+    from profiler_kit.errors import ProfkitError
+
+    try:
+        return memory(paths, traces=False)
+    except ProfkitError:
+        return None
 
 
 def _in_run_order(analyses: list[TraceAnalysis], run: RunResult,
@@ -513,3 +525,18 @@ def list_scenarios() -> list[ScenarioInfo]:
     from profiler_kit.scenario_info import describe_builtins
 
     return describe_builtins()
+
+
+def memory(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+           device_memory: int | None = None, top: int = 10, traces: bool = True) -> Any:
+    """Memory explained per strategy (run or strategy folders, traces, snapshots, categories).
+
+    Returns a :class:`profiler_kit.analysis.memory_report.MemoryReport`; with two sources
+    of different batch sizes its ``fit`` comes from both. ``traces=False`` reads only the
+    memory categories and snapshots (cheap: the section of ``analyze`` and the report).
+    """
+    from profiler_kit.memory_sources import memory_report
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return memory_report([Path(p) for p in paths], device_memory, top, traces)

@@ -20,7 +20,7 @@ from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
 
 # the modules of profiler_kit.commands, in the order `profkit --help` lists them
-COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "merge", "report", "run",
+COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "memory", "merge", "report", "run",
                    "tensorboard", "tune")
 
 

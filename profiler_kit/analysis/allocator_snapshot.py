@@ -24,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 
+from profiler_kit.analysis.code_sites import is_library_file
 from profiler_kit.errors import TraceError
 
 _ACTIVE = ("active_allocated", "active_pending_free")
@@ -176,15 +177,10 @@ class Site(msgspec.Struct, frozen=True):
     blocks: int
 
 
-def _is_library(filename: str) -> bool:
-    return ("site-packages" in filename or "/torch/" in filename or filename.startswith("<")
-            or "dist-packages" in filename or filename.endswith((".cpp", ".h", ".cu")))
-
-
 def user_frame(frames: tuple[Frame, ...]) -> Frame | None:
     """The innermost frame outside torch and installed libraries (library frames folded)."""
     for f in frames:
-        if not _is_library(f.filename):
+        if not is_library_file(f.filename):
             return f
     return frames[0] if frames else None
 

@@ -134,7 +134,22 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
                 console.print(comparison_view(comparison, args.top, console.width,
                                               args.by_shape))
             render_jobs(console, jobs)
+        print_memory(console, args.paths)
     return 1 if unreadable else 0
+
+
+def print_memory(console, paths: list[str]) -> None:
+    """The short memory section, where a run kept memory categories or a snapshot."""
+    from profiler_kit import api
+    from profiler_kit.render.memory_console import has_memory, section_lines
+
+    report = api.memory_section(paths)
+    if report is None or not has_memory(report):
+        return
+    console.print("\n[bold]Memory[/bold] (at each peak; `profkit memory PATH` names the lines "
+                  "of code, leaks and what fits)")
+    for line in section_lines(report):
+        console.print(f"  {line}", markup=False, highlight=False)
 
 
 def warn_unreadable(unreadable: tuple) -> None:

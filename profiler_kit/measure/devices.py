@@ -134,6 +134,9 @@ def environment(argv: list[str] | None = None) -> dict[str, Any]:
         "cuda_available": count > 0,
         "device_count": count,
         "devices": [torch.cuda.get_device_name(i) for i in range(count)],
+        # what `profkit memory` sizes the largest batch against
+        "device_memory_bytes": [torch.cuda.get_device_properties(i).total_memory
+                                for i in range(count)],
         "cpu": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "cpu_threads": torch.get_num_threads(),

@@ -19,6 +19,7 @@ from typing import Any
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.job import JobView
+from profiler_kit.analysis.memory_report import MemoryReport
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import MissingDependency
 from profiler_kit.render import (
@@ -32,6 +33,7 @@ from profiler_kit.render import (
 )
 from profiler_kit.render.analysis_console import recommendation_lines, value
 from profiler_kit.render.html_figures import Chart
+from profiler_kit.render.memory_console import has_memory, section_lines
 from profiler_kit.results import RunResult
 from profiler_kit.trace.source import Unreadable
 
@@ -106,9 +108,10 @@ def _in_section_of(run: RunResult, runs: Sequence[RunResult],
 def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
            runs: Sequence[RunResult] = (),
            ddp_reports: Sequence[Mapping[str, Any]] = (), jobs: Sequence[JobView] = (),
-           subtitle: str = "", unreadable: Sequence[Unreadable] = ()) -> str:
-    """The whole page; ``unreadable`` traces are listed as left out. Raises
-    MissingDependency without plotly."""
+           subtitle: str = "", unreadable: Sequence[Unreadable] = (),
+           memory: MemoryReport | None = None) -> str:
+    """The whole page; ``unreadable`` traces are listed as left out; ``memory`` gives the
+    memory section. Raises MissingDependency without plotly."""
     plotly, plotly_version = plotly_js()
     charts = charts_for(analyses, runs, ddp_reports, jobs, comparison)
     sections: dict[str, list[Chart]] = {}
@@ -126,6 +129,7 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
     extra = [
         ("comparison", "Comparison", _comparison_html(comparison, analyses)),
         ("recommendations", "Recommendations", _recommendations_html(analyses)),
+        ("memory", "Memory", _memory_html(memory)),
         ("not-measured", "Skipped and failed", "".join(_not_measured_html(r) for r in runs)),
         ("parameters", "Parameters and environment", "".join(_run_html(r, len(runs) > 1)
                                                             for r in runs)),
@@ -208,6 +212,24 @@ def _comparison_html(c: Comparison | None, analyses: Sequence[TraceAnalysis]) ->
         rows.append(cells)
     return ('<p class="muted">Each trace against the baseline; the best value of a row '
             "is in bold.</p>" + _table(header, rows))
+
+
+def _memory_html(memory: MemoryReport | None) -> str:
+    """Bytes by category at each strategy's peak, then remedies, OOMs and the differences."""
+    if memory is None or not has_memory(memory):
+        return ""
+    names = sorted({n for s in memory.strategies for c in s.categories
+                    for n, b in c.by_category.items() if b})
+    rows = [[_e(f"{s.label} ({c.device})"), _e(units.nbytes(c.total_bytes)),
+             *(_e(units.nbytes(c.by_category.get(n, 0))) for n in names)]
+            for s in memory.strategies for c in s.categories]
+    table = _table(["strategy", "peak", *names], rows) if rows else ""
+    lines = [line for line in section_lines(memory) if ": peak " not in line]
+    items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+    return ('<p class="muted">At each strategy&#39;s peak, from PyTorch&#39;s memory profiler '
+            "(runs made with --with-stack); <code>profkit memory PATH</code> names the lines "
+            "of code, the leaks and what fits.</p>" + table
+            + (f"<ul>{items}</ul>" if items else ""))
 
 
 def _recommendations_html(analyses: Sequence[TraceAnalysis]) -> str:

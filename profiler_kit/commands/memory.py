@@ -1,0 +1,73 @@
+"""``profkit memory PATH...``: what holds the peak, which line allocated it, leaks, what fits.
+
+PATH is a run folder, a strategy folder, a trace with ``[memory]`` events, a
+``*.memory_categories.json`` or an allocator snapshot pickle. Never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from profiler_kit.commands import Command
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
+_SCALE = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def device_memory(text: str) -> int:
+    """``80GB``, ``80GiB``, ``81920M`` or bytes; binary prefixes (what GPUs are sold in)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 80GiB, 24G, 1073741824)")
+    unit = (m.group(2) or "").upper()[:1]
+    return int(float(m.group(1)) * _SCALE[unit])
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="run folder, strategy folder, trace with memory events, "
+                        "*.memory_categories.json or allocator snapshot pickle; two runs "
+                        "of different batch sizes give what fits from both")
+    p.add_argument("--device-memory", type=device_memory, metavar="SIZE",
+                   help="device memory to size the largest batch against, e.g. 80GiB "
+                        "(default: the device's, where the run or trace recorded it)")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the result as JSON (schema profkit.memory/1) to FILE, or to "
+                        "stdout when FILE is left out")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="lines of code to list per table (default 10)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a JSON file profkit wrote earlier")
+
+
+def memory(args: argparse.Namespace) -> int:
+    """Exit 1 when a file could not be used (each named on stderr in one line); files used
+    with less than they could give (no stacks) are one note line each."""
+    import sys
+
+    import msgspec
+
+    from profiler_kit import api, outputs
+    from profiler_kit.errors import UsageError
+    from profiler_kit.render.memory_console import limits, notes, report_lines
+
+    if args.top < 1:
+        raise UsageError(f"--top must be at least 1, not {args.top}")
+    target = outputs.check(args.json, "--json", inputs=args.paths, force=args.force)
+    report = api.memory(args.paths, device_memory=args.device_memory, top=args.top)
+    problems = notes(report)
+    for line in problems:
+        print(f"profkit: warning: {line}", file=sys.stderr)
+    for line in limits(report):
+        print(f"profkit: note: {line}", file=sys.stderr)
+    if args.json is not None:
+        outputs.write(target, msgspec.json.encode(report).decode() + "\n")
+    if args.json is None or target is not None:
+        print("\n".join(report_lines(report, args.top)))
+    return 1 if problems else 0
+
+
+COMMAND = Command("memory", "memory explained: what holds the peak (by category, by line of "
+                  "code), allocated vs reserved, fragmentation, leaks step to step, OOMs, "
+                  "the largest batch that fits", add_arguments, memory, data_only=True)

@@ -1,0 +1,84 @@
+"""Which files ``profkit memory`` reads for each strategy of the paths it is given.
+
+A run folder (``run.json``) gives one source per strategy that ran, with its items per step
+and the device's memory recorded by the run; another folder is one source of every trace,
+``*.memory_categories.json`` and snapshot pickle below it; a file is a source by itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiler_kit.analysis.category_peaks import SUFFIX
+from profiler_kit.analysis.memory_explained import StrategyMemory, explain
+from profiler_kit.analysis.memory_report import MemoryReport, combine
+from profiler_kit.errors import TraceError
+
+SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
+
+
+def _is_snapshot(path: Path) -> bool:
+    if path.suffix in SNAPSHOT_SUFFIXES:
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(1) == b"\x80"  # pickle protocol 2 and later
+    except OSError:
+        return False
+
+
+def _kinds(files: list[Path], traces_too: bool = True
+           ) -> tuple[list[Path], list[Path], list[Path]]:
+    """(traces, categories, snapshots) among ``files``."""
+    from profiler_kit.trace.loader import looks_like_trace
+
+    traces, cats, snaps = [], [], []
+    for f in files:
+        if f.name.endswith(SUFFIX):
+            cats.append(f)
+        elif _is_snapshot(f):
+            snaps.append(f)
+        elif traces_too and f.name.endswith((".json", ".json.gz")) and looks_like_trace(f):
+            traces.append(f)
+    return traces, cats, snaps
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    return sorted(f for f in folder.rglob("*") if f.is_file()
+                  and not any(part.startswith(".") for part in f.relative_to(folder).parts))
+
+
+def sources(path: Path, device_memory: int | None, top: int,
+            traces: bool = True) -> list[StrategyMemory]:
+    """One per strategy below ``path``; without ``traces``, from the categories and snapshots
+    alone (cheap: what ``analyze``, ``compare`` and the report show)."""
+    if not path.exists():
+        raise TraceError(f"{path}: no such file or folder")
+    if path.is_file():
+        found, cats, snaps = _kinds([path], traces)
+        if traces and not (found or cats or snaps):
+            found = [path]  # let the trace reader say what is wrong with it
+        return [explain(path.name, found, cats, snaps, None, device_memory, top)]
+    if not (path / "run.json").is_file():
+        return [explain(path.name, *_kinds(_folder_files(path), traces), None, device_memory,
+                        top)]
+    from profiler_kit.results import read_run
+
+    run = read_run(path / "run.json")
+    if device_memory is None:
+        recorded = run.environment.get("device_memory_bytes") or []
+        device_memory = max(recorded) if recorded and run.device != "cpu" else None
+    out = []
+    for s in run.strategies:
+        if s.status != "ok" or not s.dir:
+            continue
+        label = f"{s.name} [{s.point}]" if s.point else s.name
+        out.append(explain(label, *_kinds(_folder_files(path / s.dir), traces),
+                           s.items_per_step or None, device_memory, top))
+    return out
+
+
+def memory_report(paths: list[Path], device_memory: int | None, top: int = 10,
+                  traces: bool = True) -> MemoryReport:
+    found = [s for p in paths for s in sources(p, device_memory, top, traces)]
+    return combine(found, device_memory)

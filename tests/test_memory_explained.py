@@ -1,0 +1,215 @@
+"""``profkit memory`` on real CPU profiles: the peak, what was live, a real leak, what fits.
+
+Every figure is checked against something computed another way: the raw ``[memory]``
+events of the trace walked by address here, a hand count of the leaked tensor's bytes,
+PyTorch's own ``export_memory_timeline``, and the categories files of two real runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from profiler_kit import api
+from profiler_kit.cli import main
+from profiler_kit.measure import memory_categories
+
+HERE = Path(__file__).parent
+BATCH, IN, HIDDEN, OUT = 16, 64, 128, 10
+STEPS = 5  # profiled: ProfilerStep#1..#5
+
+
+class Leaky(torch.nn.Module):
+    def __init__(self, keep: bool) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(IN, HIDDEN), torch.nn.Linear(HIDDEN, OUT)
+        self.keep, self.kept = keep, []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc1(x).relu()  # the leaked activation is allocated here
+        if self.keep:
+            self.kept.append(h.detach())  # one activation per step, never given back
+        return self.fc2(h)
+
+
+LEAK_LINE = next(i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1)
+                 if "the leaked activation is allocated here" in line)
+
+
+def _profile(folder: Path, keep: bool) -> dict:
+    """Train a few steps under the profiler; the trace, the categories and PyTorch's own
+    memory timeline land in ``folder``."""
+    folder.mkdir()
+    torch.manual_seed(0)
+    model = Leaky(keep)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(BATCH, IN)
+    reference: dict = {}
+
+    def export(prof) -> None:
+        prof.export_chrome_trace(str(folder / "w.pt.trace.json"))
+        prof.export_memory_timeline(str(folder / "ref.json"), device="cpu")
+        reference["timeline"] = json.loads((folder / "ref.json").read_text())
+        (folder / "ref.json").unlink()  # not one of the run's files
+
+    ready = memory_categories.handler(export, folder, "w", ["cpu"])
+    with profile(activities=[ProfilerActivity.CPU], on_trace_ready=ready,
+                 schedule=schedule(wait=0, warmup=1, active=STEPS, repeat=1),
+                 record_shapes=True, profile_memory=True, with_stack=True) as prof:
+        for _ in range(STEPS + 1):
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+            prof.step()
+    return reference
+
+
+@pytest.fixture(scope="module")
+def leaky(tmp_path_factory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("mem") / "leaky"
+    return folder, _profile(folder, keep=True)
+
+
+def _raw_memory(trace: Path) -> list[dict]:
+    events = json.loads(trace.read_text())["traceEvents"]
+    mem = [e for e in events if e.get("name") == "[memory]"]
+    return sorted(mem, key=lambda e: e["ts"])
+
+
+def test_a_real_leak_is_named_with_its_line_and_bytes(leaky) -> None:
+    folder, _ = leaky
+    report = api.memory([folder / "w.pt.trace.json"])
+    (growth,) = report.strategies[0].growth
+    # by hand: one (BATCH, HIDDEN) float32 activation kept per step
+    per_step = BATCH * HIDDEN * 4
+    (leak,) = growth.leaks
+    assert leak.site.startswith(f"{Path(__file__).name}:{LEAK_LINE} ")
+    assert leak.site.endswith("(forward)")
+    assert leak.kept_bytes_per_step[1:-1] == (per_step,) * (STEPS - 2)
+    assert [s.step for s in growth.steps] == list(range(1, STEPS + 1))
+    # the middle steps keep nothing else: gradients are freed by the next zero_grad
+    assert [s.kept_bytes for s in growth.steps[1:-1]] == [per_step] * (STEPS - 2)
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("mem") / "clean"
+    return folder, _profile(folder, keep=False)
+
+
+def test_no_leak_without_the_list(clean) -> None:
+    report = api.memory([clean[0] / "w.pt.trace.json"])
+    (growth,) = report.strategies[0].growth
+    assert growth.leaks == () and growth.note is None
+    assert all(s.kept_bytes == 0 for s in growth.steps[1:-1])
+
+
+def test_peak_op_and_live_bytes_against_the_raw_events(leaky) -> None:
+    folder, _ = leaky
+    trace = folder / "w.pt.trace.json"
+    mem = _raw_memory(trace)
+    totals = [e["args"]["Total Allocated"] for e in mem]
+    at = totals.index(max(totals))
+    live: dict[int, int] = {}
+    for e in mem[: at + 1]:  # walk the events by address up to the one that set the peak
+        if e["args"]["Bytes"] > 0:
+            live[e["args"]["Addr"]] = e["args"]["Bytes"]
+        else:
+            live.pop(e["args"]["Addr"], None)
+    events = json.loads(trace.read_text())["traceEvents"]
+    ts = mem[at]["ts"]
+    around = [e for e in events if e.get("cat") == "cpu_op" and e["tid"] == mem[at]["tid"]
+              and e["ts"] <= ts <= e["ts"] + e["dur"]]
+    innermost = min(around, key=lambda e: e["dur"])
+
+    (peak,) = api.memory([trace]).strategies[0].peaks
+    assert peak.peak_allocated_bytes == max(totals)
+    assert peak.request_bytes == mem[at]["args"]["Bytes"]
+    assert peak.op == innermost["name"]
+    assert peak.live_bytes_seen == sum(live.values())
+    assert sum(s.bytes for s in peak.live_ops) == sum(live.values())
+
+
+def test_categories_at_the_peak_equal_pytorchs_timeline(leaky) -> None:
+    folder, reference = leaky
+    report = api.memory([folder])
+    (cats,) = report.strategies[0].categories
+    times, sizes = reference["timeline"]
+    top = max(sizes, key=lambda row: sum(row[1:]))
+    assert cats.total_bytes == sum(top[1:])
+    assert list(cats.by_category.values()) == top[1:]
+
+
+def _peak_row(reference: dict) -> dict[str, int]:
+    """PyTorch's own timeline at its highest total, by category name."""
+    times, sizes = reference["timeline"]
+    top = max(sizes, key=lambda row: sum(row[1:]))
+    return dict(zip(memory_categories_names(), top[1:], strict=True))
+
+
+def memory_categories_names() -> list[str]:
+    from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX
+
+    return ["unknown" if c is None else c.name.lower() for c in _CATEGORY_TO_INDEX]
+
+
+def test_compare_and_the_report_show_the_memory_section(leaky, clean, capsys,
+                                                         tmp_path) -> None:
+    from browser import open_report, require_browser
+
+    from profiler_kit.render.units import nbytes
+
+    (a, ref_a), (b, ref_b) = leaky, clean
+    act_a, act_b = _peak_row(ref_a)["activation"], _peak_row(ref_b)["activation"]
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    sign = "+" if act_b >= act_a else "-"
+    assert f"clean: {sign}{nbytes(abs(act_b - act_a))} activations vs leaky" in out
+    html = tmp_path / "report.html"
+    assert main(["report", str(a), str(b), "-o", str(html)]) == 0
+    text = html.read_text()
+    section = text.split('<h2 id="memory">Memory</h2>')[1].split("<h2")[0]
+    total_a = sum(_peak_row(ref_a).values())
+    assert f'<td>leaky (cpu)</td><td class="num">{nbytes(total_a)}</td>' in section
+    page = open_report(html, tmp_path / "shots", require_browser())
+    assert page.errors == [] and all(u.startswith("file://") for u in page.requests)
+
+
+QUICK = ["--iterations", "2", "--warmup", "0", "--repeats", "1", "--profile-wait", "0",
+         "--profile-warmup", "1", "--profile-active", "2", "--with-stack"]
+
+
+def test_what_fits_from_two_real_runs(tmp_path, capsys) -> None:
+    example = HERE.parent / "examples" / "my_scenario.py"
+    runs = {}
+    for batch in (2, 6):
+        out = tmp_path / f"b{batch}"
+        assert main(["run", str(example), "--out", str(out), "--batch-size", str(batch),
+                     "--strategies", "contiguous", *QUICK]) == 0
+        runs[batch] = next(out.rglob("run.json")).parent
+    memory = 64 << 20
+    report = api.memory([runs[2], runs[6]], device_memory=memory)
+    # by hand, from the two runs' category files
+    peaks, acts = {}, {}
+    for batch, run in runs.items():
+        (f,) = run.rglob(f"*{memory_categories.SUFFIX}")
+        peak = json.loads(f.read_text())["devices"]["cpu"]["peak"]
+        peaks[batch], acts[batch] = peak["total_bytes"], peak["by_category"]["activation"]
+    per_item = (peaks[6] - peaks[2]) / 4
+    fixed = peaks[2] - 2 * per_item
+    fit = report.fit
+    assert fit.method == "two batch sizes"
+    assert fit.bytes_per_item == pytest.approx(per_item)
+    assert fit.activation_bytes_per_item == pytest.approx((acts[6] - acts[2]) / 4)
+    assert fit.fixed_bytes == round(fixed)
+    assert fit.largest_batch == math.floor((memory - round(fixed)) / per_item)
+    assert fit.bytes_per_item > 0
+    # and the command says it, as an estimate with its assumptions
+    assert main(["memory", str(runs[2]), str(runs[6]), "--device-memory", "64MiB"]) == 0
+    out = capsys.readouterr().out
+    assert f"about {fit.largest_batch} (estimate)" in out and "assumes" in out
