@@ -207,3 +207,17 @@ def test_corrupted_bytes_load_or_raise_trace_error(tmp_path: Path, at: int, junk
                 load_simple(path)
         else:
             assert_same(table, load_simple(path))
+
+
+def test_a_byte_that_is_not_utf8_in_a_name_loads_as_a_question_mark(tmp_path: Path) -> None:
+    """A name with one byte that is not UTF-8, in the middle of the event list: every
+    loader reads it as ``?`` (one byte for one, so the piece reader's offsets into the
+    file still hold), whole, in pieces or in parts."""
+    at = SMALL.index(b'"ProfilerStep#1"') + 1
+    path = tmp_path / "bad.json"
+    path.write_bytes(SMALL[:at] + b"\x80" + SMALL[at + 1:])
+    table = load_simple(path)
+    assert "?rofilerStep#1" in table.names
+    for loader in (partial(load, path), partial(load, path, chunk_bytes=64),
+                   partial(load_in_parts_or_one_pass, path, 2, 64)):
+        assert_same(loader(), table)

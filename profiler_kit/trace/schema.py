@@ -8,6 +8,7 @@ decode with ``UNTYPED`` into plain dicts and lists.
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 from typing import Any, Union
 
@@ -130,7 +131,8 @@ UNTYPED = msgspec.json.Decoder()
 
 
 def decode_json(decoder: Any, data: bytes | memoryview) -> Any:
-    """``decoder.decode(data)``, with invalid UTF-8 replaced by U+FFFD rather than fatal."""
+    """``decoder.decode(data)``, with invalid UTF-8 replaced (see :func:`utf8_replaced`)
+    rather than fatal."""
     try:
         return decoder.decode(data)
     except UnicodeDecodeError:
@@ -172,7 +174,18 @@ def _decode_python(path: Path, data: bytes) -> Any:
 
 
 def utf8_replaced(data: bytes | memoryview) -> bytes:
-    return bytes(data).decode("utf-8", "replace").encode("utf-8")
+    """``data`` with each byte that is not valid UTF-8 replaced by ``?``: one byte for one,
+    so the offsets in a decode error still point into the file (the piece reader finds
+    the end of the event list by them)."""
+    return bytes(data).decode("utf-8", _ONE_FOR_ONE).encode("utf-8")
+
+
+def _one_question_mark_per_byte(err: UnicodeDecodeError) -> tuple[str, int]:
+    return "?" * (err.end - err.start), err.end
+
+
+_ONE_FOR_ONE = "profkit.one-for-one"
+codecs.register_error(_ONE_FOR_ONE, _one_question_mark_per_byte)
 
 
 def json_problem(e: BaseException) -> str:
