@@ -65,8 +65,8 @@ def sweep(user: Any, name: str, sizes: Sequence[int], device: str, amp_dtype: st
           options: MeasureOptions, folder: Path, seed: int = 0, deadline_s: float | None = None,
           on_point: Callable[[BatchPoint], None] | None = None) -> list[BatchPoint]:
     """Each size in turn until one runs out of memory or the deadline (seconds from now)
-    passes (the first size always runs); the sizes not reached are NOT_RUN with the reason. Ctrl-C propagates; the
-    points finished so far have been given to ``on_point``."""
+    passes (the first size always runs); the sizes not reached are NOT_RUN with the
+    reason. Ctrl-C propagates; the points finished so far have gone to ``on_point``."""
     timing = dataclasses.replace(options, profile=False)
     start = time.monotonic()
     points: list[BatchPoint] = []

@@ -12,6 +12,7 @@ from profiler_kit.cli import main
 from profiler_kit.commands.tune import is_winner
 from profiler_kit.errors import UsageError
 from profiler_kit.measure.passes import MeasureOptions
+from profiler_kit.render import tune_console
 from profiler_kit.scenarios import tune, tune_stack
 
 DATA = Path(__file__).parent / "data" / "tune"
@@ -186,6 +187,32 @@ def test_recompilations_are_counted_next_to_graph_breaks(tmp_path) -> None:
     # the model branches on a count of its calls, so the timed steps compile again
     assert varying_c.info["recompilations"] >= 1
     assert varying_c.equivalence.ok  # the branch does not change the result
+    table = _text(tune_console.ranked_table(varying, None))
+    assert f"{varying_c.info['compile_s']:.1f} s" in table
+    assert f"0 / {varying_c.info['recompilations']}" in table
+
+
+def _text(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_ranked_table_orders_by_throughput_and_never_ranks_a_rejected_knob(
+        tmp_path) -> None:
+    result = _run("cancels.py", ["autocast", "threads"], tmp_path, FAST)
+    ranked = tune_console.ranked(result.at(""))
+    assert "autocast" not in [s.name for s in ranked]  # its results change
+    rates = [s.throughput_items_per_s for s in ranked]
+    assert rates == sorted(rates, reverse=True)
+    for s in ranked:  # throughput is the items per step over the median step
+        assert s.throughput_items_per_s == pytest.approx(4 / (s.stats.median_ns / 1e9))
+    lines = _text(tune_console.ranked_table(result, None)).splitlines()
+    rows = [next(i for i, line in enumerate(lines) if f" {s.name} " in line) for s in ranked]
+    assert rows == sorted(rows)
+    assert any("autocast" in line and "rejected: results change" in line for line in lines)
 
 
 # ---------------------------------------------------------------- batch-size sweep
@@ -246,3 +273,15 @@ def test_the_command_stacks_sweeps_and_writes_tune_json(tmp_path, capsys) -> Non
         (8, "ok"), (16, "ok"), (32, "out of memory"), (64, "not run")]
     run = json.loads((run_dir / "run.json").read_text())
     assert answer["recommended"] in (None, *[s["name"] for s in run["strategies"]])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
+def test_cuda_graphs_replay_the_baselines_results_on_cuda(tmp_path) -> None:
+    for name in ("cancels.py", "slow_contiguous.py"):  # inference, and a training step
+        scenario = tune.TuneScenario(tune.load_user_model(str(DATA / name)), stack=False)
+        result = api.run(scenario, {"batch_size": 4}, device="cuda",
+                         strategies=[tune.BASELINE, "cuda_graphs"], options=FAST,
+                         out=tmp_path / name)
+        graphs = {s.name: s for s in result.strategies}["cuda_graphs"]
+        assert graphs.status == "ok" and graphs.equivalence.ok

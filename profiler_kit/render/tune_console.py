@@ -30,11 +30,12 @@ def ranked(rows: Sequence[StrategyResult]) -> list[StrategyResult]:
                                         s.stats.median_ns if s.stats else 0))
 
 
-def _compile(s: StrategyResult) -> str:
+def _compile(s: StrategyResult) -> tuple[str, str]:
+    """The first call's compile time, and graph breaks / recompilations during the steps."""
     if "compile_s" not in s.info:
-        return "-"
-    return (f"{s.info['compile_s']:.1f} s, {s.info.get('graph_breaks', 0)} breaks, "
-            f"{s.info.get('recompilations', 0)} recompiles")
+        return "-", "-"
+    return (f"{s.info['compile_s']:.1f} s",
+            f"{s.info.get('graph_breaks', 0)} / {s.info.get('recompilations', 0)}")
 
 
 def _verdict(n: Any) -> str:
@@ -47,11 +48,12 @@ def _verdict(n: Any) -> str:
 def ranked_table(result: RunResult, recommended: str | None) -> Table:
     """Every knob and stack: the ranked ones first, then the rejected, failed and skipped."""
     rows = list(result.at(""))
-    table = Table(title="Knobs, ranked (speedup against eager_fp32)", header_style="bold")
+    table = Table(title="Knobs, ranked (speedup against eager_fp32; compile time is apart "
+                  "from the step)", header_style="bold")
     table.add_column("#", justify="right")
     table.add_column("knobs", no_wrap=True)
     for col in ("step (median)", f"{result.item_unit}/s", "speedup", "verdict", "peak mem",
-                "compile (apart)"):
+                "compile", "breaks / recompiles"):
         table.add_column(col, justify="right" if col != "verdict" else "left")
     order = ranked(rows)
     for i, s in enumerate(order, 1):
@@ -60,7 +62,7 @@ def ranked_table(result: RunResult, recommended: str | None) -> Table:
         table.add_row(str(i), s.name + (" (recommended)" if s.name == recommended else ""),
                       units.duration(s.stats.median_ns if s.stats else None),
                       units.significant(per_s, 4) if per_s is not None else "-",
-                      speedup_noise.speedup(s), verdict, _memory(s), _compile(s),
+                      speedup_noise.speedup(s), verdict, _memory(s), *_compile(s),
                       style="bold green" if s.name == recommended else "")
     for s in rows:
         if s in order:
@@ -71,7 +73,7 @@ def ranked_table(result: RunResult, recommended: str | None) -> Table:
             why = Text(f"skipped: {s.reason}", style="dim")
         else:
             why = Text(f"{s.status}: {s.error or s.reason}", style="red")
-        table.add_row("-", s.name, "-", "-", "-", why, "-", "-")
+        table.add_row("-", s.name, "-", "-", "-", why, "-", "-", "-")
     return table
 
 
