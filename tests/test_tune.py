@@ -75,6 +75,14 @@ def test_a_file_without_the_functions_is_one_line(capsys) -> None:
     assert err.count("\n") == 0 and "inputs" in err
 
 
+@pytest.mark.parametrize("flags", [["--batch-sizes", "4,x"], ["--max-batch-size", "0"]])
+def test_bad_sweep_sizes_are_one_line_before_anything_runs(flags, tmp_path, capsys) -> None:
+    assert main(["tune", str(DATA / "cancels.py"), *flags, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and flags[0] in err
+    assert not (tmp_path / "tune").exists()
+
+
 def test_the_command_prints_the_recommended_settings(tmp_path, capsys) -> None:
     status = main(["tune", str(DATA / "slow_contiguous.py"), "--device", "cpu",
                    "--knobs", "channels_last", "--repeats", "1", "--iterations", "6",

@@ -58,7 +58,8 @@ def _sizes(args: argparse.Namespace, batch_size: int) -> list[int]:
         if not sizes or min(sizes) < 1:
             raise UsageError(f"--batch-sizes: give sizes of at least 1, got {args.batch_sizes!r}")
         return sorted(set(sizes))
-    cap = args.max_batch_size or SWEEP_FACTOR * batch_size
+    cap = (SWEEP_FACTOR * batch_size if args.max_batch_size is None
+           else args.max_batch_size)
     if cap < 1:
         raise UsageError(f"--max-batch-size must be at least 1, got {cap}")
     return doubling(batch_size, cap)
