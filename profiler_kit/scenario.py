@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from profiler_kit.errors import UsageError
 
 if TYPE_CHECKING:
-    from profiler_kit.results import RunResult
+    from profiler_kit.results import RunResult, StrategyResult
 
 # Requirements a strategy may declare; devices.unmet_requirement() explains each.
 CUDA = "cuda"
@@ -203,6 +203,13 @@ class Scenario(ABC):
 
         Raises UsageError on parameters the workload cannot take.
         """
+
+    def next_strategies(self, done: Sequence[StrategyResult],
+                        params: Mapping[str, Any]) -> Sequence[Strategy]:
+        """More strategies to run at this point, chosen from the results ``done`` so far
+        (an adaptive search, e.g. stacking the knobs that won); asked again after each
+        batch has run, until it returns none. None by default."""
+        return ()
 
     def validate(self, params: Mapping[str, Any]) -> None:
         """Raise UsageError for parameters the scenario cannot take, before anything runs."""

@@ -1,21 +1,23 @@
-"""Scenario ``tune``: the user's own model under the standard speed knobs, one at a time.
+"""Scenario ``tune``: the user's own model under the standard speed knobs, one at a time,
+then the winners stacked greedily.
 
 Generated from the smallest contract: a function returning a model, a function returning
 one batch of inputs for a batch size, and optionally a loss function, which makes the step
 a training step (forward, backward, optimizer step). Every knob is a strategy, so the
 runner checks it against the float32 eager baseline (outputs, and gradients when training)
 before timing it, times it in rounds with paired noise verdicts and profiles it once.
+Once the single knobs are measured, ``next_strategies`` proposes the greedy stacks
+(:mod:`tune_stack`), which the runner checks, times and profiles the same way.
 Knobs that need CUDA are strategies that require it: on the CPU they are listed as
 skipped with the reason.
 """
 
 from __future__ import annotations
 
-import copy
 import importlib
 import importlib.util
-import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +31,27 @@ from profiler_kit.scenario import (
     Workload,
     import_file,
 )
+from profiler_kit.scenarios import tune_stack
+from profiler_kit.scenarios.tune_workload import (
+    BASELINE,
+    COMPILE_MODES,
+    TRAIN_AMP_TOLERANCE,
+    TRAIN_FLOAT32_TOLERANCE,
+    TuneWorkload,
+    as_list,
+    knobs_of,
+    threads_knob_count,
+)
 
-BASELINE = "eager_fp32"
-# a training step's gradients, as a relative error of norm: float32 kernels that sum in
-# another order (channels_last, compiled) move them by ~1e-3 through batch statistics;
-# one bfloat16 step through a random-weight ResNet moves them by ~0.4, so reduced
-# precision is held to 0.5 when training (outputs and gradients alike; loose, and said so)
-TRAIN_FLOAT32_TOLERANCE = 1e-2
-TRAIN_AMP_TOLERANCE = 0.5
+__all__ = ["BASELINE", "COMPILE_MODES", "KNOBS", "TRAIN_AMP_TOLERANCE",
+           "TRAIN_FLOAT32_TOLERANCE", "TuneScenario", "TuneWorkload", "UserModel",
+           "load_user_model", "snippet"]
+
 KNOBS = (
     Strategy(BASELINE, "float32, eager (the baseline)"),
     Strategy("autocast", "torch.autocast: bfloat16 on CPU, float16 on CUDA", amp=True),
     Strategy("channels_last", "channels_last memory format for 4-D inputs and weights"),
+    Strategy("threads", "torch.set_num_threads: intra-op threads (restored after)"),
     Strategy("compile", "torch.compile(model) with the default mode"),
     Strategy("compile_reduce_overhead", 'torch.compile(model, mode="reduce-overhead")',
              opt_in="full"),
@@ -49,21 +60,30 @@ KNOBS = (
     Strategy("tf32", "TF32 matmuls and convolutions (restored after)", requires=(CUDA,)),
     Strategy("cudnn_benchmark", "torch.backends.cudnn.benchmark = True (restored after)",
              requires=(CUDA,)),
+    Strategy("cuda_graphs", "the step captured in CUDA graphs (torch.cuda.graph)",
+             requires=(CUDA,)),
 )
-COMPILE_MODES = {"compile": None, "compile_reduce_overhead": "reduce-overhead",
-                 "compile_max_autotune": "max-autotune-no-cudagraphs"}
 SNIPPETS = {
     "autocast": "with torch.autocast(device_type, dtype=torch.bfloat16):  # float16 on CUDA\n"
                 "    out = model(x)",
     "channels_last": "model = model.to(memory_format=torch.channels_last)\n"
                      "x = x.contiguous(memory_format=torch.channels_last)",
+    "threads": "torch.set_num_threads({threads})",
     "compile": "model = torch.compile(model)",
     "compile_reduce_overhead": 'model = torch.compile(model, mode="reduce-overhead")',
     "compile_max_autotune": 'model = torch.compile(model, mode="max-autotune-no-cudagraphs")',
     "tf32": "torch.backends.cuda.matmul.allow_tf32 = True\n"
             "torch.backends.cudnn.allow_tf32 = True",
     "cudnn_benchmark": "torch.backends.cudnn.benchmark = True",
+    "cuda_graphs": "graph = torch.cuda.CUDAGraph()  # after 3 warm-up calls on a side stream\n"
+                   "with torch.cuda.graph(graph):\n"
+                   "    out = model(static_x)\n"
+                   "graph.replay()  # each step, after static_x.copy_(x)",
 }
+# the order a stack's lines are pasted in: settings, then the model's layout, then compile
+SNIPPET_ORDER = ("threads", "tf32", "cudnn_benchmark", "channels_last", "compile",
+                 "compile_reduce_overhead", "compile_max_autotune", "cuda_graphs",
+                 "autocast")
 
 
 class UserModel:
@@ -105,125 +125,6 @@ def load_user_model(spec: str) -> UserModel:
     return UserModel(model, inputs, loss if callable(loss) else None, spec)
 
 
-def _as_list(x: Any) -> list[Any]:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
-
-
-class TuneWorkload(Workload):
-    """The user's model and batch under one knob; training when there is a loss."""
-
-    def __init__(self, user: UserModel, knob: str, config: RunConfig) -> None:
-        import torch
-
-        self.torch = torch
-        self.knob, self.user = knob, user
-        device = torch.device(config.device)
-        torch.manual_seed(config.seed)
-        model = user.model().to(device)
-        torch.manual_seed(config.seed + 1)
-        batch = [t.to(device) if isinstance(t, torch.Tensor) else t
-                 for t in _as_list(user.inputs(int(config.params["batch_size"])))]
-        if knob == "channels_last":
-            model = model.to(memory_format=torch.channels_last)
-            batch = [t.contiguous(memory_format=torch.channels_last)
-                     if isinstance(t, torch.Tensor) and t.dim() == 4 else t for t in batch]
-        self.training = user.loss is not None
-        if self.training:
-            self.float32_tolerance = TRAIN_FLOAT32_TOLERANCE
-            self.amp_tolerance = TRAIN_AMP_TOLERANCE
-        model.train(self.training)
-        self.reference_model = model  # outputs() computes from the initial weights
-        self.initial_state = copy.deepcopy(model.state_dict())
-        self.model = model
-        if knob in COMPILE_MODES:
-            self.model = torch.compile(model, mode=COMPILE_MODES[knob])
-        self.batch = batch
-        self.amp_dtype = getattr(torch, config.amp_dtype) if config.amp_dtype else None
-        self.device_type = device.type
-        self.scaler = (torch.amp.GradScaler("cuda")
-                       if self.training and self.amp_dtype == torch.float16 else None)
-        self.optimizer = (torch.optim.SGD(model.parameters(), lr=1e-3)
-                          if self.training else None)
-        self.devices = [device]
-        first = next((t for t in batch if isinstance(t, torch.Tensor)), None)
-        self.items_per_step = int(first.shape[0]) if first is not None and first.dim() else 1
-        self.saved_flags = self._apply_flags(knob)
-        self.info = {"param_count": sum(p.numel() for p in model.parameters()),
-                     "training": self.training, "knob": knob}
-        if knob in COMPILE_MODES:
-            # the first call compiles: timed here, apart from the step time the runner measures
-            from torch._dynamo.utils import counters
-
-            counters.clear()
-            start = time.perf_counter()
-            if self.training:
-                self._forward_loss(self.model)
-            else:
-                with torch.inference_mode():  # as step() calls it, so nothing recompiles
-                    self._forward_loss(self.model)
-            torch.cuda.synchronize() if device.type == "cuda" else None
-            self.info = {**self.info, "compile_s": round(time.perf_counter() - start, 3),
-                         "graph_breaks": sum(counters["graph_break"].values()),
-                         "graphs": int(counters["stats"].get("unique_graphs", 0))}
-
-    def _apply_flags(self, knob: str) -> dict[str, bool]:
-        b = self.torch.backends
-        saved = {"matmul_tf32": b.cuda.matmul.allow_tf32, "cudnn_tf32": b.cudnn.allow_tf32,
-                 "cudnn_benchmark": b.cudnn.benchmark}
-        if knob == "tf32":
-            b.cuda.matmul.allow_tf32 = b.cudnn.allow_tf32 = True
-        if knob == "cudnn_benchmark":
-            b.cudnn.benchmark = True
-        return saved
-
-    def _forward_loss(self, model: Any) -> tuple[Any, Any]:
-        torch = self.torch
-        with torch.profiler.record_function("forward"), torch.autocast(
-                self.device_type, dtype=self.amp_dtype or torch.float32,
-                enabled=self.amp_dtype is not None):
-            out = model(*self.batch)
-            loss = self.user.loss(out, self.batch) if self.training else None
-        return out, loss
-
-    def step(self) -> None:
-        torch = self.torch
-        if not self.training:
-            with torch.inference_mode():
-                self._forward_loss(self.model)
-            return
-        self.optimizer.zero_grad(set_to_none=True)
-        _, loss = self._forward_loss(self.model)
-        with torch.profiler.record_function("backward"):
-            (self.scaler.scale(loss) if self.scaler else loss).backward()
-        with torch.profiler.record_function("optimizer"):
-            if self.scaler:
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
-            else:
-                self.optimizer.step()
-
-    def outputs(self) -> Sequence[Any]:
-        torch = self.torch
-        model = copy.deepcopy(self.reference_model)
-        model.load_state_dict(self.initial_state)
-        compiled = torch.compile(model, mode=COMPILE_MODES[self.knob]) \
-            if self.knob in COMPILE_MODES else model
-        if not self.training:
-            with torch.inference_mode():
-                out, _ = self._forward_loss(compiled)
-            return [t.float() for t in _as_list(out) if isinstance(t, torch.Tensor)]
-        out, loss = self._forward_loss(compiled)
-        loss.float().backward()
-        grads = [p.grad.float() for p in model.parameters() if p.grad is not None]
-        return [t.detach().float() for t in _as_list(out) if isinstance(t, torch.Tensor)] + grads
-
-    def close(self) -> None:
-        b = self.torch.backends
-        b.cuda.matmul.allow_tf32 = self.saved_flags["matmul_tf32"]
-        b.cudnn.allow_tf32 = self.saved_flags["cudnn_tf32"]
-        b.cudnn.benchmark = self.saved_flags["cudnn_benchmark"]
-
-
 class TuneScenario(Scenario):
     name = "tune"
     description = "Your model under every standard speed knob, each against float32 eager"
@@ -234,19 +135,34 @@ class TuneScenario(Scenario):
     supports_amp = False  # autocast is a knob of its own
 
     def __init__(self, user: UserModel | None = None,
-                 knobs: Sequence[Strategy] | None = None) -> None:
+                 knobs: Sequence[Strategy] | None = None, stack: bool = True) -> None:
         self.user = user
+        self.stack = stack  # False: each knob alone only
         if knobs is not None:
             self.strategies = tuple(knobs)
 
     def skip_reason(self, strategy: Strategy, params: Mapping[str, Any]) -> str | None:
-        if strategy.name == "channels_last" and self.user is not None:
+        knobs = knobs_of(strategy.name)
+        if "channels_last" in knobs and self.user is not None:
             import torch
 
-            batch = _as_list(self.user.inputs(int(params["batch_size"])))
+            batch = as_list(self.user.inputs(int(params["batch_size"])))
             if not any(isinstance(t, torch.Tensor) and t.dim() == 4 for t in batch):
                 return "no 4-D input: channels_last applies to NCHW tensors"
+        if "threads" in knobs:
+            import torch
+
+            if threads_knob_count() == torch.get_num_threads():
+                return "one CPU: no other intra-op thread count to try"
         return None
+
+    def next_strategies(self, done: Sequence[Any], params: Mapping[str, Any]
+                        ) -> Sequence[Strategy]:
+        """The next greedy stack to measure, if any (see :mod:`tune_stack`)."""
+        if not self.stack:
+            return []
+        _, name, _ = tune_stack.walk(done, self.baseline)
+        return [] if name is None else [stacked(name)]
 
     def build(self, strategy: Strategy, config: RunConfig) -> Workload:
         if self.user is None:
@@ -254,7 +170,20 @@ class TuneScenario(Scenario):
         return TuneWorkload(self.user, strategy.name, config)
 
 
+def stacked(name: str) -> Strategy:
+    """The strategy applying every knob of ``a+b+...`` (autocast makes it an AMP one)."""
+    by_name = {k.name: k for k in KNOBS}
+    knobs = [by_name[k] for k in knobs_of(name)]
+    return replace(knobs[0], name=name, help=" + ".join(k.name for k in knobs),
+                   amp=any(k.amp for k in knobs), opt_in=None,
+                   requires=tuple(dict.fromkeys(r for k in knobs for r in k.requires)))
+
+
 def snippet(knobs: Sequence[str]) -> str:
-    """The paste-able code that applies ``knobs``."""
-    lines = [SNIPPETS[k] for k in knobs if k in SNIPPETS]
+    """The paste-able code that applies ``knobs`` (names, or stacks ``a+b``)."""
+    wanted = {k for name in knobs for k in knobs_of(name)}
+    lines = [SNIPPETS[k] for k in SNIPPET_ORDER if k in wanted]
+    if "threads" in wanted:
+        lines = [line.format(threads=threads_knob_count()) if "{threads}" in line else line
+                 for line in lines]
     return "\n".join(lines) if lines else "# float32 eager is already the fastest here"

@@ -12,7 +12,8 @@ from profiler_kit.cli import main
 from profiler_kit.commands.tune import is_winner
 from profiler_kit.errors import UsageError
 from profiler_kit.measure.passes import MeasureOptions
-from profiler_kit.scenarios import tune
+from profiler_kit.render import tune_console
+from profiler_kit.scenarios import tune, tune_stack
 
 DATA = Path(__file__).parent / "data" / "tune"
 FAST = MeasureOptions(iterations=3, warmup=1, repeats=2, profile_active=1)
@@ -74,13 +75,22 @@ def test_a_file_without_the_functions_is_one_line(capsys) -> None:
     assert err.count("\n") == 0 and "inputs" in err
 
 
+@pytest.mark.parametrize("flags", [["--batch-sizes", "4,x"], ["--max-batch-size", "0"]])
+def test_bad_sweep_sizes_are_one_line_before_anything_runs(flags, tmp_path, capsys) -> None:
+    assert main(["tune", str(DATA / "cancels.py"), *flags, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and flags[0] in err
+    assert not (tmp_path / "tune").exists()
+
+
 def test_the_command_prints_the_recommended_settings(tmp_path, capsys) -> None:
     status = main(["tune", str(DATA / "slow_contiguous.py"), "--device", "cpu",
                    "--knobs", "channels_last", "--repeats", "1", "--iterations", "6",
                    "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert status == 0
-    assert "Recommended settings:" in out and "channels_last" in out
+    assert "Recommended settings (channels_last, " in out
+    assert "model = model.to(memory_format=torch.channels_last)" in out
 
 
 @pytest.mark.gpu
@@ -95,3 +105,191 @@ def test_tf32_and_cudnn_benchmark_run_and_restore_the_flags_on_cuda(tmp_path) ->
                      options=FAST, out=tmp_path)
     assert all(s.status == "ok" for s in result.strategies)
     assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark) == before
+
+
+# ---------------------------------------------------------------- greedy stacking
+
+
+def test_two_winning_knobs_are_stacked_and_the_stack_is_recommended(tmp_path) -> None:
+    result = _run("two_slow_paths.py", ["autocast", "channels_last"], tmp_path, WITHIN)
+    by = {s.name: s for s in result.strategies}
+    assert set(by) == {tune.BASELINE, "autocast", "channels_last", "channels_last+autocast"}
+    stack = by["channels_last+autocast"]
+    # the stack ran under the runner's rules: checked against the baseline, then timed
+    assert stack.status == "ok" and stack.equivalence.checked and stack.equivalence.ok
+    assert stack.info["knob"] == "channels_last+autocast" and stack.amp_dtype == "bfloat16"
+    # channels_last saves 0.15 s a step and autocast 0.1 s (the model's own sleeps): the
+    # best single knob is channels_last, and the stack is faster than it by far
+    assert tune_stack.single_winners(result.strategies, tune.BASELINE)[0].name == "channels_last"
+    assert stack.stats.median_ns * 5 < by["channels_last"].stats.median_ns
+    best, pending, notes = tune_stack.walk(result.strategies, tune.BASELINE)
+    assert best.name == "channels_last+autocast" and pending is None
+    assert notes == ["channels_last+autocast: kept, faster than channels_last beyond noise"]
+    code = tune.snippet([best.name])
+    assert "channels_last" in code and "torch.autocast" in code
+    assert code.index("channels_last") < code.index("autocast")
+    assert not any("+" in s.name and s.name != best.name for s in result.strategies)
+
+
+def test_a_stack_that_saves_nothing_more_is_dropped(tmp_path) -> None:
+    result = _run("one_slow_path.py", ["channels_last", "autocast"], tmp_path, WITHIN)
+    by = {s.name: s for s in result.strategies}
+    assert is_winner(by["channels_last"]) and is_winner(by["autocast"])
+    best, pending, notes = tune_stack.walk(result.strategies, tune.BASELINE)
+    stack_name = f"{best.name}+" + ({"channels_last", "autocast"} - {best.name}).pop()
+    assert stack_name in by and by[stack_name].status == "ok"  # measured, then dropped
+    assert best.name in ("channels_last", "autocast") and pending is None
+    assert len(notes) == 1 and notes[0].startswith(f"{stack_name}: dropped, not faster")
+    # the independent check: both wait the same 50 ms floor, so neither is 10 % faster
+    ratio = by[stack_name].stats.median_ns / by[best.name].stats.median_ns
+    assert ratio > 0.9
+
+
+def test_the_greedy_search_never_stacks_two_compile_modes() -> None:
+    assert not tune_stack._compatible("channels_last+compile", "compile_max_autotune")
+    assert not tune_stack._compatible("compile_reduce_overhead", "cuda_graphs")
+    assert tune_stack._compatible("compile", "channels_last")
+    strategy = tune.stacked("channels_last+autocast+tf32")
+    assert strategy.amp and strategy.requires == ("cuda",) and strategy.opt_in is None
+
+
+def test_no_stack_runs_each_knob_alone_only(tmp_path) -> None:
+    scenario = tune.TuneScenario(tune.load_user_model(str(DATA / "two_slow_paths.py")),
+                                 stack=False)
+    result = api.run(scenario, {"batch_size": 4}, device="cpu",
+                     strategies=[tune.BASELINE, "autocast", "channels_last"], options=WITHIN,
+                     out=tmp_path)
+    assert [s.name for s in result.strategies] == [tune.BASELINE, "autocast", "channels_last"]
+
+
+# ---------------------------------------------------------------- threads and recompiles
+
+
+def test_the_threads_knob_sets_the_intra_op_threads_and_restores_them(tmp_path) -> None:
+    import os
+
+    import torch
+
+    before = torch.get_num_threads()
+    result = _run("cancels.py", ["threads"], tmp_path, FAST)
+    threads = {s.name: s for s in result.strategies}["threads"]
+    assert torch.get_num_threads() == before
+    if threads.status == "skipped":  # a one-CPU machine has no other count to try
+        assert (os.cpu_count() or 1) == 1 and before == 1
+        return
+    logical = os.cpu_count() or 1
+    expected = logical if logical > before else max(1, before // 2)
+    assert threads.status == "ok" and threads.info["threads"] == expected != before
+    assert f"torch.set_num_threads({expected})" in tune.snippet(["threads"])
+
+
+def test_recompilations_are_counted_next_to_graph_breaks(tmp_path) -> None:
+    options = MeasureOptions(iterations=2, warmup=1, repeats=1, profile_active=1)
+    steady = _run("cancels.py", ["compile"], tmp_path / "steady", options)
+    varying = _run("recompiles.py", ["compile"], tmp_path / "varying", options)
+    steady_c = {s.name: s for s in steady.strategies}["compile"]
+    varying_c = {s.name: s for s in varying.strategies}["compile"]
+    if "failed" in (steady_c.status, varying_c.status):  # no C++ compiler here
+        return
+    assert steady_c.info["recompilations"] == 0 and steady_c.info["graph_breaks"] == 0
+    # the model branches on a count of its calls, so the timed steps compile again
+    assert varying_c.info["recompilations"] >= 1
+    assert varying_c.equivalence.ok  # the branch does not change the result
+    table = _text(tune_console.ranked_table(varying, None))
+    assert f"{varying_c.info['compile_s']:.1f} s" in table
+    assert f"0 / {varying_c.info['recompilations']}" in table
+
+
+def _text(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_ranked_table_orders_by_throughput_and_never_ranks_a_rejected_knob(
+        tmp_path) -> None:
+    result = _run("cancels.py", ["autocast", "threads"], tmp_path, FAST)
+    ranked = tune_console.ranked(result.at(""))
+    assert "autocast" not in [s.name for s in ranked]  # its results change
+    rates = [s.throughput_items_per_s for s in ranked]
+    assert rates == sorted(rates, reverse=True)
+    for s in ranked:  # throughput is the items per step over the median step
+        assert s.throughput_items_per_s == pytest.approx(4 / (s.stats.median_ns / 1e9))
+    lines = _text(tune_console.ranked_table(result, None)).splitlines()
+    rows = [next(i for i, line in enumerate(lines) if f" {s.name} " in line) for s in ranked]
+    assert rows == sorted(rows)
+    assert any("autocast" in line and "rejected: results change" in line for line in lines)
+
+
+# ---------------------------------------------------------------- batch-size sweep
+
+
+def test_an_out_of_memory_past_a_size_is_a_result_of_the_sweep(tmp_path) -> None:
+    from profiler_kit.scenarios import tune_batch
+
+    user = tune.load_user_model(str(DATA / "oom_past_16.py"))
+    sizes = tune_batch.doubling(4, 64)
+    assert sizes == [4, 8, 16, 32, 64]
+    points = tune_batch.sweep(user, tune.BASELINE, sizes, "cpu", None,
+                              MeasureOptions(iterations=3, warmup=1, repeats=1), tmp_path)
+    assert [(p.batch_size, p.status) for p in points] == [
+        (4, "ok"), (8, "ok"), (16, "ok"), (32, "out of memory"), (64, "not run")]
+    assert "OutOfMemoryError" in points[3].detail and "\n" not in points[3].detail
+    for p in points[:3]:
+        # every step waits 20 ms (the model's sleep): the throughput is at most size / 20 ms,
+        # and is the size over the median step
+        assert p.median_ns >= 20e6
+        assert p.items_per_s == pytest.approx(p.batch_size / (p.median_ns / 1e9))
+
+
+def test_a_cpu_allocation_failure_is_an_out_of_memory_too(tmp_path) -> None:
+    from profiler_kit.scenarios import tune_batch
+
+    user = tune.load_user_model(str(DATA / "allocates_past_16.py"))
+    points = tune_batch.sweep(user, tune.BASELINE, [16, 32], "cpu", None,
+                              MeasureOptions(iterations=2, warmup=1, repeats=1), tmp_path)
+    assert [p.status for p in points] == ["ok", "out of memory"]
+    assert "can't allocate memory" in points[1].detail
+
+
+def test_the_sweep_stops_at_its_deadline_and_leaves_out_compile(tmp_path) -> None:
+    from profiler_kit.scenarios import tune_batch
+
+    assert tune_batch.sweep_knobs("channels_last+compile+autocast") == "channels_last+autocast"
+    assert tune_batch.sweep_knobs("compile") == tune.BASELINE
+    user = tune.load_user_model(str(DATA / "oom_past_16.py"))
+    points = tune_batch.sweep(user, tune.BASELINE, [1, 2, 4], "cpu", None,
+                              MeasureOptions(iterations=2, warmup=0, repeats=1),
+                              tmp_path, deadline_s=0.0)
+    assert [p.status for p in points] == ["ok", "not run", "not run"]
+    assert "0 s were spent" in points[1].detail
+
+
+def test_the_command_stacks_sweeps_and_writes_tune_json(tmp_path, capsys) -> None:
+    status = main(["tune", str(DATA / "oom_past_16.py"), "--device", "cpu", "--knobs",
+                   "threads", "--repeats", "1", "--iterations", "5", "--batch-size", "8",
+                   "--max-batch-size", "64", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "Knobs, ranked" in out and "Batch size sweep" in out and "out of memory" in out
+    (run_dir,) = (tmp_path / "tune").iterdir()
+    answer = json.loads((run_dir / "tune.json").read_text())
+    sweep = answer["batch_sweep"]["points"]
+    assert [(p["batch_size"], p["status"]) for p in sweep] == [
+        (8, "ok"), (16, "ok"), (32, "out of memory"), (64, "not run")]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert answer["recommended"] in (None, *[s["name"] for s in run["strategies"]])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
+def test_cuda_graphs_replay_the_baselines_results_on_cuda(tmp_path) -> None:
+    for name in ("cancels.py", "slow_contiguous.py"):  # inference, and a training step
+        scenario = tune.TuneScenario(tune.load_user_model(str(DATA / name)), stack=False)
+        result = api.run(scenario, {"batch_size": 4}, device="cuda",
+                         strategies=[tune.BASELINE, "cuda_graphs"], options=FAST,
+                         out=tmp_path / name)
+        graphs = {s.name: s for s in result.strategies}["cuda_graphs"]
+        assert graphs.status == "ok" and graphs.equivalence.ok

@@ -2,16 +2,20 @@
 
 The file (or ``package.module:function``) defines ``model()``, ``inputs(batch_size)`` and,
 for a training step, ``loss(outputs, inputs)``. Each knob runs as a strategy of a
-generated ``tune`` scenario, so it is checked, timed and profiled as ``profkit run`` does.
+generated ``tune`` scenario, so it is checked, timed and profiled as ``profkit run`` does;
+the winners are then stacked greedily in the same run, and the recommended settings are
+swept over batch sizes.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from typing import Any
 
 from profiler_kit.commands import Command
+
+SWEEP_SECONDS = 60  # the batch-size sweep starts no new size after this (20 with --quick)
+SWEEP_FACTOR = 8  # default cap of the sweep: this many times the run's batch size
 
 
 def _add(p: argparse.ArgumentParser) -> None:
@@ -25,12 +29,40 @@ def _add(p: argparse.ArgumentParser) -> None:
                    help="also torch.compile's reduce-overhead and max-autotune-no-cudagraphs")
     p.add_argument("--knobs", default=None, metavar="A,B",
                    help="only these knobs (the baseline eager_fp32 always runs)")
+    p.add_argument("--no-stack", action="store_true",
+                   help="each knob alone only, no greedy stacking of the winners")
+    p.add_argument("--batch-sizes", default=None, metavar="A,B",
+                   help="the sweep's batch sizes (default: doubling from --batch-size up to "
+                        "--max-batch-size)")
+    p.add_argument("--max-batch-size", type=int, default=None, metavar="N",
+                   help=f"the doubling sweep's cap (default {SWEEP_FACTOR}x --batch-size)")
+    p.add_argument("--no-batch-sweep", action="store_true", help="no batch-size sweep")
     p.add_argument("--device", default="auto", metavar="DEV", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--repeats", type=int, default=None, metavar="N",
                    help="independent rounds per knob (default 3; 1 with --quick)")
     p.add_argument("--iterations", type=int, default=None, metavar="N",
                    help="timed steps per round (default 10; 5 with --quick)")
     p.add_argument("--out", default="traces", metavar="DIR", help="output folder")
+
+
+def _sizes(args: argparse.Namespace, batch_size: int) -> list[int]:
+    from profiler_kit.errors import UsageError
+    from profiler_kit.scenarios.tune_batch import doubling
+
+    if args.batch_sizes:
+        try:
+            sizes = [int(v) for v in args.batch_sizes.split(",") if v.strip()]
+        except ValueError:
+            raise UsageError(f"--batch-sizes: expected integers, got {args.batch_sizes!r}"
+                             ) from None
+        if not sizes or min(sizes) < 1:
+            raise UsageError(f"--batch-sizes: give sizes of at least 1, got {args.batch_sizes!r}")
+        return sorted(set(sizes))
+    cap = (SWEEP_FACTOR * batch_size if args.max_batch_size is None
+           else args.max_batch_size)
+    if cap < 1:
+        raise UsageError(f"--max-batch-size must be at least 1, got {cap}")
+    return doubling(batch_size, cap)
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -41,9 +73,9 @@ def _handle(args: argparse.Namespace) -> int:
     from profiler_kit import api
     from profiler_kit.measure.passes import MeasureOptions
     from profiler_kit.render import run_console
+    from profiler_kit.scenarios import tune
 
-    tune = importlib.import_module("profiler_kit.scenarios.tune")
-    scenario = tune.TuneScenario(tune.load_user_model(args.model))
+    scenario = tune.TuneScenario(tune.load_user_model(args.model), stack=not args.no_stack)
     options = MeasureOptions(
         iterations=args.iterations or (5 if args.quick else 10), warmup=2,
         repeats=args.repeats or (1 if args.quick else 3))
@@ -51,6 +83,8 @@ def _handle(args: argparse.Namespace) -> int:
     if args.knobs:
         names = [tune.BASELINE, *[n.strip() for n in args.knobs.split(",") if n.strip()]]
     params = {} if args.batch_size is None else {"batch_size": args.batch_size}
+    sizes = None if args.no_batch_sweep else _sizes(
+        args, args.batch_size or tune.TuneScenario.params[0].default)
     console = Console(width=None if sys.stdout.isatty() else 120)
     with run_console.ProgressBars(console) as bars:
         result = api.run(scenario, params, device=args.device, strategies=names,
@@ -58,36 +92,85 @@ def _handle(args: argparse.Namespace) -> int:
                          options=options, out=args.out, argv=["profkit", *sys.argv[1:]],
                          observer=bars)
     run_console.render(console, result, "")
-    _print_answer(console, result, tune)
-    return result.exit_status
+    answer = _answer(console, result, tune)
+    status = result.exit_status
+    if sizes and not result.interrupted:
+        if args.batch_sizes is None and result.device.startswith("cuda"):
+            sizes = _sizes(args, int(result.params["batch_size"]))
+        status = _sweep(console, result, scenario, answer, sizes, args.quick) or status
+    return status
 
 
-def _print_answer(console: Any, result: Any, tune: Any) -> None:
-    """Compile times, rejected knobs and the recommended settings as code."""
-    for s in result.strategies:
-        if "compile_s" in s.info:
-            console.print(f"{s.name}: compile {s.info['compile_s']:.2f} s (apart from step "
-                          f"time), graph breaks {s.info['graph_breaks']}")
-        if s.equivalence is not None and s.equivalence.checked and not s.equivalence.ok:
-            console.print(f"{s.name}: rejected, results change: {s.equivalence.detail}")
-    winners = [s for s in result.strategies if is_winner(s)]
-    winners.sort(key=lambda s: -(s.speedup or 0.0))
-    best = winners[0] if winners else None
-    console.print("Recommended settings:" if best else "Recommended: keep float32 eager "
-                  "(no knob was faster beyond noise with the same results)")
-    if best is not None:
-        console.print(tune.snippet([best.name]), markup=False, highlight=False)
+def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
+    """The ranked table, compile times, stacking decisions and the recommended settings as
+    code; the same, as data, goes to tune.json."""
+    from profiler_kit.render.tune_console import ranked_table
+    from profiler_kit.scenarios import tune_stack
+
+    best, _, notes = tune_stack.walk(result.at(""), tune.BASELINE)
+    name = best.name if best is not None else None
+    console.print(ranked_table(result, name))
+    for line in notes:
+        console.print(f"stacking: {line}", markup=False, highlight=False)
+    code = tune.snippet([name] if name else [])
+    if best is None:
+        console.print("Recommended: keep float32 eager (no knob was faster beyond noise with "
+                      "the same results)")
+    else:
+        console.print(f"Recommended settings ({name}, {best.speedup:.2f}× eager_fp32):")
+        console.print(code, markup=False, highlight=False)
         if best.verdict:
-            console.print(f"Why {best.name} wins: {best.verdict}", markup=False)
+            console.print(f"Why {name} wins: {best.verdict}", markup=False)
+    answer = {"recommended": name, "speedup": best.speedup if best else None,
+              "snippet": code, "stacking": notes, "batch_sweep": None}
+    _write_answer(result, answer)
+    return answer
+
+
+def _write_answer(result: Any, answer: dict[str, Any]) -> None:
+    from profiler_kit import artifacts
+
+    artifacts.write_json_atomic(result.run_dir / "tune.json", answer)
+
+
+def _sweep(console: Any, result: Any, scenario: Any, answer: dict[str, Any],
+           sizes: list[int], quick: bool) -> int:
+    """The batch-size sweep of the recommended settings; Ctrl-C keeps the finished sizes."""
+    from profiler_kit.measure import devices
+    from profiler_kit.measure.passes import MeasureOptions
+    from profiler_kit.render.tune_console import sweep_table
+    from profiler_kit.scenarios import tune_batch
+
+    knobs = tune_batch.sweep_knobs(answer["recommended"] or scenario.baseline)
+    left_out = [k for k in (answer["recommended"] or "").split("+")
+                if k in tune_batch.PER_SHAPE]
+    amp = devices.amp_dtype(result.device) if "autocast" in knobs.split("+") else None
+    finished: list[Any] = []
+    status = 0
+    try:
+        points = tune_batch.sweep(scenario.user, knobs, sizes, result.device, amp,
+                         MeasureOptions(iterations=3 if quick else 5, warmup=1, repeats=1),
+                         result.run_dir / "batch_sweep", seed=result.seed,
+                         deadline_s=SWEEP_SECONDS / 3 if quick else SWEEP_SECONDS,
+                         on_point=finished.append)
+    except KeyboardInterrupt:
+        status, points = 130, finished
+    console.print(sweep_table(points, knobs, result.item_unit))
+    if left_out:
+        console.print(f"the sweep leaves out {', '.join(left_out)}: each new batch size "
+                      "would compile or capture again", markup=False)
+    answer["batch_sweep"] = {"knobs": knobs, "points": [p.to_json() for p in points]}
+    _write_answer(result, answer)
+    return status
 
 
 def is_winner(s: Any) -> bool:
     """Faster than the baseline beyond noise, with the baseline's results."""
-    eq_ok = s.equivalence is None or not s.equivalence.checked or s.equivalence.ok
-    return (s.status == "ok" and eq_ok and s.speedup is not None and s.speedup > 1
-            and s.noise is not None and bool(s.noise.beyond_noise))
+    from profiler_kit.scenarios.tune_stack import is_winner as winner
+
+    return winner(s)
 
 
 COMMAND = Command("tune", "your model under every standard speed knob (autocast, "
-                  "channels_last, torch.compile, TF32...), checked, timed and ranked",
+                  "channels_last, torch.compile, TF32...), checked, timed, stacked and ranked",
                   _add, _handle)

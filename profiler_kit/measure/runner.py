@@ -357,7 +357,30 @@ def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
     baseline_needed = any(s.name != scenario.baseline and not s.processes for s in chosen)
     if baseline_needed and scenario.baseline not in {s.name for s in chosen}:
         reference, reference_note = _reference(scenario, point_params, device, seed)
+    reference, reference_note = _run_strategies(
+        state, scenario, label, point_params, chosen, device, seed, options, observer,
+        reference, reference_note)
+    # adaptive searches (e.g. stacking the knobs that won): more strategies, chosen from
+    # what this point measured so far, until the scenario has none left to try
+    while True:
+        done = [s for s in state.result.strategies if s.point == label]
+        more = [s for s in scenario.next_strategies(done, point_params)
+                if s.name not in {d.name for d in done}]
+        if not more:
+            return
+        reference, reference_note = _run_strategies(
+            state, scenario, label, point_params, more, device, seed, options, observer,
+            reference, reference_note)
 
+
+def _run_strategies(state: _Run, scenario: Scenario, label: str,
+                    point_params: Mapping[str, Any], chosen: Sequence[Strategy], device: str,
+                    seed: int, options: MeasureOptions, observer: RunObserver | None,
+                    reference: list[Any] | None, reference_note: str
+                    ) -> tuple[list[Any] | None, str]:
+    """The first round of every strategy (checked against ``reference``, the baseline's
+    outputs, and profiled), then the later rounds in turns; the reference (set when the
+    baseline is among ``chosen``) and why there is none."""
     timed: list[tuple[Strategy, RunConfig, str]] = []  # measured: repeated in later rounds
     for strategy in chosen:
         common = dict(name=strategy.name, point=label, point_params=dict(point_params),
@@ -412,6 +435,7 @@ def _run_point(state: _Run, scenario: Scenario, point: Mapping[str, Any],
         for strategy, config, rel_dir in timed:
             _repeat(state, scenario, strategy, config, options, label, rel_dir, round_no,
                     observer)
+    return reference, reference_note
 
 
 def _repeat(state: _Run, scenario: Scenario, strategy: Strategy, config: RunConfig,
