@@ -93,6 +93,20 @@ def test_the_command_prints_the_recommended_settings(tmp_path, capsys) -> None:
     assert "model = model.to(memory_format=torch.channels_last)" in out
 
 
+def test_a_rejected_knob_is_an_answer_not_a_failed_command(tmp_path, capsys) -> None:
+    """autocast changes the results of the cancelling model: it is listed as rejected
+    with its reason and the command still ends with 0, as the baseline ran."""
+    status = main(["tune", str(DATA / "cancels.py"), "--device", "cpu", "--knobs", "autocast",
+                   "--repeats", "1", "--iterations", "3", "--no-batch-sweep",
+                   "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status == 0
+    run = json.loads(next(tmp_path.glob("tune/*/run.json")).read_text())
+    autocast = next(s for s in run["strategies"] if s["name"] == "autocast")
+    assert autocast["status"] == "failed" and "autocast" in out
+    assert "Recommended: keep float32 eager" in out
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
 def test_tf32_and_cudnn_benchmark_run_and_restore_the_flags_on_cuda(tmp_path) -> None:
