@@ -63,7 +63,8 @@ class Strategy:
 
     ``opt_in`` names the flag that adds the strategy to a run (``streams`` for
     ``--streams``); strategies without one always run. ``amp`` marks the AMP twin
-    that ``--amp`` derives from every strategy; ``processes`` marks strategies
+    that ``--amp`` derives from every strategy (in the device's AMP dtype unless
+    ``options["amp_dtype"]`` names one); ``processes`` marks strategies
     that run as several ``torch.distributed`` ranks (their workloads ask
     :mod:`profiler_kit.measure.distributed` for their process group and device).
     """

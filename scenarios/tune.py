@@ -50,6 +50,8 @@ __all__ = ["BASELINE", "COMPILE_MODES", "KNOBS", "TRAIN_AMP_TOLERANCE",
 KNOBS = (
     Strategy(BASELINE, "float32, eager (the baseline)"),
     Strategy("autocast", "torch.autocast: bfloat16 on CPU, float16 on CUDA", amp=True),
+    Strategy("autocast_bf16", "torch.autocast with bfloat16 on CUDA (no gradient scaler)",
+             amp=True, requires=(CUDA,), options={"amp_dtype": "bfloat16"}),
     Strategy("channels_last", "channels_last memory format for 4-D inputs and weights"),
     Strategy("threads", "torch.set_num_threads: intra-op threads (restored after)"),
     Strategy("compile", "torch.compile(model) with the default mode"),
@@ -66,6 +68,8 @@ KNOBS = (
 SNIPPETS = {
     "autocast": "with torch.autocast(device_type, dtype=torch.bfloat16):  # float16 on CUDA\n"
                 "    out = model(x)",
+    "autocast_bf16": 'with torch.autocast("cuda", dtype=torch.bfloat16):\n'
+                     "    out = model(x)",
     "channels_last": "model = model.to(memory_format=torch.channels_last)\n"
                      "x = x.contiguous(memory_format=torch.channels_last)",
     "threads": "torch.set_num_threads({threads})",
@@ -83,7 +87,7 @@ SNIPPETS = {
 # the order a stack's lines are pasted in: settings, then the model's layout, then compile
 SNIPPET_ORDER = ("threads", "tf32", "cudnn_benchmark", "channels_last", "compile",
                  "compile_reduce_overhead", "compile_max_autotune", "cuda_graphs",
-                 "autocast")
+                 "autocast", "autocast_bf16")
 
 
 class UserModel:
@@ -174,8 +178,9 @@ def stacked(name: str) -> Strategy:
     """The strategy applying every knob of ``a+b+...`` (autocast makes it an AMP one)."""
     by_name = {k.name: k for k in KNOBS}
     knobs = [by_name[k] for k in knobs_of(name)]
+    options = {k: v for knob in knobs for k, v in knob.options.items()}
     return replace(knobs[0], name=name, help=" + ".join(k.name for k in knobs),
-                   amp=any(k.amp for k in knobs), opt_in=None,
+                   amp=any(k.amp for k in knobs), opt_in=None, options=options,
                    requires=tuple(dict.fromkeys(r for k in knobs for r in k.requires)))
 
 

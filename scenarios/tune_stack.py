@@ -16,11 +16,12 @@ from profiler_kit.noise import NoiseVerdict, percentile_verdict
 from profiler_kit.results import OK
 
 STACK_SEPARATOR = "+"
-# knobs of which a stack holds at most one: the compile modes replace one another, and
-# CUDA graphs are what reduce-overhead already does (and torch.compile cannot capture a
-# graph replay)
-EXCLUSIVE = frozenset({"compile", "compile_reduce_overhead", "compile_max_autotune",
-                       "cuda_graphs"})
+# groups of knobs of which a stack holds at most one: the compile modes replace one
+# another, and CUDA graphs are what reduce-overhead already does (and torch.compile cannot
+# capture a graph replay); one autocast dtype at a time
+EXCLUSIVE = (frozenset({"compile", "compile_reduce_overhead", "compile_max_autotune",
+                        "cuda_graphs"}),
+             frozenset({"autocast", "autocast_bf16"}))
 
 
 def is_winner(s: Any) -> bool:
@@ -61,7 +62,7 @@ def _beats(candidate: Any, best: Any) -> bool:
 
 def _compatible(stack: str, knob: str) -> bool:
     held = set(stack.split(STACK_SEPARATOR))
-    return knob not in held and not (knob in EXCLUSIVE and held & EXCLUSIVE)
+    return knob not in held and not any(knob in group and held & group for group in EXCLUSIVE)
 
 
 def walk(done: Sequence[Any], baseline: str) -> tuple[Any | None, str | None, list[str]]:
@@ -77,7 +78,7 @@ def walk(done: Sequence[Any], baseline: str) -> tuple[Any | None, str | None, li
     for knob in (w.name for w in winners[1:]):
         if not _compatible(best.name, knob):
             notes.append(f"{knob}: not stacked on {best.name} (one compile mode or CUDA "
-                         "graphs at a time)")
+                         "graphs, and one autocast dtype, at a time)")
             continue
         name = f"{best.name}{STACK_SEPARATOR}{knob}"
         tried = by_name.get(name)

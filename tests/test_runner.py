@@ -208,3 +208,20 @@ def test_repeats_measure_each_strategy_in_rounds_and_profile_once(tmp_path) -> N
     assert result.options["repeats"] == 3
     with pytest.raises(UsageError, match="--repeats must be at least 1"):
         runner.run(Counted(), {}, device="cpu", out=tmp_path, options=replace(TINY, repeats=0))
+
+
+class AmpDtypes(Sweep):
+    """An AMP strategy in the device's dtype and one that names its own."""
+    strategies = (Strategy("plain", "a @ a"), Strategy("amp", "device dtype", amp=True),
+                  Strategy("amp_fp16", "float16", amp=True, options={"amp_dtype": "float16"}))
+
+    def build(self, strategy: Strategy, config: RunConfig) -> MatmulWorkload:
+        workload = MatmulWorkload(config.params["n"])
+        workload.info = {"amp_dtype": config.amp_dtype}
+        return workload
+
+
+def test_a_strategy_may_name_its_amp_dtype(tmp_path) -> None:
+    result = runner.run(AmpDtypes(), {"n": "4"}, device="cpu", options=TINY, out=tmp_path)
+    dtypes = {s.name: s.info["amp_dtype"] for s in result.strategies}
+    assert dtypes == {"plain": None, "amp": "bfloat16", "amp_fp16": "float16"}

@@ -60,10 +60,10 @@ def test_compile_time_is_reported_apart_from_step_time(tmp_path) -> None:
 
 
 def test_cuda_knobs_are_listed_as_skipped_on_the_cpu(tmp_path) -> None:
-    result = _run("cancels.py", ["tf32", "cudnn_benchmark"],
+    result = _run("cancels.py", ["tf32", "cudnn_benchmark", "autocast_bf16"],
                   tmp_path, MeasureOptions(iterations=2, warmup=1, repeats=1, profile_active=1))
     skipped = {s.name: s.reason for s in result.strategies if s.status == "skipped"}
-    assert set(skipped) == {"tf32", "cudnn_benchmark"}
+    assert set(skipped) == {"tf32", "cudnn_benchmark", "autocast_bf16"}
     assert all("CUDA" in r for r in skipped.values())
 
 
@@ -115,9 +115,12 @@ def test_tf32_and_cudnn_benchmark_run_and_restore_the_flags_on_cuda(tmp_path) ->
     before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark)
     scenario = tune.TuneScenario(tune.load_user_model(str(DATA / "slow_contiguous.py")))
     result = api.run(scenario, {"batch_size": 4}, device="cuda",
-                     strategies=[tune.BASELINE, "tf32", "cudnn_benchmark", "autocast"],
+                     strategies=[tune.BASELINE, "tf32", "cudnn_benchmark", "autocast",
+                                 "autocast_bf16"],
                      options=FAST, out=tmp_path)
     assert all(s.status == "ok" for s in result.strategies)
+    amp = {s.name: s.amp_dtype for s in result.strategies if s.amp}
+    assert amp == {"autocast": "float16", "autocast_bf16": "bfloat16"}
     assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark) == before
 
 
@@ -163,6 +166,9 @@ def test_the_greedy_search_never_stacks_two_compile_modes() -> None:
     assert not tune_stack._compatible("channels_last+compile", "compile_max_autotune")
     assert not tune_stack._compatible("compile_reduce_overhead", "cuda_graphs")
     assert tune_stack._compatible("compile", "channels_last")
+    # one autocast dtype at a time; a stack keeps the dtype its knob names
+    assert not tune_stack._compatible("channels_last+autocast", "autocast_bf16")
+    assert tune.stacked("channels_last+autocast_bf16").options == {"amp_dtype": "bfloat16"}
     strategy = tune.stacked("channels_last+autocast+tf32")
     assert strategy.amp and strategy.requires == ("cuda",) and strategy.opt_in is None
 

@@ -155,7 +155,9 @@ def _sweep(console: Any, result: Any, scenario: Any, answer: dict[str, Any],
     knobs = tune_batch.sweep_knobs(answer["recommended"] or scenario.baseline)
     left_out = [k for k in (answer["recommended"] or "").split("+")
                 if k in tune_batch.PER_SHAPE]
-    amp = devices.amp_dtype(result.device) if "autocast" in knobs.split("+") else None
+    held = knobs.split("+")
+    amp = ("bfloat16" if "autocast_bf16" in held
+           else devices.amp_dtype(result.device) if "autocast" in held else None)
     finished: list[Any] = []
     status = 0
     try:

@@ -385,7 +385,8 @@ def _run_strategies(state: _Run, scenario: Scenario, label: str,
     for strategy in chosen:
         common = dict(name=strategy.name, point=label, point_params=dict(point_params),
                       amp=strategy.amp, world_size=strategy.world_size if strategy.processes else 1,
-                      amp_dtype=devices.amp_dtype(device) if strategy.amp else None)
+                      amp_dtype=(strategy.options.get("amp_dtype") or devices.amp_dtype(device))
+                      if strategy.amp else None)
         if observer:
             observer.strategy_started(f"{label}/{strategy.name}" if label else strategy.name)
         reason = (devices.unmet_requirement(strategy, device)
