@@ -15,6 +15,9 @@ from profiler_kit.analysis.nesting import OpTree, innermost_at, thread_keys_for_
 from profiler_kit.trace.table import EventTable
 
 _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
+# why a trace has no memory events: the two ways torch.profiler records none
+WHY_NO_MEMORY_EVENTS = ("profile_memory was off, or the profiler followed every thread "
+                        "with profile_all_threads, which records none")
 
 
 class DeviceMemory(msgspec.Struct, frozen=True):

@@ -15,6 +15,7 @@ import msgspec
 
 from profiler_kit.analysis import allocator_snapshot as snap
 from profiler_kit.analysis.category_peaks import CategoryPeak, read_category_peaks
+from profiler_kit.analysis.memory import WHY_NO_MEMORY_EVENTS
 from profiler_kit.analysis.memory_advice import Advice, snapshot_advice, trace_advice
 from profiler_kit.analysis.memory_fit import Fit, from_categories
 from profiler_kit.analysis.memory_growth import Growth, step_growth
@@ -91,7 +92,7 @@ def explain(label: str, traces: list[Path], categories: list[Path], snapshots: l
             notes.append(str(exc))
             continue
         if not len(records.allocations):
-            notes.append(f"{path}: no memory events (profile with profile_memory=True)")
+            notes.append(f"{path}: no memory events ({WHY_NO_MEMORY_EVENTS})")
             continue
         if not records.frames.call_from:
             limits.append(f"{path}: no Python stacks (profile with with_stack=True): "

@@ -26,7 +26,7 @@ from profiler_kit.analysis.idle_attribution import (
     IdleCauses,
 )
 from profiler_kit.analysis.launches import Launches
-from profiler_kit.analysis.memory import Memory
+from profiler_kit.analysis.memory import WHY_NO_MEMORY_EVENTS, Memory
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.precision import Precision
 from profiler_kit.analysis.steps import Steps
@@ -355,9 +355,7 @@ def _fp32_matmul(table: EventTable, precision: Precision, gpu_bd: Breakdown,
 
 def _memory(memory: Memory, notes: list[str]) -> list[Recommendation]:
     if not memory.recorded:
-        notes.append("memory rule: no [memory] events (profile_memory was off, or the "
-                     "profiler followed every thread with profile_all_threads, which "
-                     "records none)")
+        notes.append(f"memory rule: no [memory] events ({WHY_NO_MEMORY_EVENTS})")
         return []
     out = []
     for d in memory.devices:
