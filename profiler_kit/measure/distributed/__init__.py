@@ -83,6 +83,11 @@ def set_hosts(hosts: list[str]) -> None:
     _hosts = tuple(hosts)
 
 
+def hosts() -> tuple[str, ...]:
+    """Under torchrun, once the ranks know each other: each rank's host, by rank."""
+    return _hosts
+
+
 def under_torchrun() -> bool:
     """True when this process was started by torchrun (or another env:// launcher)."""
     if os.environ.get(WORKER_ENV):
