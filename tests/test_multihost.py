@@ -84,6 +84,9 @@ def test_two_hosts_one_run_folder(run_dir, tmp_path):
     assert [json.loads(t.read_text())["host_name"] for t in traces] == ["host-a", "host-b"]
     (job,) = api.job_view([folder])
     assert job.ranks == (0, 1) and job.instances
+    # each rank's host from its own trace, as the launcher recorded it
+    assert [r.host for r in job.per_rank] == dist["rank_hosts"]
+    assert job.straggler is None or job.straggler.host == dist["rank_hosts"][job.straggler.rank]
     report = api.merge([folder], tmp_path / "job.json.gz")
     assert [r.host for r in report.ranks] == ["host-a", "host-b"]
 

@@ -75,6 +75,7 @@ class RankTotals(msgspec.Struct, frozen=True):
     exposed_transfer_ns: int
     last_arrivals: int  # instances in which it arrived last (someone waited)
     caused_wait_per_step_ns: float  # the others' mean wait for it, per step
+    host: str | None = None  # the host the trace was written on
 
 
 class KindSummary(msgspec.Struct, frozen=True):
@@ -124,6 +125,7 @@ class Straggler(msgspec.Struct, frozen=True):
     last_arrivals: int
     instances: int  # instances in which someone waited
     others_wait_per_step_ns: float  # the others' mean wait for it, per step
+    host: str | None = None  # its host, when the job's ranks ran on more than one
 
 
 class ClockShift(msgspec.Struct, frozen=True):
@@ -213,8 +215,8 @@ def run_info(job: JobView) -> dict[str, Any]:
         "steps": job.step_count,
         "collectives": len(job.instances),
         "straggler": None if s is None else {
-            "rank": s.rank, "last_arrivals": s.last_arrivals, "instances": s.instances,
-            "others_wait_per_step_ns": s.others_wait_per_step_ns},
+            "rank": s.rank, "host": s.host, "last_arrivals": s.last_arrivals,
+            "instances": s.instances, "others_wait_per_step_ns": s.others_wait_per_step_ns},
         "wait_per_step_ns": {str(r.rank): r.wait_per_step_ns for r in job.per_rank},
         "exposed_wait_per_rank_per_step_ns":
             sum(r.exposed_wait_ns for r in job.per_rank) / ranks / n,
@@ -374,7 +376,9 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
         durs = [d for st in steps for d in st.dur_ns]
         enough = not durs or per_step >= STRAGGLER_MIN_STEP_SHARE * float(np.median(durs))
         if count > STRAGGLER_SHARE * significant and len(ranks) > 1 and enough:
-            straggler = Straggler(top, count, significant, per_step)
+            hosts = {m.host for m in members if m.host}
+            straggler = Straggler(top, count, significant, per_step,
+                                  by_rank[top].host if len(hosts) > 1 else None)
     per_rank = []
     for r in ranks:
         m = by_rank[r]
@@ -383,7 +387,8 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
             rank=r, label=m.label, instances=n_inst[r], wait_ns=waits[r],  # type: ignore[arg-type]
             transfer_ns=transfers[r], wait_per_step_ns=waits[r] / step_count,
             exposed_ns=m.exposed_ns, exposed_wait_ns=ex_wait, exposed_transfer_ns=ex_transfer,
-            last_arrivals=last_counts[r], caused_wait_per_step_ns=caused[r] / step_count))  # type: ignore[index]
+            last_arrivals=last_counts[r], caused_wait_per_step_ns=caused[r] / step_count,  # type: ignore[index]
+            host=m.host))
     if mismatched:
         notes.append(f"{mismatched} matched collectives disagree between ranks on type or "
                      "size: the ranks may not have run the same calls in the same order")
