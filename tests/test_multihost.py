@@ -48,12 +48,12 @@ def _wait(procs, bound_s: float) -> list[int]:
     return [p.returncode for p in procs]
 
 
-def _run_on_two_hosts(tmp: Path, rate_mbit: int | None = None) -> Path:
+def _run_on_two_hosts(tmp: Path, rate_mbit: int | None = None, *more: str) -> Path:
     """A ddp run on two hosts (the second with a disk of its own); its run folder."""
     out = tmp / "out"
     with two_hosts(tmp, rate_mbit=rate_mbit) as hosts:
         # the second host writes to a disk of its own: its traces must travel to rank 0
-        procs = [start_on(h, tmp / "hosts", _torchrun(i, out, 30), tmp / f"{i}.log",
+        procs = [start_on(h, tmp / "hosts", _torchrun(i, out, 30, *more), tmp / f"{i}.log",
                           private=out if i else None)
                  for i, h in enumerate(hosts)]
         codes = _wait(procs, BOUND_S)
@@ -165,3 +165,33 @@ def test_a_host_that_drops_out_mid_run_is_named(tmp_path):
     traces = sorted((run_json.parent / first["dir"]).glob("rank*.pt.trace.json"))
     assert [json.loads(t.read_text())["host_name"] for t in traces] == ["host-a", "host-b"]
     assert "host-b (rank 1)" in second["error"]
+
+
+def _count_named(trace: Path, name: str) -> int:
+    """Events called ``name`` in a trace's raw JSON (not through profkit's loader)."""
+    return sum(e.get("name") == name for e in json.loads(trace.read_text())["traceEvents"])
+
+
+def test_traces_over_the_gather_limit_send_their_summary(tmp_path):
+    """With a limit far below a trace's size, host B's rank sends its summary: the run
+    folder holds rank 0's trace and rank 1's summary, and the job view reads both."""
+    run_dir = _run_on_two_hosts(tmp_path, None, "--iterations", "3",
+                                "--gather-limit-mb", "0.001")
+    record = json.loads((run_dir / "run.json").read_text())
+    (w2,) = record["strategies"]
+    folder = run_dir / w2["dir"]
+    (trace0,) = folder.glob("rank0.*.pt.trace.json")
+    assert not list(folder.glob("rank1.*.pt.trace.json"))  # it stayed on host B
+    assert (folder / "key_averages.rank1.json").exists()
+    assert w2["trace_files"] == [str(trace0.relative_to(run_dir))]
+    sent = json.loads((folder / "rank1.summary.json").read_text())
+    assert sent["schema"] == "profkit.rank-summaries/1" and sent["unreadable"] == []
+    (summary,) = sent["summaries"]
+    assert (summary["rank"], summary["host"]) == (1, "host-b")
+    (job,) = api.job_view([folder])
+    assert job.ranks == (0, 1)
+    assert [r.host for r in job.per_rank] == ["host-a", "host-b"]
+    # every all-reduce rank 0 recorded is matched with one of rank 1's, by its summary
+    assert len(job.instances) == _count_named(trace0, "gloo:all_reduce") > 0
+    assert len(summary["calls"]) == len(job.instances)
+    assert record["strategies"][0]["info"]["job"]["ranks"] == [0, 1]

@@ -127,8 +127,8 @@ def measure_strategy(
         raise RankFailure(f"rank {r} failed during {strategy.name}: {gathered[r][1]}")
     measurements = [measurement for measurement, _error in gathered]
     # hosts that do not share the run folder send their traces to rank 0's
-    gather_files(store, prefix, rank, measurements, timeout_s)
-    return measurements
+    return gather_files(store, prefix, rank, measurements, timeout_s,
+                        distributed.gather_limit_bytes(config))
 
 
 def _default_store() -> Any:
