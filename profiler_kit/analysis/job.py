@@ -12,10 +12,15 @@ Reads summaries only (never traces), so it runs wherever the summaries are.
   its **wait** (last arrival - own arrival) and **transfer** (own end - last arrival);
   the instance's transfer time (last end - last arrival) gives the algorithm and bus
   bandwidth (nccl-tests' formulas, :mod:`.bandwidth`).
-- **Clocks.** An instance cannot end on one rank before the last rank arrived. When
-  the ranks' clocks say otherwise (hosts whose clocks differ), each rank's clock is
-  shifted so that the ends of the first instance common to all ranks coincide, and
-  the shift is reported.
+- **Clocks.** The ranks of an instance end together, within its transfer: an instance
+  cannot end on one rank before the last rank arrived, and a rank's end lies no
+  further from another's than the shortest call of the instance (the last arrival's
+  own transfer) takes. When the ends say otherwise (hosts whose clocks differ) in
+  most instances, or agree on an offset longer than that, consistently (spread under
+  a quarter of it), each rank's clock is shifted by the median difference of its ends
+  from the lowest rank's over the instances common to all ranks, and the shift is
+  reported. So an offset smaller than a straggler's lateness is not taken for
+  lateness, and lateness (starts, not ends) never for an offset.
 - **Straggler.** The rank that arrived last in most instances (of those where anyone
   waited), and how long per step the others waited for it.
 - **Exposed communication** (no computation beside it) split into the part spent
@@ -623,17 +628,26 @@ def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks:
         last = max(c.start_ns for c in calls.values())
         if min(c.end_ns for c in calls.values()) < last:
             impossible += 1
-    if impossible * 10 < len(matched):  # a rare early end is noise, not a clock offset
-        return [], None
     everyone = set(ranks)
-    for (group, seq), calls in matched:
-        if set(calls) == everyone:
-            ref = min(calls)
-            shifts = [ClockShift(r, c.end_ns - calls[ref].end_ns) for r, c in sorted(calls.items())
-                      if r != ref and c.end_ns != calls[ref].end_ns]
-            kind = calls[ref].kind
-            return shifts, f"the end of {kind} #{seq} of group {group}"
-    return [], None
+    common = [calls for _, calls in matched if set(calls) == everyone]
+    if not common:
+        return [], None
+    ref = min(everyone)
+    shortest = float(np.median([min(c.end_ns - c.start_ns for c in calls.values())
+                                for calls in common]))
+    medians = {}
+    consistent = False
+    for r in sorted(everyone - {ref}):
+        diffs = np.array([calls[r].end_ns - calls[ref].end_ns for calls in common], dtype=float)
+        d = float(np.median(diffs))
+        medians[r] = int(round(d))
+        spread = float(np.median(np.abs(diffs - d)))
+        consistent |= len(common) >= 3 and abs(d) > shortest and spread * 4 < abs(d)
+    if impossible * 10 < len(matched) and not consistent:  # a rare early end is noise
+        return [], None
+    shifts = [ClockShift(r, d) for r, d in medians.items() if d != 0]
+    return shifts, (f"the median end of {len(common)} collectives common to all ranks "
+                    f"(against rank {ref})")
 
 
 def _steps(members: Sequence[RankSummary], shift: dict[int, int]) -> tuple[StepAcross, ...]:
