@@ -72,6 +72,7 @@ class DDP(Scenario):
         Param("bucket_cap_mb", float, 25.0, "DDP gradient bucket size in MiB (sweep: 25,1)",
               sweep=True, min_value=0.0),
         distributed.RANK_TIMEOUT_PARAM,
+        distributed.GATHER_LIMIT_PARAM,
         Param("json_report", str, "",
               "also copy the run's ddp_report.json to this file (- for stdout)", output=True),
     )

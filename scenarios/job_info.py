@@ -18,16 +18,21 @@ from profiler_kit.errors import ProfkitError
 
 def annotate_jobs(result: Any) -> Any:
     """``result`` with ``info["job"]`` on every measured strategy of several ranks."""
+    from profiler_kit.analysis import summaries
     from profiler_kit.analysis.files import summarize_files
     from profiler_kit.analysis.job import analyze_jobs, run_info
 
     run_dir = Path(result.run_dir)
     strategies = []
     for s in result.strategies:
-        if s.status == "ok" and len(s.trace_files) > 1:
+        # ranks on hosts that did not share the run folder may have sent summaries instead
+        sent = (summaries.find_summary_files([run_dir / s.dir])
+                if s.status == "ok" and s.dir else [])
+        if s.status == "ok" and len(s.trace_files) + len(sent) > 1:
             files = [run_dir / f for f in s.trace_files]
             try:
-                jobs = analyze_jobs(summarize_files(files, [f.name for f in files]))
+                read = [x for f in sent for x in summaries.load(f).summaries]
+                jobs = analyze_jobs([*summarize_files(files, [f.name for f in files]), *read])
             except ProfkitError:  # an unreadable trace costs the job view, not the run
                 jobs = ()
             if len(jobs) == 1:

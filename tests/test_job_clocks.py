@@ -28,3 +28,21 @@ def test_offset_clock_is_found_and_the_verdict_kept(tmp_path, unshifted, offset_
     assert job.straggler is not None and job.straggler.rank == unshifted.straggler.rank == 1
     for a, b in zip(job.per_rank, unshifted.per_rank, strict=True):
         assert a.wait_per_step_ns == pytest.approx(b.wait_per_step_ns, rel=0.05, abs=1e6)
+
+
+@pytest.mark.parametrize("offset_ms", [20.0, -20.0, 5.0, -5.0])
+def test_an_offset_smaller_than_the_lateness_is_not_lateness(tmp_path, unshifted, offset_ms):
+    """Rank 1 arrives ~50 ms late; its clock moved by less than that (backwards too, which
+    leaves no collective ending before its last arrival) is still found from the ranks'
+    ends, within 5 %, by the job view and the merge alike; the lateness is unchanged."""
+    offset_us = int(offset_ms * 1000)
+    folder = shifted_copy(tmp_path / "t", 1, offset_us)
+    (job,) = api.job_view([folder])
+    assert [s.rank for s in job.clock_shifts] == [1]
+    assert abs(job.clock_shifts[0].shift_ns - offset_us * 1000) <= 0.05 * abs(offset_us * 1000)
+    assert job.straggler is not None and job.straggler.rank == 1
+    late = unshifted.straggler.others_wait_per_step_ns
+    assert late > 40e6  # the delay is 50 ms: larger than every offset here
+    assert job.straggler.others_wait_per_step_ns == pytest.approx(late, rel=0.05)
+    report = api.merge([folder], tmp_path / "job.json.gz")
+    assert [r.shift_ns for r in report.ranks] == [0, job.clock_shifts[0].shift_ns]

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from two_hosts import start_on, stop, two_hosts, why_not
+from two_hosts import kill_host, start_on, stop, two_hosts, why_not
 
 from profiler_kit import api
 
@@ -25,15 +25,16 @@ BOUND_S = 90
 RATE_MBIT = 1000  # the slower link: resnet18's 47 MB of gradients take 0.4 s a way
 
 
-def _torchrun(node_rank: int, out: Path, join_timeout_s: int) -> list[str]:
+def _torchrun(node_rank: int, out: Path, join_timeout_s: int, *more: str) -> list[str]:
+    """The torchrun line of one host; ``more``: further options of ``profkit run ddp``."""
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
             "--nproc-per-node", "1", "--node-rank", str(node_rank), "--rdzv-backend", "c10d",
             "--rdzv-endpoint", f"10.231.0.1:{PORT}", "--rdzv-conf",
             f"join_timeout={join_timeout_s}",
             "-m", "profiler_kit", "run", "ddp", "--model", "resnet18", "--batch-size", "2",
-            "--image-size", "32", "--strategies", "ddp-w2", "--iterations", "3", "--warmup",
+            "--image-size", "32", "--strategies", "ddp-w2", "--warmup",
             "1", "--profile-wait", "0", "--profile-warmup", "0", "--profile-active", "2",
-            "--out", str(out)]
+            "--out", str(out), *(more or ("--iterations", "3"))]
 
 
 def _wait(procs, bound_s: float) -> list[int]:
@@ -47,12 +48,12 @@ def _wait(procs, bound_s: float) -> list[int]:
     return [p.returncode for p in procs]
 
 
-def _run_on_two_hosts(tmp: Path, rate_mbit: int | None = None) -> Path:
+def _run_on_two_hosts(tmp: Path, rate_mbit: int | None = None, *more: str) -> Path:
     """A ddp run on two hosts (the second with a disk of its own); its run folder."""
     out = tmp / "out"
     with two_hosts(tmp, rate_mbit=rate_mbit) as hosts:
         # the second host writes to a disk of its own: its traces must travel to rank 0
-        procs = [start_on(h, tmp / "hosts", _torchrun(i, out, 30), tmp / f"{i}.log",
+        procs = [start_on(h, tmp / "hosts", _torchrun(i, out, 30, *more), tmp / f"{i}.log",
                           private=out if i else None)
                  for i, h in enumerate(hosts)]
         codes = _wait(procs, BOUND_S)
@@ -83,6 +84,9 @@ def test_two_hosts_one_run_folder(run_dir, tmp_path):
     assert [json.loads(t.read_text())["host_name"] for t in traces] == ["host-a", "host-b"]
     (job,) = api.job_view([folder])
     assert job.ranks == (0, 1) and job.instances
+    # each rank's host from its own trace, as the launcher recorded it
+    assert [r.host for r in job.per_rank] == dist["rank_hosts"]
+    assert job.straggler is None or job.straggler.host == dist["rank_hosts"][job.straggler.rank]
     report = api.merge([folder], tmp_path / "job.json.gz")
     assert [r.host for r in report.ranks] == ["host-a", "host-b"]
 
@@ -118,3 +122,76 @@ def test_a_host_that_never_joins_ends_at_the_join_timeout(tmp_path):
     assert code != 0 and took < 60
     assert "RendezvousTimeoutError" in log, log[-3000:]
     assert not (tmp_path / "out").exists()
+
+
+RANK_TIMEOUT_S = 10
+
+
+def test_a_host_that_drops_out_mid_run_is_named(tmp_path):
+    """Every process of host B killed while the second configuration of a bucket sweep
+    runs: host A's side ends within the rank timeout (plus start-up slack), with one line
+    naming host B and its rank and the timeout, the first configuration kept whole."""
+    out = tmp_path / "out"
+    more = ("--bucket-cap-mb", "25,1", "--iterations", "20", "--repeats", "1",
+            "--rank-timeout", str(RANK_TIMEOUT_S))
+    with two_hosts(tmp_path) as hosts:
+        procs = [start_on(h, tmp_path / "hosts", _torchrun(i, out, 30, *more),
+                          tmp_path / f"{i}.log", private=out if i else None)
+                 for i, h in enumerate(hosts)]
+        deadline = time.monotonic() + BOUND_S
+        # rank 0 makes the second configuration's folder as it starts it
+        while not list(out.glob("ddp/*/bucket_cap_mb=1.0")) and time.monotonic() < deadline:
+            assert procs[0].poll() is None, (tmp_path / "0.log").read_text(errors="replace")
+            time.sleep(0.1)
+        time.sleep(1.0)
+        assert kill_host(hosts[1].netns)
+        killed = time.monotonic()
+        (code, _) = _wait(procs, RANK_TIMEOUT_S + 50)
+        took = time.monotonic() - killed
+    log = (tmp_path / "0.log").read_text(errors="replace")
+    assert code != 0, log[-3000:]
+    # silence is judged after the timeout, less the one beat that may have gone unseen
+    assert RANK_TIMEOUT_S - 1 <= took < RANK_TIMEOUT_S + 45, (took, log[-3000:])
+    said = " ".join(log.split())  # the console wraps long lines
+    line = (f"failed bucket_cap_mb=1.0/ddp-w2: RankFailure: host-b (rank 1) dropped out "
+            f"during ddp-w2: no sign of life for {RANK_TIMEOUT_S} s (--rank-timeout)")
+    assert said.count(line) == 1 and said.count("failed bucket_cap_mb=") == 1, log[-3000:]
+    (run_json,) = out.glob("ddp/*/run.json")
+    record = json.loads(run_json.read_text())
+    first, second = record["strategies"]
+    assert (first["status"], second["status"]) == ("ok", "failed")
+    assert len(first["per_rank_samples_ns"]) == 2 and all(
+        len(samples) == 20 for samples in first["per_rank_samples_ns"])
+    traces = sorted((run_json.parent / first["dir"]).glob("rank*.pt.trace.json"))
+    assert [json.loads(t.read_text())["host_name"] for t in traces] == ["host-a", "host-b"]
+    assert "host-b (rank 1)" in second["error"]
+
+
+def _count_named(trace: Path, name: str) -> int:
+    """Events called ``name`` in a trace's raw JSON (not through profkit's loader)."""
+    return sum(e.get("name") == name for e in json.loads(trace.read_text())["traceEvents"])
+
+
+def test_traces_over_the_gather_limit_send_their_summary(tmp_path):
+    """With a limit far below a trace's size, host B's rank sends its summary: the run
+    folder holds rank 0's trace and rank 1's summary, and the job view reads both."""
+    run_dir = _run_on_two_hosts(tmp_path, None, "--iterations", "3",
+                                "--gather-limit-mb", "0.001")
+    record = json.loads((run_dir / "run.json").read_text())
+    (w2,) = record["strategies"]
+    folder = run_dir / w2["dir"]
+    (trace0,) = folder.glob("rank0.*.pt.trace.json")
+    assert not list(folder.glob("rank1.*.pt.trace.json"))  # it stayed on host B
+    assert (folder / "key_averages.rank1.json").exists()
+    assert w2["trace_files"] == [str(trace0.relative_to(run_dir))]
+    sent = json.loads((folder / "rank1.summary.json").read_text())
+    assert sent["schema"] == "profkit.rank-summaries/1" and sent["unreadable"] == []
+    (summary,) = sent["summaries"]
+    assert (summary["rank"], summary["host"]) == (1, "host-b")
+    (job,) = api.job_view([folder])
+    assert job.ranks == (0, 1)
+    assert [r.host for r in job.per_rank] == ["host-a", "host-b"]
+    # every all-reduce rank 0 recorded is matched with one of rank 1's, by its summary
+    assert len(job.instances) == _count_named(trace0, "gloo:all_reduce") > 0
+    assert len(summary["calls"]) == len(job.instances)
+    assert record["strategies"][0]["info"]["job"]["ranks"] == [0, 1]

@@ -75,7 +75,20 @@ def two_hosts(tmp: Path, rate_mbit: int | None = None) -> Iterator[tuple[Host, H
         yield hosts  # type: ignore[misc]
     finally:
         for ns in made:  # the veth pair goes with its namespaces
+            kill_host(ns)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
+
+
+def kill_host(netns: str) -> list[int]:
+    """SIGKILL every process in the namespace ``netns`` (torchrun's workers run in sessions
+    of their own, out of reach of :func:`stop`): the host is gone. The pids killed."""
+    listed = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True,
+                            timeout=20)
+    pids = [int(p) for p in listed.stdout.split()]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
 
 
 def start_on(host: Host, hosts_file: Path, argv: list[str], log: Path,

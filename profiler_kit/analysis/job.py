@@ -12,10 +12,15 @@ Reads summaries only (never traces), so it runs wherever the summaries are.
   its **wait** (last arrival - own arrival) and **transfer** (own end - last arrival);
   the instance's transfer time (last end - last arrival) gives the algorithm and bus
   bandwidth (nccl-tests' formulas, :mod:`.bandwidth`).
-- **Clocks.** An instance cannot end on one rank before the last rank arrived. When
-  the ranks' clocks say otherwise (hosts whose clocks differ), each rank's clock is
-  shifted so that the ends of the first instance common to all ranks coincide, and
-  the shift is reported.
+- **Clocks.** The ranks of an instance end together, within its transfer: an instance
+  cannot end on one rank before the last rank arrived, and a rank's end lies no
+  further from another's than the shortest call of the instance (the last arrival's
+  own transfer) takes. When the ends say otherwise (hosts whose clocks differ) in
+  most instances, or agree on an offset longer than that, consistently (spread under
+  a quarter of it), each rank's clock is shifted by the median difference of its ends
+  from the lowest rank's over the instances common to all ranks, and the shift is
+  reported. So an offset smaller than a straggler's lateness is not taken for
+  lateness, and lateness (starts, not ends) never for an offset.
 - **Straggler.** The rank that arrived last in most instances (of those where anyone
   waited), and how long per step the others waited for it.
 - **Exposed communication** (no computation beside it) split into the part spent
@@ -75,6 +80,7 @@ class RankTotals(msgspec.Struct, frozen=True):
     exposed_transfer_ns: int
     last_arrivals: int  # instances in which it arrived last (someone waited)
     caused_wait_per_step_ns: float  # the others' mean wait for it, per step
+    host: str | None = None  # the host the trace was written on
 
 
 class KindSummary(msgspec.Struct, frozen=True):
@@ -124,6 +130,7 @@ class Straggler(msgspec.Struct, frozen=True):
     last_arrivals: int
     instances: int  # instances in which someone waited
     others_wait_per_step_ns: float  # the others' mean wait for it, per step
+    host: str | None = None  # its host, when the job's ranks ran on more than one
 
 
 class ClockShift(msgspec.Struct, frozen=True):
@@ -213,8 +220,8 @@ def run_info(job: JobView) -> dict[str, Any]:
         "steps": job.step_count,
         "collectives": len(job.instances),
         "straggler": None if s is None else {
-            "rank": s.rank, "last_arrivals": s.last_arrivals, "instances": s.instances,
-            "others_wait_per_step_ns": s.others_wait_per_step_ns},
+            "rank": s.rank, "host": s.host, "last_arrivals": s.last_arrivals,
+            "instances": s.instances, "others_wait_per_step_ns": s.others_wait_per_step_ns},
         "wait_per_step_ns": {str(r.rank): r.wait_per_step_ns for r in job.per_rank},
         "exposed_wait_per_rank_per_step_ns":
             sum(r.exposed_wait_ns for r in job.per_rank) / ranks / n,
@@ -374,7 +381,9 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
         durs = [d for st in steps for d in st.dur_ns]
         enough = not durs or per_step >= STRAGGLER_MIN_STEP_SHARE * float(np.median(durs))
         if count > STRAGGLER_SHARE * significant and len(ranks) > 1 and enough:
-            straggler = Straggler(top, count, significant, per_step)
+            hosts = {m.host for m in members if m.host}
+            straggler = Straggler(top, count, significant, per_step,
+                                  by_rank[top].host if len(hosts) > 1 else None)
     per_rank = []
     for r in ranks:
         m = by_rank[r]
@@ -383,7 +392,8 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
             rank=r, label=m.label, instances=n_inst[r], wait_ns=waits[r],  # type: ignore[arg-type]
             transfer_ns=transfers[r], wait_per_step_ns=waits[r] / step_count,
             exposed_ns=m.exposed_ns, exposed_wait_ns=ex_wait, exposed_transfer_ns=ex_transfer,
-            last_arrivals=last_counts[r], caused_wait_per_step_ns=caused[r] / step_count))  # type: ignore[index]
+            last_arrivals=last_counts[r], caused_wait_per_step_ns=caused[r] / step_count,  # type: ignore[index]
+            host=m.host))
     if mismatched:
         notes.append(f"{mismatched} matched collectives disagree between ranks on type or "
                      "size: the ranks may not have run the same calls in the same order")
@@ -618,17 +628,26 @@ def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks:
         last = max(c.start_ns for c in calls.values())
         if min(c.end_ns for c in calls.values()) < last:
             impossible += 1
-    if impossible * 10 < len(matched):  # a rare early end is noise, not a clock offset
-        return [], None
     everyone = set(ranks)
-    for (group, seq), calls in matched:
-        if set(calls) == everyone:
-            ref = min(calls)
-            shifts = [ClockShift(r, c.end_ns - calls[ref].end_ns) for r, c in sorted(calls.items())
-                      if r != ref and c.end_ns != calls[ref].end_ns]
-            kind = calls[ref].kind
-            return shifts, f"the end of {kind} #{seq} of group {group}"
-    return [], None
+    common = [calls for _, calls in matched if set(calls) == everyone]
+    if not common:
+        return [], None
+    ref = min(everyone)
+    shortest = float(np.median([min(c.end_ns - c.start_ns for c in calls.values())
+                                for calls in common]))
+    medians = {}
+    consistent = False
+    for r in sorted(everyone - {ref}):
+        diffs = np.array([calls[r].end_ns - calls[ref].end_ns for calls in common], dtype=float)
+        d = float(np.median(diffs))
+        medians[r] = int(round(d))
+        spread = float(np.median(np.abs(diffs - d)))
+        consistent |= len(common) >= 3 and abs(d) > shortest and spread * 4 < abs(d)
+    if impossible * 10 < len(matched) and not consistent:  # a rare early end is noise
+        return [], None
+    shifts = [ClockShift(r, d) for r, d in medians.items() if d != 0]
+    return shifts, (f"the median end of {len(common)} collectives common to all ranks "
+                    f"(against rank {ref})")
 
 
 def _steps(members: Sequence[RankSummary], shift: dict[int, int]) -> tuple[StepAcross, ...]:

@@ -43,7 +43,7 @@ def straggler_line(s: Straggler | None, step_count: int) -> Text:
     if s is None:
         return Text("Straggler: none (no rank arrived last in most collectives)", style="green")
     t = Text("Straggler: ", style="bold")
-    t.append(f"rank {s.rank}", style="bold red")
+    t.append(f"rank {s.rank}" + (f" ({s.host})" if s.host else ""), style="bold red")
     t.append(f" arrived last in {s.last_arrivals} of {s.instances} collectives where a rank "
              f"waited; the others wait {units.duration(s.others_wait_per_step_ns)} {per} for it")
     return t
@@ -86,8 +86,10 @@ def job_view(j: JobView) -> Panel:
                                                  -r.wait_per_step_ns, r.rank))[:MAX_RANK_ROWS]
             per.caption = (f"the {MAX_RANK_ROWS} of {len(j.per_rank)} ranks the others wait "
                            "for most, then those that wait most; every rank in --json")
+        many_hosts = len({r.host for r in j.per_rank if r.host}) > 1
         for r in shown:
-            per.add_row(str(r.rank), Text(r.label), f"{r.instances:,}",
+            per.add_row(f"{r.rank} ({r.host})" if many_hosts and r.host else str(r.rank),
+                        Text(r.label), f"{r.instances:,}",
                         units.duration(r.wait_per_step_ns), units.duration(r.wait_ns),
                         units.duration(r.transfer_ns), units.duration(r.exposed_wait_ns),
                         units.duration(r.exposed_transfer_ns), f"{r.last_arrivals:,}",

@@ -65,7 +65,8 @@ def job_lines(result: RunResult, point: str) -> list[str]:
         if not job.get("collectives"):
             pass  # no collective matched: nothing to say about stragglers or exposure
         elif straggler:
-            verdict = (f"straggler rank {straggler['rank']} (last in "
+            on = f" on {straggler['host']}" if straggler.get("host") else ""
+            verdict = (f"straggler rank {straggler['rank']}{on} (last in "
                        f"{straggler['last_arrivals']} of {straggler['instances']} collectives; "
                        f"the others wait {units.duration(straggler['others_wait_per_step_ns'])}"
                        " per step for it)")

@@ -51,6 +51,9 @@ def meta_from_header(path: Path, doc: Mapping[str, Any]) -> TraceMeta:
     base = doc.get("baseTimeNanoseconds")
     if type(base) is int:
         meta.base_time_ns = base
+    host = doc.get("host_name")
+    if isinstance(host, str) and host:
+        meta.host_name = host
     return meta
 
 

@@ -118,11 +118,12 @@ class Document(msgspec.Struct, gc=False):
     device_properties: Any = msgspec.field(default=None, name="deviceProperties")
     distributed_info: Any = msgspec.field(default=None, name="distributedInfo")
     base_time_ns: Any = msgspec.field(default=None, name="baseTimeNanoseconds")
+    host_name: Any = None
 
     def header(self) -> dict[str, Any]:
         return {"schemaVersion": self.schema_version, "deviceProperties": self.device_properties,
                 "distributedInfo": self.distributed_info,
-                "baseTimeNanoseconds": self.base_time_ns}
+                "baseTimeNanoseconds": self.base_time_ns, "host_name": self.host_name}
 
 
 TYPED = msgspec.json.Decoder(list[Event])  # other phases: ValidationError, per-event path

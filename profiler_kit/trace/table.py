@@ -68,6 +68,7 @@ class TraceMeta(msgspec.Struct):
     distributed_info: dict[str, Any] = msgspec.field(default_factory=dict)
     rank: int | None = None  # distributedInfo.rank when present
     base_time_ns: int | None = None  # baseTimeNanoseconds when present
+    host_name: str | None = None  # the top-level host_name torch's profiler writes
     trace_name: str | None = None  # e.g. the worker name from the file name
 
 

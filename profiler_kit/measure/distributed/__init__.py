@@ -51,6 +51,17 @@ RANK_TIMEOUT_PARAM = Param(
     min_value=1.0,
 )
 
+DEFAULT_GATHER_LIMIT_MB = 1024.0
+# ... and this one (``--gather-limit-mb``), read by the torchrun launcher
+GATHER_LIMIT_PARAM = Param(
+    "gather_limit_mb",
+    float,
+    DEFAULT_GATHER_LIMIT_MB,
+    "under torchrun, where a host does not share the run folder: a rank whose traces of "
+    "a configuration weigh more than this sends its rank summary to rank 0 instead",
+    min_value=0.0,
+)
+
 _TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
 WORKER_ENV = "PROFKIT_RANK_WORKER"  # set in ranks that profkit spawned
 
@@ -81,6 +92,11 @@ def set_hosts(hosts: list[str]) -> None:
     """Set by the torchrun launcher once the ranks know each other: each rank's host."""
     global _hosts
     _hosts = tuple(hosts)
+
+
+def hosts() -> tuple[str, ...]:
+    """Under torchrun, once the ranks know each other: each rank's host, by rank."""
+    return _hosts
 
 
 def under_torchrun() -> bool:
@@ -118,6 +134,11 @@ def rank_threads() -> int:
 def rank_timeout_s(config: RunConfig) -> float:
     value = config.params.get(RANK_TIMEOUT_PARAM.name, DEFAULT_RANK_TIMEOUT_S)
     return float(value) if value else DEFAULT_RANK_TIMEOUT_S
+
+
+def gather_limit_bytes(config: RunConfig) -> float:
+    value = config.params.get(GATHER_LIMIT_PARAM.name, DEFAULT_GATHER_LIMIT_MB)
+    return float(DEFAULT_GATHER_LIMIT_MB if value is None else value) * 1e6
 
 
 def interconnect_topology() -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import pickle
 import socket
@@ -21,12 +22,14 @@ from typing import Any
 from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed import RankFailure, rank_device, rank_timeout_s
 from profiler_kit.measure.distributed.gather import gather_files
+from profiler_kit.measure.distributed.liveness import Pulse, name_lost, start_beating
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
 from profiler_kit.measure.distributed.watchdog import STARTUP_S, is_communication_error, name_ranks
 from profiler_kit.measure.passes import Measurement, MeasureOptions
 from profiler_kit.scenario import RunConfig, Scenario, Strategy
 
 _torchrun_ready = False
+_lost: str | None = None  # once a host dropped out: why (the later strategies are not run)
 
 
 def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
@@ -48,6 +51,7 @@ def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
     hosts: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(hosts, socket.gethostname())
     distributed.set_hosts(hosts)
+    start_beating(_default_store(), dist.get_rank())
     _torchrun_ready = True
 
 
@@ -78,6 +82,8 @@ def measure_strategy(
     import torch.distributed as dist
 
     timeout_s = rank_timeout_s(config)
+    if _lost is not None:  # the world's collectives would fail or wait for the lost host
+        raise RankFailure(f"not run: {_lost}")
     _init_torchrun(config, timeout_s)
     rank, world = dist.get_rank(), dist.get_world_size()
     size = strategy.world_size
@@ -121,8 +127,8 @@ def measure_strategy(
         raise RankFailure(f"rank {r} failed during {strategy.name}: {gathered[r][1]}")
     measurements = [measurement for measurement, _error in gathered]
     # hosts that do not share the run folder send their traces to rank 0's
-    gather_files(store, prefix, rank, measurements, timeout_s)
-    return measurements
+    return gather_files(store, prefix, rank, measurements, timeout_s,
+                        distributed.gather_limit_bytes(config))
 
 
 def _default_store() -> Any:
@@ -136,14 +142,17 @@ def _collect(store: Any, prefix: str, size: int, name: str, timeout_s: float) ->
 
     Polls with ``check`` (no store timeouts, no warnings). The clock restarts at every
     step and every result; once a rank has reported, its peers may still be waiting in a
-    collective for up to the group's timeout, hence the extra allowance. Rank 0 decides
-    that a rank hung and publishes the verdict, so every rank raises the same error
-    (the others only decide alone, much later, if rank 0 is gone)."""
+    collective for up to the group's timeout, hence the extra allowance. A rank that has
+    not reported and whose heartbeat stopped for ``timeout_s`` is gone with its host
+    (:mod:`.liveness`). Rank 0 decides and publishes the verdict, so every rank raises the
+    same error (the others only decide alone, much later, if rank 0 is gone)."""
+    global _lost
     import torch.distributed as dist
 
     keys = [prefix + f"result/{r}" for r in range(size)]
     verdict_key = prefix + "verdict"
     judge = dist.get_rank() == 0
+    pulse = Pulse(store)
     last_state: tuple[int, int] = (-1, -1)
     last_change = time.monotonic()
     while True:
@@ -151,7 +160,17 @@ def _collect(store: Any, prefix: str, size: int, name: str, timeout_s: float) ->
         if all(done):
             return [pickle.loads(store.get(k)) for k in keys]
         if store.check([verdict_key]):
-            raise RankFailure(store.get(verdict_key).decode())
+            verdict = json.loads(store.get(verdict_key))
+            if verdict["lost"]:
+                _lost = verdict["message"]
+            raise RankFailure(verdict["message"])
+        missing = [r for r, ok in enumerate(done) if not ok]
+        gone = pulse.silent(missing, timeout_s) if judge else []
+        if gone:
+            _lost = (f"{name_lost(gone, distributed.hosts())} dropped out during {name}: no "
+                     f"sign of life for {timeout_s:g} s (--rank-timeout)")
+            store.set(verdict_key, json.dumps({"message": _lost, "lost": True}))
+            raise RankFailure(_lost)
         state = (int(store.add(prefix + "steps", 0)), sum(done))
         now = time.monotonic()
         if state != last_state:
@@ -160,12 +179,11 @@ def _collect(store: Any, prefix: str, size: int, name: str, timeout_s: float) ->
         allowance = timeout_s + (timeout_s + 5 if reported else 0.0)
         allowance += STARTUP_S if steps <= size else 0.0
         if now - last_change > (allowance if judge else 2 * allowance + 30):
-            missing = [r for r, ok in enumerate(done) if not ok]
             message = (
                 f"{name_ranks(missing)} made no progress for "
                 f"{timeout_s:g} s during {name} (hung?) (--rank-timeout)"
             )
-            store.set(verdict_key, message)
+            store.set(verdict_key, json.dumps({"message": message, "lost": False}))
             raise RankFailure(message)
         time.sleep(0.2)
 
