@@ -91,6 +91,45 @@ def test_two_hosts_one_run_folder(run_dir, tmp_path):
     assert [r.host for r in report.ranks] == ["host-a", "host-b"]
 
 
+def _run_on_one_host(tmp: Path) -> Path:
+    """The same ``profkit run ddp`` line under torchrun on one host (both ranks here)."""
+    import subprocess
+
+    out = tmp / "out"
+    line = _torchrun(0, out, 30)
+    at = line.index("--nnodes")
+    line[at:line.index("-m", at)] = ["--standalone", "--nproc-per-node", "2"]
+    done = subprocess.run(line, capture_output=True, text=True, timeout=BOUND_S)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = (out / "ddp").iterdir()
+    return run_dir
+
+
+def test_two_hosts_give_the_report_of_one_host(run_dir, tmp_path):
+    """The same configuration on one host: the same strategies, samples per rank, traces,
+    collectives matched across ranks and summary rows; only the times and hosts differ."""
+    here = _run_on_one_host(tmp_path)
+    one, two = (json.loads((d / "run.json").read_text()) for d in (here, run_dir))
+    assert one["environment"]["distributed"]["hosts"] == 1
+    shape = [(s["name"], s["status"], [len(r) for r in s["per_rank_samples_ns"]])
+             for s in one["strategies"]]
+    assert shape == [(s["name"], s["status"], [len(r) for r in s["per_rank_samples_ns"]])
+                     for s in two["strategies"]]
+
+    def traces(d: Path, record: dict) -> list[str]:
+        (w2,) = record["strategies"]
+        return [p.name.split(".")[0] for p in sorted((d / w2["dir"]).glob("rank*.pt.trace.json"))]
+
+    assert traces(here, one) == traces(run_dir, two) == ["rank0", "rank1"]
+    assert len(_job(here).instances) == len(_job(run_dir).instances)
+
+    def rows(d: Path) -> list[str]:  # the first cell of every table row of summary.md
+        return [line.split("|")[1].strip() for line in (d / "summary.md").read_text().splitlines()
+                if line.startswith("|") and not set(line) <= set("|-: ")]
+
+    assert len(rows(here)) > 3 and rows(here) == rows(run_dir)
+
+
 def _job(run_dir: Path):
     (w2,) = json.loads((run_dir / "run.json").read_text())["strategies"]
     (job,) = api.job_view([run_dir / w2["dir"]])
