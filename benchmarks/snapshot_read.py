@@ -61,7 +61,7 @@ def build(target_bytes: int, seed: int = 0) -> dict:
         segments.append({"device": 0, "address": seg_addr, "total_size": total,
                          "allocated_size": allocated, "active_size": allocated, "stream": 0,
                          "segment_type": "large", "blocks": blocks})
-        size += 32 * 2 * 20 * 16  # about 16 pickled bytes a frame (names memoized), two stacks a block
+        size += 32 * 2 * 20 * 16  # ~16 pickled bytes a frame (names memoized), 2 stacks a block
     actions.append({"action": "oom", "addr": 0, "size": 40 * MB, "stream": 0,
                     "device_free": 10 * MB, "time_us": len(actions), "frames": _frames(rng, 20)})
     return {"segments": segments, "device_traces": [actions]}
