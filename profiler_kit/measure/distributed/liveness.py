@@ -43,6 +43,11 @@ class Pulse:
     def __init__(self, store: Any) -> None:
         self._store = store
         self._seen: dict[int, tuple[int, float]] = {}  # rank -> (count, when it last moved)
+        self._first: dict[int, int] = {}  # rank -> the count first read
+
+    def moved(self, rank: int) -> bool:
+        """Whether ``rank``'s counter moved since it was first read here."""
+        return self._first.get(rank) is not None and self._seen[rank][0] != self._first[rank]
 
     def silent(self, ranks: Sequence[int], after_s: float) -> list[int]:
         """The ranks among ``ranks`` whose counter has not moved for ``after_s`` seconds."""
@@ -53,6 +58,7 @@ class Pulse:
             with contextlib.suppress(Exception):
                 count = int(self._store.add(_PREFIX + str(r), 0))
             last = self._seen.get(r)
+            self._first.setdefault(r, count)
             if last is None or count != last[0]:
                 self._seen[r] = (count, now)
             elif now - last[1] > after_s:
@@ -71,3 +77,23 @@ def name_lost(ranks: Sequence[int], hosts: Sequence[str]) -> str:
         which = ("rank " if len(rs) == 1 else "ranks ") + ", ".join(map(str, rs))
         parts.append(f"{host} ({which})" if host else which)
     return ", ".join(parts)
+
+
+def wait_for_silence(store: Any, ranks: Sequence[int], after_s: float,
+                     poll_s: float = 0.2) -> list[int]:
+    """After a collective failed: the ranks among ``ranks`` that stay silent for
+    ``after_s`` seconds (a host that dropped out), or none once every one of them has
+    beaten within that time (the failure was something else)."""
+    pulse = Pulse(store)
+    pulse.silent(ranks, after_s)  # the counts now
+    deadline = time.monotonic() + after_s + 2 * BEAT_S
+    alive: set[int] = set()
+    while time.monotonic() < deadline:
+        gone = pulse.silent(ranks, after_s)
+        if gone:
+            return gone
+        alive |= {r for r in ranks if pulse.moved(r)}
+        if alive >= set(ranks):
+            return []
+        time.sleep(poll_s)
+    return []

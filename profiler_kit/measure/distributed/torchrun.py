@@ -22,7 +22,12 @@ from typing import Any
 from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed import RankFailure, rank_device, rank_timeout_s
 from profiler_kit.measure.distributed.gather import gather_files
-from profiler_kit.measure.distributed.liveness import Pulse, name_lost, start_beating
+from profiler_kit.measure.distributed.liveness import (
+    Pulse,
+    name_lost,
+    start_beating,
+    wait_for_silence,
+)
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
 from profiler_kit.measure.distributed.watchdog import STARTUP_S, is_communication_error, name_ranks
 from profiler_kit.measure.passes import Measurement, MeasureOptions
@@ -78,7 +83,7 @@ def measure_strategy(
     every rank (measuring or idle) waits for them while the measuring ranks' step
     counter moves, so a long strategy never times out its idle peers and a hung one is
     noticed after ``--rank-timeout`` seconds without a step."""
-    global _strategy_seq
+    global _strategy_seq, _lost
     import torch.distributed as dist
 
     timeout_s = rank_timeout_s(config)
@@ -92,14 +97,25 @@ def measure_strategy(
     _strategy_seq += 1
     prefix = f"profkit/{_strategy_seq}/"
     store = _default_store()
-    # Every rank writes its trace where rank 0's runner put the strategy.
-    where = [str(strategy_dir)]
-    dist.broadcast_object_list(where, src=0)
-    strategy_dir = Path(where[0])
-    strategy_dir.mkdir(parents=True, exist_ok=True)
-    # A group of its own per strategy (even of the whole world): a failing rank aborts it,
-    # so its peers' pending collectives fail at once instead of after the timeout.
-    sub = dist.new_group(ranks=list(range(size)), timeout=timedelta(seconds=timeout_s))
+    try:
+        # Every rank writes its trace where rank 0's runner put the strategy.
+        where = [str(strategy_dir)]
+        dist.broadcast_object_list(where, src=0)
+        strategy_dir = Path(where[0])
+        strategy_dir.mkdir(parents=True, exist_ok=True)
+        # A group of its own per strategy (even of the whole world): a failing rank aborts
+        # it, so its peers' pending collectives fail at once instead of after the timeout.
+        sub = dist.new_group(ranks=list(range(size)), timeout=timedelta(seconds=timeout_s))
+    except Exception as exc:  # a host gone between strategies: name it, not the socket
+        if rank != 0:
+            raise
+        gone = wait_for_silence(store, range(1, world), timeout_s)
+        if not gone:
+            raise
+        _lost = (f"{name_lost(gone, distributed.hosts())} dropped out before "
+                 f"{strategy.name}: no sign of life for {timeout_s:g} s (--rank-timeout; "
+                 f"{type(exc).__name__})")
+        raise RankFailure(_lost) from None
     distributed.set_group(sub)
     try:
         if rank < size:
