@@ -104,3 +104,25 @@ def test_bad_input_is_one_line(tmp_path, payload, words, capsys):
         load_snapshot(path)
     assert words in str(info.value) and "\n" not in str(info.value)
     assert "executed" not in capsys.readouterr().out
+
+
+def test_trace_stacks_shared_as_in_pytorch_and_malformed_events(tmp_path):
+    """PyTorch shares one dict per distinct frame between stacks; the events keep them and
+    name the same frames. A trace event of the wrong type is one line; a frame list that is
+    not frames leaves that event unnamed instead of failing the whole file."""
+    data = _fixture()
+    shared = data["device_traces"][0][1]["frames"][0]
+    data["device_traces"][0].append({"action": "oom", "addr": 0, "size": MB, "stream": 0,
+                                     "frames": [shared], "time_us": 3})
+    data["device_traces"][0].append({"action": "alloc", "addr": 0, "size": MB,
+                                     "frames": ["not a frame"]})
+    snap = load_snapshot(_write(tmp_path, data))
+    events = snap.traces[0]
+    assert [e.frames[0].line for e in events[1:3]] == [77, 77]
+    assert events[3].frames == ()
+    assert [(o.requested_bytes, o.frame.line) for o in oom_events(snap)] == [(30 * MB, 77),
+                                                                              (MB, 77)]
+    data["device_traces"][0].append({"action": "alloc", "addr": "0x10", "size": MB})
+    with pytest.raises(TraceError, match="malformed allocator snapshot") as info:
+        load_snapshot(_write(tmp_path, data, "typed.pickle"))
+    assert "\n" not in str(info.value)
