@@ -274,3 +274,35 @@ def oom_events(snapshot: Snapshot) -> list[OomEvent]:
                                     f.reserved_bytes if f else 0,
                                     f.largest_free_bytes if f else 0, user_frame(e.frames)))
     return out
+
+
+class HistoryPeak(msgspec.Struct, frozen=True):
+    device: int
+    peak_allocated_bytes: int  # what torch.cuda.max_memory_allocated says over the history
+    actions: int  # allocs and completed frees replayed
+
+
+def history_peaks(snapshot: Snapshot) -> list[HistoryPeak]:
+    """Per device with a recorded history: the most bytes allocated at any moment of it.
+
+    The bytes live before the first recorded action are what is live at the dump less the
+    net of the history (``max_entries`` keeps only the newest actions, so the start is
+    unknown otherwise); a block counts from ``alloc`` to ``free_completed``, at its
+    rounded size, as the allocator's ``allocated_bytes`` statistic counts it.
+    """
+    live = {f.device: f.allocated_bytes for f in fragmentation(snapshot)}
+    out = []
+    for dev, events in sorted(snapshot.traces.items()):
+        level = top = actions = 0
+        for e in events:
+            if e.action == "alloc":
+                level += e.size
+            elif e.action == "free_completed":
+                level -= e.size
+            else:
+                continue
+            actions += 1
+            top = max(top, level)
+        if actions:
+            out.append(HistoryPeak(dev, live.get(dev, 0) - level + top, actions))
+    return out
