@@ -58,6 +58,16 @@ def write_text_atomic(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """``write_text_atomic`` for bytes."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
 

@@ -104,3 +104,43 @@ def test_bad_input_is_one_line(tmp_path, payload, words, capsys):
         load_snapshot(path)
     assert words in str(info.value) and "\n" not in str(info.value)
     assert "executed" not in capsys.readouterr().out
+
+
+def test_trace_stacks_shared_as_in_pytorch_and_malformed_events(tmp_path):
+    """PyTorch shares one dict per distinct frame between stacks; the events keep them and
+    name the same frames. A trace event of the wrong type is one line; a frame list that is
+    not frames leaves that event unnamed instead of failing the whole file."""
+    data = _fixture()
+    shared = data["device_traces"][0][1]["frames"][0]
+    data["device_traces"][0].append({"action": "oom", "addr": 0, "size": MB, "stream": 0,
+                                     "frames": [shared], "time_us": 3})
+    data["device_traces"][0].append({"action": "alloc", "addr": 0, "size": MB,
+                                     "frames": ["not a frame"]})
+    snap = load_snapshot(_write(tmp_path, data))
+    events = snap.traces[0]
+    assert [e.frames[0].line for e in events[1:3]] == [77, 77]
+    assert events[3].frames == ()
+    assert [(o.requested_bytes, o.frame.line) for o in oom_events(snap)] == [(30 * MB, 77),
+                                                                              (MB, 77)]
+    data["device_traces"][0].append({"action": "alloc", "addr": "0x10", "size": MB})
+    with pytest.raises(TraceError, match="malformed allocator snapshot") as info:
+        load_snapshot(_write(tmp_path, data, "typed.pickle"))
+    assert "\n" not in str(info.value)
+
+
+def test_history_peak_replays_allocs_and_completed_frees(tmp_path):
+    from profiler_kit.analysis.allocator_snapshot import history_peaks
+
+    data = _fixture()
+    # 12 MB live at the dump. History: +8 (alloc), +6, free_requested 6 (still held),
+    # free_completed 6, +2: net +10, so 2 MB were live before it; levels 2+8, 2+14, 2+8,
+    # 2+10: the peak is 16 MB.
+    data["device_traces"] = [[
+        {"action": "alloc", "addr": 0, "size": 8 * MB},
+        {"action": "alloc", "addr": 1, "size": 6 * MB},
+        {"action": "free_requested", "addr": 1, "size": 6 * MB},
+        {"action": "segment_alloc", "addr": 2, "size": 20 * MB},
+        {"action": "free_completed", "addr": 1, "size": 6 * MB},
+        {"action": "alloc", "addr": 3, "size": 2 * MB}]]
+    (peak,) = history_peaks(load_snapshot(_write(tmp_path, data)))
+    assert (peak.device, peak.peak_allocated_bytes, peak.actions) == (0, 16 * MB, 4)

@@ -181,3 +181,45 @@ def _poll(url: str, done, timeout_s: float = 120.0) -> Any:
             pass
         time.sleep(1)
     raise AssertionError(f"{url}: {answer!r} after {timeout_s:.0f} s")
+
+
+def test_allocator_snapshot_peak_matches_max_memory_allocated(tmp_path: Path) -> None:
+    """The history recorded around a few training steps, read back by profkit's torch-free
+    reader: its peak is the allocator's own peak of the same steps, its sites name this file."""
+    from profiler_kit.analysis.allocator_snapshot import history_peaks, live_sites, load_snapshot
+    from profiler_kit.measure import memory_snapshot
+
+    model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.ReLU(),
+                                torch.nn.Linear(2048, 512)).cuda()
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.randn(256, 512, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    with memory_snapshot.recording([torch.device("cuda", 0)], tmp_path, "w"):
+        for _ in range(3):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+        torch.cuda.synchronize()
+        expected = torch.cuda.max_memory_allocated()
+    snap = load_snapshot(memory_snapshot.path_for(tmp_path, "w"))
+    (peak,) = history_peaks(snap)
+    assert peak.peak_allocated_bytes == expected
+    assert snap.has_frames
+    assert any(s.frame is not None and s.frame.filename == __file__ for s in live_sites(snap))
+
+
+def test_run_with_memory_snapshot_is_read_per_strategy(tmp_path: Path) -> None:
+    record = _run(tmp_path, "multimodel", "--n-model", "4", "--d-in", "256", "--d-out", "512",
+                  "--batch", "16", "--strategies", "linear,bmm", "--memory-snapshot")
+    run_dir = Path(record["_dir"])
+    assert sorted(p.name for p in run_dir.rglob("*.memory_snapshot.pickle"))
+    report = api.memory([run_dir])
+    by_label = {s.label: s for s in report.strategies}
+    for name, strategy in _ok(record).items():
+        snap = by_label[name].snapshot
+        assert snap is not None and snap.has_stacks, by_label[name].notes
+        (peak,) = snap.history_peaks
+        timed = next(iter(strategy["peak_memory"].values()))["allocated_bytes"]
+        # the same steps as the timing pass, whose peak run.json keeps
+        assert abs(peak.peak_allocated_bytes - timed) <= 0.05 * timed, (peak, timed)

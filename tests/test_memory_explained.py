@@ -180,6 +180,33 @@ def test_compare_and_the_report_show_the_memory_section(leaky, clean, capsys,
     assert page.errors == [] and all(u.startswith("file://") for u in page.requests)
 
 
+def test_analyze_json_memory_equals_the_console_and_pytorchs_timeline(leaky, clean, capsys,
+                                                                     tmp_path) -> None:
+    """``analyze --json``'s ``memory_explained``: bytes by category at the peak as PyTorch's
+    own timeline has them, and the same figures ``profkit memory --json`` and the console
+    section give for the same folders."""
+    from profiler_kit.render.units import nbytes
+
+    (a, ref_a), (b, ref_b) = leaky, clean
+    assert main(["analyze", str(a), str(b), "--json", str(tmp_path / "a.json")]) == 0
+    section = json.loads((tmp_path / "a.json").read_text())["memory_explained"]
+    assert main(["memory", str(a), str(b), "--json", str(tmp_path / "m.json")]) == 0
+    full = json.loads((tmp_path / "m.json").read_text())
+    assert main(["analyze", str(a), str(b)]) == 0
+    console = capsys.readouterr().out
+    for got, whole, ref in zip(section["strategies"], full["strategies"], (ref_a, ref_b),
+                               strict=True):
+        (peak,) = got["categories"]
+        assert peak["by_category"] == _peak_row(ref)
+        assert got["categories"] == whole["categories"]
+        assert nbytes(peak["total_bytes"]) in console
+    (d,) = section["deltas"]
+    act = {r: _peak_row(ref)["activation"] for r, ref in (("a", ref_a), ("b", ref_b))}
+    assert (d["what"], d["delta_bytes"]) == ("activation", act["b"] - act["a"])
+    sign = "+" if d["delta_bytes"] >= 0 else "-"
+    assert f"clean: {sign}{nbytes(abs(d['delta_bytes']))} activations vs leaky" in console
+
+
 QUICK = ["--iterations", "2", "--warmup", "0", "--repeats", "1", "--profile-wait", "0",
          "--profile-warmup", "1", "--profile-active", "2", "--with-stack"]
 

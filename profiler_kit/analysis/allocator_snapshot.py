@@ -18,9 +18,10 @@ Anything else in the pickle is ignored.
 
 from __future__ import annotations
 
-import io
+import gc
 import pickle
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -62,14 +63,29 @@ class Segment(msgspec.Struct, frozen=True):
         return max((b.size for b in self.free_blocks), default=0)
 
 
-class TraceEvent(msgspec.Struct, frozen=True):
+class TraceEvent(msgspec.Struct, frozen=True, gc=False):
+    """One allocator action; its stack stays as read and becomes ``Frame``s on demand.
+
+    A snapshot holds up to a million of these (``max_entries``) with a stack each: typed
+    in C by ``msgspec.convert`` and with the stack kept as PyTorch's shared frame dicts,
+    a 100 MB snapshot reads in seconds (benchmarks/snapshot_reading.py).
+    """
+
     action: str
-    addr: int
-    size: int
-    stream: int
-    frames: tuple[Frame, ...]
-    time_us: int | None
-    device_free: int | None
+    addr: int = 0
+    size: int = 0
+    stream: int = 0
+    raw_frames: Any = msgspec.field(default=(), name="frames")
+    time_us: int | None = None
+    device_free: int | None = None
+
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        """The stack, innermost first; () when absent or not a list of frame dicts."""
+        try:
+            return _frames(self.raw_frames)
+        except (KeyError, TypeError, ValueError):
+            return ()
 
 
 class Snapshot(msgspec.Struct, frozen=True):
@@ -88,8 +104,19 @@ class _NoClasses(pickle.Unpickler):
 def load_snapshot(path: str | Path) -> Snapshot:
     """The snapshot at ``path``; a truncated or foreign file raises one-line TraceError."""
     path = Path(path)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # millions of containers, no cycles: collections only cost time
     try:
-        data = _NoClasses(io.BytesIO(path.read_bytes())).load()
+        return _load(path)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _load(path: Path) -> Snapshot:
+    try:
+        with open(path, "rb") as fh:  # streamed: the file's bytes are never held whole
+            data = _NoClasses(fh).load()
     except OSError as exc:
         raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError,
@@ -100,41 +127,68 @@ def load_snapshot(path: str | Path) -> Snapshot:
 
 
 def parse_snapshot(data: object, where: str = "snapshot") -> Snapshot:
-    """The typed snapshot from the unpickled dict; wrong shape raises one-line TraceError."""
+    """The typed snapshot from the unpickled dict; wrong shape raises one-line TraceError.
+
+    Trace events keep their stacks as the raw lists of ``data`` (see ``TraceEvent``).
+    """
     if not isinstance(data, dict) or not isinstance(data.get("segments"), list):
         raise TraceError(f"{where}: not an allocator snapshot (no 'segments' list)")
+    stacks = _Stacks()
     try:
-        segments = tuple(_segment(s) for s in data["segments"])
+        segments = tuple(_segment(s, stacks) for s in data["segments"])
         raw_traces = data.get("device_traces") or []
-        traces = {dev: tuple(_event(e) for e in events or [])
-                  for dev, events in enumerate(raw_traces)}
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        traces = {dev: _events(events or []) for dev, events in enumerate(raw_traces)}
+    except (KeyError, TypeError, ValueError, AttributeError, msgspec.ValidationError) as exc:
         raise TraceError(f"{where}: malformed allocator snapshot ({exc!r})") from None
     has_frames = any(b.frames for s in segments for b in s.blocks) or any(
-        e.frames for events in traces.values() for e in events)
+        e.raw_frames for events in traces.values() for e in events)
     return Snapshot(segments, traces, has_frames)
 
 
-def _frames(raw) -> tuple[Frame, ...]:
-    return tuple(Frame(str(f["filename"]), int(f["line"]), str(f["name"])) for f in raw or ())
+class _Stacks:
+    """One ``Frame`` per distinct frame dict and one tuple per distinct stack.
+
+    PyTorch's snapshot shares one dict per distinct frame between all stacks (so the pickle
+    stays small); converting each reference anew would multiply the memory by the depth.
+    The raw dicts are kept alive here, so their ids stay unique while reading.
+    """
+
+    def __init__(self) -> None:
+        self._frames: dict[int, tuple[dict, Frame]] = {}
+        self._stacks: dict[tuple[int, ...], tuple[Frame, ...]] = {}
+
+    def frame(self, raw: dict) -> Frame:
+        hit = self._frames.get(id(raw))
+        if hit is None:
+            hit = (raw, Frame(str(raw["filename"]), int(raw["line"]), str(raw["name"])))
+            self._frames[id(raw)] = hit
+        return hit[1]
+
+    def stack(self, raw) -> tuple[Frame, ...]:
+        if not raw:
+            return ()
+        key = tuple(map(id, raw))
+        hit = self._stacks.get(key)
+        if hit is None:
+            hit = self._stacks[key] = tuple(self.frame(f) for f in raw)
+        return hit
 
 
-def _segment(s: dict) -> Segment:
+def _segment(s: dict, stacks: _Stacks) -> Segment:
     blocks = tuple(Block(int(b["address"]), int(b["size"]),
                          int(b.get("requested_size", b["size"])), str(b["state"]),
-                         _frames(b.get("frames"))) for b in s["blocks"])
+                         stacks.stack(b.get("frames"))) for b in s["blocks"])
     return Segment(int(s["device"]), int(s["address"]), int(s["total_size"]),
                    int(s["allocated_size"]), int(s.get("stream", 0)),
                    str(s.get("segment_type", "")), blocks)
 
 
-def _event(e: dict) -> TraceEvent:
-    time_us = e.get("time_us")
-    free = e.get("device_free")
-    return TraceEvent(str(e["action"]), int(e.get("addr", 0)), int(e.get("size", 0)),
-                      int(e.get("stream", 0)), _frames(e.get("frames")),
-                      None if time_us is None else int(time_us),
-                      None if free is None else int(free))
+def _events(raw: list) -> tuple[TraceEvent, ...]:
+    return tuple(msgspec.convert(raw, list[TraceEvent]))
+
+
+def _frames(raw) -> tuple[Frame, ...]:
+    return tuple(Frame(str(f["filename"]), int(f["line"]), str(f["name"])) for f in raw or ())
 
 
 class Fragmentation(msgspec.Struct, frozen=True):
@@ -219,4 +273,36 @@ def oom_events(snapshot: Snapshot) -> list[OomEvent]:
                 out.append(OomEvent(dev, e.size, e.device_free,
                                     f.reserved_bytes if f else 0,
                                     f.largest_free_bytes if f else 0, user_frame(e.frames)))
+    return out
+
+
+class HistoryPeak(msgspec.Struct, frozen=True):
+    device: int
+    peak_allocated_bytes: int  # what torch.cuda.max_memory_allocated says over the history
+    actions: int  # allocs and completed frees replayed
+
+
+def history_peaks(snapshot: Snapshot) -> list[HistoryPeak]:
+    """Per device with a recorded history: the most bytes allocated at any moment of it.
+
+    The bytes live before the first recorded action are what is live at the dump less the
+    net of the history (``max_entries`` keeps only the newest actions, so the start is
+    unknown otherwise); a block counts from ``alloc`` to ``free_completed``, at its
+    rounded size, as the allocator's ``allocated_bytes`` statistic counts it.
+    """
+    live = {f.device: f.allocated_bytes for f in fragmentation(snapshot)}
+    out = []
+    for dev, events in sorted(snapshot.traces.items()):
+        level = top = actions = 0
+        for e in events:
+            if e.action == "alloc":
+                level += e.size
+            elif e.action == "free_completed":
+                level -= e.size
+            else:
+                continue
+            actions += 1
+            top = max(top, level)
+        if actions:
+            out.append(HistoryPeak(dev, live.get(dev, 0) - level + top, actions))
     return out

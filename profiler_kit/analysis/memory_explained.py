@@ -37,6 +37,7 @@ class SnapshotMemory(msgspec.Struct, frozen=True):
     live_sites: tuple[SnapshotSite, ...]
     oom_events: tuple[snap.OomEvent, ...]
     has_stacks: bool
+    history_peaks: tuple[snap.HistoryPeak, ...] = ()  # peaks over the recorded actions
 
 
 class StrategyMemory(msgspec.Struct, frozen=True):
@@ -63,7 +64,8 @@ def read_snapshot_memory(path: Path, top: int) -> tuple[SnapshotMemory, list[Adv
     sites = tuple(SnapshotSite(_site_label(x.frame), x.bytes, x.blocks)
                   for x in snap.live_sites(s, top))
     return (SnapshotMemory(str(path), tuple(frags), sites, tuple(snap.oom_events(s)),
-                           s.has_frames), snapshot_advice(s, frags))
+                           s.has_frames, tuple(snap.history_peaks(s))),
+            snapshot_advice(s, frags))
 
 
 def explain(label: str, traces: list[Path], categories: list[Path], snapshots: list[Path],

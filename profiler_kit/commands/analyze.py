@@ -7,6 +7,7 @@ Never imports torch.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from profiler_kit.commands import Command
 
@@ -108,7 +109,8 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     if "json" in targets:
         from profiler_kit.render.analysis_json import dumps
 
-        outputs.write(targets["json"], dumps(analyses, comparison, jobs, unreadable))
+        outputs.write(targets["json"], dumps(analyses, comparison, jobs, unreadable,
+                                             memory_section(args.paths)))
     if "markdown" in targets:
         from profiler_kit.render.analysis_markdown import render as markdown
 
@@ -138,13 +140,22 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     return 1 if unreadable else 0
 
 
-def print_memory(console, paths: list[str]) -> None:
-    """The short memory section, where a run kept memory categories or a snapshot."""
+def memory_section(paths: list[str]) -> Any:
+    """The memory report of ``paths`` where a run kept memory categories or a snapshot,
+    else None: what the console's memory section and ``--json``'s ``memory_explained`` show."""
     from profiler_kit import api
-    from profiler_kit.render.memory_console import has_memory, section_lines
+    from profiler_kit.render.memory_console import has_memory
 
     report = api.memory_section(paths)
-    if report is None or not has_memory(report):
+    return report if report is not None and has_memory(report) else None
+
+
+def print_memory(console, paths: list[str]) -> None:
+    """The short memory section, where a run kept memory categories or a snapshot."""
+    from profiler_kit.render.memory_console import section_lines
+
+    report = memory_section(paths)
+    if report is None:
         return
     console.print("\n[bold]Memory[/bold] (at each peak; `profkit memory PATH` names the lines "
                   "of code, leaks and what fits)")

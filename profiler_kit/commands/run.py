@@ -55,6 +55,12 @@ def _add_generic(p: argparse.ArgumentParser) -> None:
                        help=f"torch.profiler.schedule {name.split('_')[1]} (default {default})")
     p.add_argument("--with-stack", action="store_true", default=s,
                    help="record Python stacks in the traces")
+    p.add_argument("--memory-snapshot", action="store_true", default=s,
+                   help="CUDA only: record the caching allocator's history with Python stacks "
+                        "in the profiled pass and save it beside the trace as "
+                        "WORKER.memory_snapshot.pickle (PyTorch's memory viewer opens it; "
+                        "`profkit memory RUN` reads it); off by default until its overhead "
+                        "is measured")
     p.add_argument("--gzip", action="store_true", default=s, help="write .json.gz traces")
     p.add_argument("--no-record-shapes", dest="record_shapes", action="store_false", default=s,
                    help="do not record input shapes")
@@ -120,8 +126,8 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
     from profiler_kit.measure.passes import MeasureOptions
     from profiler_kit.render import run_console
 
-    option_fields = ("iterations", "warmup", "repeats", *_PROFILE_INTS, "with_stack", "gzip",
-                     "record_shapes", "profile_memory")
+    option_fields = ("iterations", "warmup", "repeats", *_PROFILE_INTS, "with_stack",
+                     "memory_snapshot", "gzip", "record_shapes", "profile_memory")
     options = MeasureOptions(**{k: opts[k] for k in option_fields if k in opts})
     params = {k.removeprefix("param__"): v for k, v in opts.items() if k.startswith("param__")}
     opt_in = [k.removeprefix("optin__") for k, v in opts.items() if k.startswith("optin__") and v]

@@ -12,6 +12,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trac
 
 from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.measure import devices as dev
-from profiler_kit.measure import memory_categories
+from profiler_kit.measure import memory_categories, memory_snapshot
 from profiler_kit.measure.timing import Progress, time_phases
 from profiler_kit.scenario import Workload
 
@@ -40,6 +41,8 @@ class MeasureOptions:
     record_shapes: bool = True
     profile_memory: bool = True
     with_stack: bool = False
+    # the CUDA allocator's history with stacks over the profiled pass (memory_snapshot)
+    memory_snapshot: bool = False
     gzip: bool = False
     # independent rounds of every strategy (the first one also profiles): three by default,
     # the fewest that judge a speedup paired by round and a diff between runs
@@ -169,7 +172,10 @@ def _profiled_pass(
     cycle = wait + warm + active
     total = options.profiled_steps
     step_times: list[int] = []
-    with profile(
+    cuda = dev.cuda_devices(devices) if options.memory_snapshot else []
+    recorder = (memory_snapshot.recording(cuda, strategy_dir, worker_name) if cuda
+                else nullcontext())
+    with recorder, profile(
         activities=activities,
         schedule=schedule(wait=wait, warmup=warm, active=active, repeat=options.profile_repeat),
         on_trace_ready=_trace_ready(devices, options, strategy_dir, worker_name),

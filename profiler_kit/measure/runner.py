@@ -309,6 +309,10 @@ def _measure_run(scenario: Scenario, params: Mapping[str, Any] | None, device: s
     options = options or MeasureOptions()
     validate_options(options)
     device = devices.resolve(device)
+    if options.memory_snapshot and device == "cpu":
+        raise UsageError("--memory-snapshot records the CUDA caching allocator and needs a "
+                         "CUDA device; this run is on the CPU (--with-stack records memory "
+                         "by category there)")
     resolved = dict(scenario.resolve(resolve_params(scenario, params or {}, device)))
     check_outputs(scenario, resolved, out, force)
     points = points_of(scenario, resolved)

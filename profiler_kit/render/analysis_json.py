@@ -111,10 +111,11 @@ def _communication(a: TraceAnalysis) -> dict[str, Any] | None:
 
 
 def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
-             jobs: Sequence[JobView] = (), unreadable: Sequence[Unreadable] = ()
-             ) -> dict[str, Any]:
+             jobs: Sequence[JobView] = (), unreadable: Sequence[Unreadable] = (),
+             memory: Any = None) -> dict[str, Any]:
     """The whole ``profkit analyze``/``compare`` result; ``unreadable`` lists the traces
-    left out, each with the reason."""
+    left out, each with the reason; ``memory`` the memory report of the same paths from
+    their categories and snapshots (the console's memory section), or None."""
     comp = None
     if comparison is not None:
         # the console tables' module (rich): imported only when there is a comparison
@@ -146,12 +147,14 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
         "comparison": comp,
         "jobs": [_plain(j) for j in jobs],
         "unreadable": [{"path": u.path, "reason": u.reason} for u in unreadable],
+        "memory_explained": None if memory is None else msgspec.to_builtins(memory),
     }
 
 
 def dumps(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
-          jobs: Sequence[JobView] = (), unreadable: Sequence[Unreadable] = ()) -> str:
+          jobs: Sequence[JobView] = (), unreadable: Sequence[Unreadable] = (),
+          memory: Any = None) -> str:
     # same text as json.dumps(..., indent=1), ten times faster
-    doc = document(analyses, comparison, jobs, unreadable)
+    doc = document(analyses, comparison, jobs, unreadable, memory)
     return msgspec.json.format(msgspec.json.encode(doc),
                                indent=1).decode() + "\n"

@@ -66,6 +66,9 @@ def _snapshot(s: StrategyMemory, top: int) -> list[str]:
                    f"{nbytes(f.allocated_bytes)} (requested {nbytes(f.requested_bytes)}), "
                    f"free {nbytes(f.free_bytes)}, largest free block "
                    f"{nbytes(f.largest_free_bytes)}, unusable {percent(f.unusable_share)}")
+    out.extend(f"    cuda:{h.device} peak allocated {nbytes(h.peak_allocated_bytes)} over the "
+               f"recorded history ({h.actions} allocations and frees)"
+               for h in snap.history_peaks)
     out.extend(f"    {nbytes(x.bytes):>10}  {x.site or '(no stack)'}  [{x.blocks} blocks]"
                for x in snap.live_sites[:top])
     for o in snap.oom_events:
