@@ -4,7 +4,8 @@
 #   bash benchmarks/gpu_check.sh [OUT]      # OUT: default benchmarks/results/<gpu-name>
 #
 # Runs the README's main job (`profkit run concurrent --amp --streams`) on CUDA, then
-# multimodel, ddp and pipeline with their CUDA defaults, then `pytest -m gpu`. For each run,
+# multimodel, ddp and pipeline with their CUDA defaults, then `pytest -m gpu`, then what
+# `--memory-snapshot` costs (benchmarks/memory_snapshot_overhead.py). For each run,
 # run.json, summary.md and report.html (when written) are copied to OUT/<scenario>/; the
 # traces stay under the work folder (large). A scenario that fails is recorded in
 # OUT/status.txt and the others still run; the script exits 1 if any failed.
@@ -63,6 +64,12 @@ echo "== pytest -m gpu"
 python -m pytest -q -m gpu -rs 2>&1 | tee "$out/pytest-gpu.txt"
 rc=${PIPESTATUS[0]}
 echo "pytest -m gpu: exit $rc" >> "$status_file"
+[ $rc -eq 0 ] || failed=1
+
+echo "== benchmarks/memory_snapshot_overhead.py"
+python benchmarks/memory_snapshot_overhead.py 2>&1 | tee "$out/memory_snapshot_overhead.txt"
+rc=${PIPESTATUS[0]}
+echo "memory_snapshot_overhead: exit $rc" >> "$status_file"
 [ $rc -eq 0 ] || failed=1
 
 echo "results in $out (traces in $work)"

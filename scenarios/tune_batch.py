@@ -5,6 +5,11 @@ under the recommended knobs and timed without the profiler. An out-of-memory is 
 it is recorded and ends the sweep (a larger batch needs more), never the command. The
 compile modes and CUDA graphs are left out of the sweep, because each new shape would
 compile or capture again; the sweep says so.
+
+Where the device reports each size's peak (CUDA), the sweep also checks the memory fit
+``profkit memory`` would make: the line through the first two sizes' peaks predicts the
+peak of every later size and the largest batch for the device's memory, and the sizes
+that ran or ran out of memory say whether that held.
 """
 
 from __future__ import annotations
@@ -44,6 +49,69 @@ class BatchPoint:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class FitCheck:
+    """The two-batch memory fit against the rest of the sweep."""
+
+    fitted_on: tuple[int, int]  # the batch sizes the line goes through
+    bytes_per_item: float
+    fixed_bytes: int
+    predicted_peak_bytes: dict[int, int]  # later sizes that ran: the line's peak
+    measured_peak_bytes: dict[int, int]
+    device_memory_bytes: int | None
+    predicted_largest: int | None  # the largest batch for device_memory_bytes
+    largest_ran: int
+    first_out_of_memory: int | None
+    holds: bool | None  # None: nothing past the two sizes to check it with
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+PEAK_TOLERANCE = 0.10  # a predicted peak within 10 % of the measured one holds
+
+
+def check_fit(points: Sequence[BatchPoint], device_memory: int | None) -> FitCheck | None:
+    """The fit from the first two sizes with a peak, checked on the others; None when
+    fewer than two sizes report a peak (the CPU reports none)."""
+    from profiler_kit.analysis import memory_fit
+
+    ran = [p for p in points if p.status == OK and p.peak_bytes is not None]
+    if len(ran) < 2:
+        return None
+    a, b = ran[0], ran[1]
+    fit = memory_fit.from_two_batches(memory_fit.BatchPoint(a.batch_size, int(a.peak_bytes)),
+                                      memory_fit.BatchPoint(b.batch_size, int(b.peak_bytes)),
+                                      device_memory)
+    if fit is None:
+        return None
+    later = ran[2:]
+    predicted = {p.batch_size: round(fit.fixed_bytes + fit.bytes_per_item * p.batch_size)
+                 for p in later}
+    measured = {p.batch_size: int(p.peak_bytes) for p in later}  # type: ignore[arg-type]
+    oom = next((p.batch_size for p in points if p.status == OUT_OF_MEMORY), None)
+    largest_ran = max(p.batch_size for p in points if p.status == OK)
+    wrong = [f"{n} items: predicted {predicted[n]:,} B, measured {measured[n]:,} B"
+             for n in predicted
+             if abs(predicted[n] - measured[n]) > PEAK_TOLERANCE * measured[n]]
+    largest = fit.largest_batch
+    if largest is not None and largest < largest_ran:
+        wrong.append(f"{largest_ran} items ran, past the predicted largest batch {largest}")
+    if largest is not None and oom is not None and largest >= oom:
+        wrong.append(f"{oom} items ran out of memory, within the predicted largest batch "
+                     f"{largest}")
+    checked = bool(later) or (largest is not None and oom is not None)
+    holds = None if not checked else not wrong
+    why = ("; ".join(wrong) if wrong else
+           "no size past the two to check it with" if holds is None else
+           f"every later peak within {PEAK_TOLERANCE:.0%}"
+           + (" and the out-of-memory size past the predicted largest batch"
+              if oom is not None and largest is not None else ""))
+    return FitCheck((a.batch_size, b.batch_size), fit.bytes_per_item, fit.fixed_bytes,
+                    predicted, measured, device_memory, largest, largest_ran, oom, holds, why)
 
 
 def doubling(start: int, cap: int) -> list[int]:

@@ -40,6 +40,7 @@ class Alloc:
     device_type: int = 1
     device_id: int = 0
     tid: int = 1
+    addr: int = -1
 
 
 @dataclass
@@ -98,6 +99,7 @@ def make_table(events: list[Ev], allocs: list[Alloc] | None = None,
             total_allocated_bytes=acol("total_allocated", np.int64),
             total_reserved_bytes=acol("total_reserved", np.int64),
             tid=acol("tid", np.int64),
+            addr=acol("addr", np.int64),
         ),
         inputs={i: recorded_inputs(_shape_args(e)) for i, e in enumerate(events)
                 if e.input_dims is not None},

@@ -223,3 +223,18 @@ def test_run_with_memory_snapshot_is_read_per_strategy(tmp_path: Path) -> None:
         timed = next(iter(strategy["peak_memory"].values()))["allocated_bytes"]
         # the same steps as the timing pass, whose peak run.json keeps
         assert abs(peak.peak_allocated_bytes - timed) <= 0.05 * timed, (peak, timed)
+
+
+def test_tune_sweep_checks_the_memory_fit_on_cuda(tmp_path: Path) -> None:
+    """A CUDA sweep reports each size's peak: the line through the first two predicts the
+    later peaks (an MLP's activations grow linearly with the batch)."""
+    from profiler_kit.measure.passes import MeasureOptions
+    from profiler_kit.scenarios import tune, tune_batch
+
+    user = tune.load_user_model(str(Path(__file__).parent / "data" / "tune" / "cancels.py"))
+    points = tune_batch.sweep(user, tune.BASELINE, [1024, 2048, 4096, 8192], "cuda", None,
+                              MeasureOptions(iterations=3, warmup=1, repeats=1), tmp_path)
+    assert all(p.status == "ok" and p.peak_bytes for p in points), points
+    check = tune_batch.check_fit(points, torch.cuda.get_device_properties(0).total_memory)
+    assert check is not None and check.fitted_on == (1024, 2048)
+    assert check.holds is True, check.why

@@ -41,12 +41,24 @@ LEAK_LINE = next(i for i, line in enumerate(Path(__file__).read_text().splitline
                  if "the leaked activation is allocated here" in line)
 
 
-def _profile(folder: Path, keep: bool) -> dict:
+class Vmapped(torch.nn.Module):
+    """Nothing kept: one linear layer applied through ``torch.func.vmap``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(IN, OUT)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.func.vmap(self.fc)(x)
+
+
+def _profile(folder: Path, keep: bool, model: torch.nn.Module | None = None,
+             record_shapes: bool = True) -> dict:
     """Train a few steps under the profiler; the trace, the categories and PyTorch's own
     memory timeline land in ``folder``."""
     folder.mkdir()
     torch.manual_seed(0)
-    model = Leaky(keep)
+    model = Leaky(keep) if model is None else model
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(BATCH, IN)
     reference: dict = {}
@@ -57,10 +69,14 @@ def _profile(folder: Path, keep: bool) -> dict:
         reference["timeline"] = json.loads((folder / "ref.json").read_text())
         (folder / "ref.json").unlink()  # not one of the run's files
 
-    ready = memory_categories.handler(export, folder, "w", ["cpu"])
+    def trace_only(prof) -> None:  # PyTorch's categories need shapes
+        prof.export_chrome_trace(str(folder / "w.pt.trace.json"))
+
+    ready = (memory_categories.handler(export, folder, "w", ["cpu"]) if record_shapes
+             else trace_only)
     with profile(activities=[ProfilerActivity.CPU], on_trace_ready=ready,
                  schedule=schedule(wait=0, warmup=1, active=STEPS, repeat=1),
-                 record_shapes=True, profile_memory=True, with_stack=True) as prof:
+                 record_shapes=record_shapes, profile_memory=True, with_stack=True) as prof:
         for _ in range(STEPS + 1):
             opt.zero_grad()
             model(x).sum().backward()
@@ -94,6 +110,28 @@ def test_a_real_leak_is_named_with_its_line_and_bytes(leaky) -> None:
     assert [s.step for s in growth.steps] == list(range(1, STEPS + 1))
     # the middle steps keep nothing else: gradients are freed by the next zero_grad
     assert [s.kept_bytes for s in growth.steps[1:-1]] == [per_step] * (STEPS - 2)
+    assert growth.held_by_profiler is None  # no torch.func transform ran
+
+
+def test_what_the_profiler_keeps_under_vmap_is_not_called_a_leak(tmp_path, capsys) -> None:
+    """vmap keeps nothing, yet with record_shapes on the profiler holds the tensors that
+    pass through it (pytorch/pytorch#116697): the same steps profiled with shapes keep
+    bytes from every step, and without shapes keep none. The first is reported as kept,
+    with the cause, and not as a leak."""
+    with_shapes, without = tmp_path / "shapes", tmp_path / "no_shapes"
+    for folder, shapes in ((with_shapes, True), (without, False)):
+        _profile(folder, keep=False, model=Vmapped(), record_shapes=shapes)
+    (held,) = api.memory([with_shapes / "w.pt.trace.json"]).strategies[0].growth
+    (clean,) = api.memory([without / "w.pt.trace.json"]).strategies[0].growth
+    assert all(s.kept_bytes == 0 for s in clean.steps[1:-1]) and clean.leaks == ()
+    # the input of each step's vmap (BATCH x IN float32, drawn once and reused, so it is
+    # not among them) and its output (BATCH x OUT) at least
+    assert all(s.kept_bytes >= BATCH * OUT * 4 for s in held.steps[1:-1])
+    assert held.leaks and "pytorch/pytorch#116697" in (held.held_by_profiler or "")
+    assert main(["memory", str(with_shapes / "w.pt.trace.json")]) == 0
+    out = capsys.readouterr().out
+    assert "LEAK" not in out and "KEPT" in out
+    assert "not called a leak: each step ran a torch.func transform" in " ".join(out.split())
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +181,12 @@ def test_categories_at_the_peak_equal_pytorchs_timeline(leaky) -> None:
     top = max(sizes, key=lambda row: sum(row[1:]))
     assert cats.total_bytes == sum(top[1:])
     assert list(cats.by_category.values()) == top[1:]
+    # before the profile: PyTorch's first row (its pre-existing tensors), and by hand the
+    # two layers' weights and biases and the input drawn before the loop
+    names = memory_categories_names()
+    assert cats.before_profile == {n: b for n, b in zip(names, sizes[0][1:], strict=True) if b}
+    weights = (IN * HIDDEN + HIDDEN + HIDDEN * OUT + OUT) * 4
+    assert cats.before_profile == {"parameter": weights, "input": BATCH * IN * 4}
 
 
 def _peak_row(reference: dict) -> dict[str, int]:

@@ -287,6 +287,49 @@ def test_the_sweep_stops_at_its_deadline_and_leaves_out_compile(tmp_path) -> Non
     assert "0 s were spent" in points[1].detail
 
 
+def _points(peaks_mib: dict[int, float | None], oom: int | None = None) -> list:
+    from profiler_kit.scenarios import tune_batch
+
+    mib = 2**20
+    out = [tune_batch.BatchPoint(b, tune_batch.OK, 1, 1.0,
+                                 None if p is None else round(p * mib))
+           for b, p in peaks_mib.items()]
+    if oom is not None:
+        out.append(tune_batch.BatchPoint(oom, tune_batch.OUT_OF_MEMORY))
+    return out
+
+
+def test_the_sweep_checks_the_memory_fit_of_its_first_two_sizes() -> None:
+    """The peaks of a CUDA sweep (figures made here: 100 MiB + 2 MiB per item): the line
+    through 8 and 16 items predicts 32 and 64, and the largest batch for 300 MiB is 100,
+    between the 64 that ran and the 128 that ran out of memory."""
+    from profiler_kit.scenarios import tune_batch
+
+    mib = 2**20
+    linear = {b: 100 + 2 * b for b in (8, 16, 32, 64)}
+    check = tune_batch.check_fit(_points(linear, oom=128), 300 * mib)
+    assert check is not None and check.fitted_on == (8, 16)
+    assert (check.bytes_per_item, check.fixed_bytes) == (2 * mib, 100 * mib)
+    assert check.predicted_peak_bytes == {32: 164 * mib, 64: 228 * mib}
+    assert check.predicted_largest == 100 and check.first_out_of_memory == 128
+    assert check.holds is True
+    line = tune_console.fit_check_line(check)
+    assert "2 MiB per item + 100 MiB" in line and "largest batch for 300 MiB: 100" in line
+    assert "; held: every later peak within 10%" in line
+
+    # a peak 25 % over the line at 64 items, and an out-of-memory the line did not foresee
+    bent = tune_batch.check_fit(_points({**linear, 64: 285}, oom=128), 600 * mib)
+    assert bent is not None and bent.holds is False and bent.predicted_largest == 250
+    assert "64 items: predicted" in bent.why
+    assert "128 items ran out of memory, within the predicted largest batch 250" in bent.why
+    # two sizes only: a line, nothing to check it with
+    two = tune_batch.check_fit(_points({8: 116, 16: 132}), None)
+    assert two is not None and two.holds is None and two.predicted_largest is None
+    # the CPU reports no peaks
+    assert tune_batch.check_fit(_points({8: None, 16: None, 32: None}), None) is None
+    assert "not checked" in tune_console.fit_check_line(None)
+
+
 def test_the_command_stacks_sweeps_and_writes_tune_json(tmp_path, capsys) -> None:
     status = main(["tune", str(DATA / "oom_past_16.py"), "--device", "cpu", "--knobs",
                    "threads", "--repeats", "1", "--iterations", "5", "--batch-size", "8",
@@ -299,6 +342,8 @@ def test_the_command_stacks_sweeps_and_writes_tune_json(tmp_path, capsys) -> Non
     sweep = answer["batch_sweep"]["points"]
     assert [(p["batch_size"], p["status"]) for p in sweep] == [
         (8, "ok"), (16, "ok"), (32, "out of memory"), (64, "not run")]
+    assert answer["batch_sweep"]["fit_check"] is None  # the CPU reports no peaks
+    assert "memory fit: not checked" in out
     run = json.loads((run_dir / "run.json").read_text())
     assert answer["recommended"] in (None, *[s["name"] for s in run["strategies"]])
 

@@ -2,6 +2,11 @@
 
 ``profkit run --with-stack`` writes that file from PyTorch's own memory profiler (see
 ``profiler_kit.measure.memory_categories``); this reads it back without torch.
+
+The categories count tensors that existed before the profile started (weights, optimizer
+state), which a CPU trace's own figures do not. PyTorch's timeline puts them all in its
+first row and stamps it with the time of the first real event, so a first row sharing its
+time with the second is the memory from before the profile.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ class CategoryPeak(msgspec.Struct, frozen=True):
     time_us: int
     total_bytes: int
     by_category: dict[str, int]
+    before_profile: dict[str, int] = msgspec.field(default_factory=dict)  # by category
 
     @property
     def fixed_bytes(self) -> int:
@@ -37,12 +43,21 @@ class _Peak(msgspec.Struct):
 
 class _Device(msgspec.Struct):
     peak: _Peak
+    times_us: list[int] = msgspec.field(default_factory=list)
+    bytes: list[list[int]] = msgspec.field(default_factory=list)
 
 
 class _Doc(msgspec.Struct):
     format: int
     devices: dict[str, _Device]
+    categories: list[str] = msgspec.field(default_factory=list)
     note: str | None = None
+
+
+def _before_profile(d: _Device, names: list[str]) -> dict[str, int]:
+    if len(d.times_us) < 2 or d.times_us[0] != d.times_us[1] or not d.bytes:
+        return {}
+    return {n: b for n, b in zip(names, d.bytes[0], strict=False) if b}
 
 
 def read_category_peaks(path: str | Path) -> tuple[list[CategoryPeak], str | None]:
@@ -54,6 +69,7 @@ def read_category_peaks(path: str | Path) -> tuple[list[CategoryPeak], str | Non
         raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise TraceError(f"{path}: not a memory categories file ({exc})") from None
-    peaks = [CategoryPeak(dev, d.peak.time_us, d.peak.total_bytes, dict(d.peak.by_category))
+    peaks = [CategoryPeak(dev, d.peak.time_us, d.peak.total_bytes, dict(d.peak.by_category),
+                          _before_profile(d, doc.categories))
              for dev, d in sorted(doc.devices.items())]
     return peaks, doc.note

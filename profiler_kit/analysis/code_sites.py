@@ -4,6 +4,8 @@ With ``with_stack`` a trace holds every Python call as a ``python_function`` ran
 ``CallFrom`` is the calling line. The innermost range around an allocation whose caller
 is the user's own file names that file's line (``model.py:88``): frames of torch, of
 installed libraries, of the standard library and of profkit's own harness are folded.
+profkit's built-in scenarios are the workload, not the harness: their frames are kept,
+wherever profkit is installed.
 """
 
 from __future__ import annotations
@@ -12,17 +14,20 @@ import sys
 
 import numpy as np
 
-from profiler_kit.analysis.nesting import parents
+from profiler_kit.analysis.nesting import innermost_in_thread, parents
 from profiler_kit.trace.memory_records import Ranges
 
 # first path components that are libraries even where the profiler shortened the path
 # (PyTorch strips sys.path prefixes: "torch/nn/modules/module.py")
 _LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "functorch", "triton", "numpy",
                         "transformers", "accelerate", "apex", "deepspeed", "profiler_kit"})
+_SCENARIOS = "profiler_kit/scenarios/"  # the built-in workloads, installed as a package
 
 
 def is_library_file(filename: str) -> bool:
     """Whether ``filename`` belongs to torch, an installed library or the standard library."""
+    if _SCENARIOS in filename.replace("\\", "/"):
+        return False
     if ("site-packages" in filename or "dist-packages" in filename or filename.startswith("<")
             or filename.endswith((".cpp", ".h", ".cu")) or "/torch/" in filename
             or "/lib/python3" in filename):
@@ -51,17 +56,8 @@ class Nested:
             lo = int(np.searchsorted(self.tid, t, "left"))
             hi = int(np.searchsorted(self.tid, t, "right"))
             sel = np.flatnonzero(tid == t)
-            when = ts_ns[sel]
-            cand = np.searchsorted(self.start[lo:hi], when, side="right") - 1 + lo
-            cand[cand < lo] = -1
-            while True:
-                valid = cand >= 0
-                ended = np.zeros(len(cand), dtype=bool)
-                ended[valid] = self.end[cand[valid]] < when[valid]
-                if not ended.any():
-                    break
-                cand[ended] = self.parent[cand[ended]]
-            out[sel] = cand
+            out[sel] = innermost_in_thread(self.start, self.end, self.parent, lo, hi,
+                                           ts_ns[sel], end_inclusive=True)
         return out
 
 

@@ -1,5 +1,8 @@
 """Memory: peak allocated/reserved per device from ``[memory]`` events; the top allocating ops.
 
+What "allocated" counts differs between the CPU and a GPU: see
+:mod:`profiler_kit.analysis.allocated`.
+
 An allocation belongs to the innermost CPU op running on its thread at that time.
 A trace recorded without ``profile_memory`` has no memory events: ``recorded`` is
 False and nothing else is claimed.
@@ -10,6 +13,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.allocated import allocated_after_each, counts_before_trace
 from profiler_kit.analysis.arrays import dense_ids
 from profiler_kit.analysis.nesting import OpTree, innermost_at, thread_keys_for_tid
 from profiler_kit.trace.table import EventTable
@@ -23,11 +27,13 @@ WHY_NO_MEMORY_EVENTS = ("profile_memory was off, or the profiler followed every 
 class DeviceMemory(msgspec.Struct, frozen=True):
     device: str  # "cpu", "cuda:0", ...
     device_id: int
-    peak_allocated_bytes: int
+    peak_allocated_bytes: int  # see profiler_kit.analysis.allocated for what it counts
     peak_reserved_bytes: int | None  # None when the trace does not say
     allocations: int
     allocated_bytes: int  # sum of all allocation sizes
     capacity_bytes: int | None  # deviceProperties totalGlobalMem when known
+    # False: only bytes allocated in the trace (the CPU); True: the allocator's whole total
+    counts_before_trace: bool = True
 
 
 class OpAllocation(msgspec.Struct, frozen=True):
@@ -66,7 +72,7 @@ def analyze_memory(table: EventTable, tree: OpTree, top: int = 10) -> Memory:
     order = np.argsort(mem.ts_ns, kind="stable")
     dtype_, did = mem.device_type[order], mem.device_id[order]
     nbytes, alloc_total = mem.bytes[order], mem.total_allocated_bytes[order]
-    reserved = mem.total_reserved_bytes[order]
+    reserved, addr = mem.total_reserved_bytes[order], mem.addr[order]
     devices = []
     by_device = np.lexsort((did, dtype_))
     dt_sorted, di_sorted = dtype_[by_device], did[by_device]
@@ -75,11 +81,7 @@ def analyze_memory(table: EventTable, tree: OpTree, top: int = 10) -> Memory:
     for dt, di in zip(dt_sorted[first].tolist(), di_sorted[first].tolist(), strict=True):
         sel = (dtype_ == dt) & (did == di)
         totals = alloc_total[sel]
-        known = totals >= 0
-        if known.any():
-            peak = int(totals[known].max())
-        else:  # running sum of sizes from the start of the trace
-            peak = int(max(np.cumsum(nbytes[sel]).max(), 0))
+        peak = int(allocated_after_each(int(dt), nbytes[sel], totals, addr[sel]).max())
         res = reserved[sel]
         positive = nbytes[sel] > 0
         devices.append(
@@ -87,6 +89,7 @@ def analyze_memory(table: EventTable, tree: OpTree, top: int = 10) -> Memory:
                 device=device_label(int(dt), int(di)),
                 device_id=int(di),
                 peak_allocated_bytes=peak,
+                counts_before_trace=counts_before_trace(int(dt), totals),
                 # the CPU allocator reports 0 reserved: that says nothing
                 peak_reserved_bytes=int(res.max()) if (res > 0).any() else None,
                 allocations=int(positive.sum()),

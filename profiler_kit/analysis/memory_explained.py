@@ -102,7 +102,8 @@ def explain(label: str, traces: list[Path], categories: list[Path], snapshots: l
         lives = lifetimes(records)
         found = trace_peaks(records, lives, top)
         peaks.extend(found)
-        growth.extend(step_growth(life, records.steps) for life in lives)
+        growth.extend(step_growth(life, records.steps, records.shapes_recorded,
+                                  records.transform_starts_ns) for life in lives)
         for p in found:
             a = trace_advice(p.device, p.peak_allocated_bytes, p.reserved_at_peak_bytes,
                              p.peak_reserved_bytes)

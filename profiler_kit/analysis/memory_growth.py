@@ -6,6 +6,12 @@ later, at ``zero_grad``), so bytes a line of code keeps from every step are a le
 first step is left out of the verdict (optimizer state is created once, lazily) and so is
 the last (its gradients and outputs are freed after the trace ends): a leak is a site
 that keeps bytes from every step in between, which needs at least three profiled steps.
+
+One holder is not the user's code: with ``record_shapes`` on, PyTorch's profiler keeps
+the tensors that pass through ``torch.func`` transforms (``vmap``, ``grad``, ``jvp``)
+alive until it stops (pytorch/pytorch#116697; the same run with ``record_shapes=False``
+keeps nothing). Where every step of the verdict ran a transform with shapes recorded, the
+sites are reported as kept, with that caveat, and not called leaks.
 """
 
 from __future__ import annotations
@@ -38,10 +44,32 @@ class Growth(msgspec.Struct, frozen=True):
     steps: tuple[StepGrowth, ...]
     leaks: tuple[Leak, ...]  # largest first
     note: str | None = None  # why no verdict could be given
+    # set when the profiler itself may hold what the sites keep: the leaks are not a verdict
+    held_by_profiler: str | None = None
 
 
-def step_growth(life: Lifetimes, steps: tuple[tuple[int, int, int], ...]) -> Growth:
-    """Growth per step of one device's allocations, and the sites that leak."""
+HELD_BY_PROFILER = (
+    "each step ran a torch.func transform with record_shapes on, and PyTorch's profiler then "
+    "keeps the tensors that pass through it alive until it stops (pytorch/pytorch#116697): "
+    "profile with record_shapes=False (profkit run --no-record-shapes) to tell a leak from "
+    "the profiler")
+
+
+def _transform_in_every_step(steps: tuple[tuple[int, int, int], ...],
+                             transform_starts_ns: np.ndarray) -> bool:
+    at = np.searchsorted(transform_starts_ns, [s for _, s, _ in steps])
+    return all(i < len(transform_starts_ns) and transform_starts_ns[i] < end
+               for i, (_, _, end) in zip(at.tolist(), steps, strict=True))
+
+
+def step_growth(life: Lifetimes, steps: tuple[tuple[int, int, int], ...],
+                shapes_recorded: bool = False,
+                transform_starts_ns: np.ndarray | None = None) -> Growth:
+    """Growth per step of one device's allocations, and the sites that leak.
+
+    ``shapes_recorded`` and ``transform_starts_ns`` (when torch.func transforms started)
+    say whether the profiler may be the holder (see the module docstring).
+    """
     if not life.has_addresses:
         return Growth(life.device, (), (), "the trace's memory events have no addresses: "
                                             "frees cannot be matched to allocations")
@@ -64,4 +92,8 @@ def step_growth(life: Lifetimes, steps: tuple[tuple[int, int, int], ...]) -> Gro
         kept = tuple(k[key].bytes if key in k else 0 for k in per_step)
         leaks.append(Leak(key[0], per_step[1][key].op, kept, sum(kept)))
     leaks.sort(key=lambda x: (-x.kept_bytes, x.site or "", x.op or ""))
-    return Growth(life.device, tuple(rows), tuple(leaks))
+    held = None
+    if (leaks and shapes_recorded and transform_starts_ns is not None
+            and _transform_in_every_step(steps[1:-1], transform_starts_ns)):
+        held = HELD_BY_PROFILER
+    return Growth(life.device, tuple(rows), tuple(leaks), held_by_profiler=held)

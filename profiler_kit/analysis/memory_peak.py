@@ -1,6 +1,7 @@
 """The peak of a trace's memory: when, how much, which op reached it, and what was live.
 
-The allocator reports its total after every ``[memory]`` event (``Total Allocated``);
+The allocated bytes after every ``[memory]`` event (the allocator's ``Total Allocated`` on
+a GPU, the bytes allocated in the trace on the CPU: :mod:`profiler_kit.analysis.allocated`);
 the peak is the highest, and the allocation that set it is the first event reaching it.
 What was live then is every allocation made at or before that event and freed after it,
 summed by the user's line that allocated it (or by op where no stacks were recorded).
@@ -11,6 +12,12 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.allocated import (
+    CPU,
+    allocated_after_each,
+    carry_forward,
+    counts_before_trace,
+)
 from profiler_kit.analysis.memory_lifetimes import Lifetimes, live_at
 from profiler_kit.trace.memory_records import MemoryRecords
 
@@ -34,13 +41,7 @@ class TracePeak(msgspec.Struct, frozen=True):
     live_sites: tuple[LiveSite, ...]  # live at the peak, by site, largest first
     live_ops: tuple[LiveSite, ...]  # the same by (site, op): what to compare strategies by
     live_bytes_seen: int  # of those allocated inside the trace (the rest predates it)
-
-
-def _carry_forward(values: np.ndarray) -> np.ndarray:
-    known = values >= 0
-    idx = np.where(known, np.arange(len(values)), -1)
-    np.maximum.accumulate(idx, out=idx)
-    return np.where(idx >= 0, values[np.maximum(idx, 0)], 0)
+    counts_before_trace: bool = True  # False on the CPU: only bytes allocated in the trace
 
 
 def trace_peaks(records: MemoryRecords, lives: list[Lifetimes], top: int = 10) -> list[TracePeak]:
@@ -51,15 +52,13 @@ def trace_peaks(records: MemoryRecords, lives: list[Lifetimes], top: int = 10) -
     out = []
     for dev in sorted(by_device):
         rows = np.flatnonzero(devices == dev)
-        totals = a.total_allocated[rows]
-        if (totals >= 0).any():
-            allocated = _carry_forward(totals)
-        else:  # no totals: the running sum from the trace's start
-            allocated = np.cumsum(a.bytes[rows])
+        device_type = CPU if dev == "cpu" else -1
+        allocated = allocated_after_each(device_type, a.bytes[rows], a.total_allocated[rows],
+                                         a.addr[rows])
         i = int(np.argmax(allocated))
         reserved = a.total_reserved[rows]
         has_reserved = bool((reserved > 0).any())  # the CPU allocator reports 0
-        reserved_now = _carry_forward(reserved)
+        reserved_now = carry_forward(reserved)
         life = by_device[dev]
         ts = int(a.ts_ns[rows[i]])
         k = int(np.searchsorted(life.ts_ns, ts, side="right")) - 1
@@ -73,7 +72,8 @@ def trace_peaks(records: MemoryRecords, lives: list[Lifetimes], top: int = 10) -
             life.sites[setter] if setter >= 0 else None,
             int(a.bytes[rows[i]]),
             tuple(by_site(life, live)[:top]), tuple(by_site(life, live, by_op=True)),
-            int(life.bytes[live].sum())))
+            int(life.bytes[live].sum()),
+            counts_before_trace(device_type, a.total_allocated[rows])))
     return out
 
 

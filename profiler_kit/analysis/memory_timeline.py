@@ -1,11 +1,11 @@
 """Memory over time per device: bytes allocated and reserved after each ``[memory]`` event.
 
-The series is what the allocator reported (``Total Allocated``/``Total Reserved``);
-where a trace leaves those out, allocated is the running sum of sizes from the
-start of the trace, as in :func:`profiler_kit.analysis.memory.analyze_memory`, so
-the peak here is the peak there. A long series is thinned to at most ``max_points``
-points by keeping, in each run of consecutive events, the lowest and the highest
-one: every rise and fall bigger than a bucket stays, and the peak always does.
+Allocated is read as :mod:`profiler_kit.analysis.allocated` says (the allocator's
+``Total Allocated`` on a GPU, the bytes allocated in the trace on the CPU), as in
+:func:`profiler_kit.analysis.memory.analyze_memory`, so the peak here is the peak there.
+A long series is thinned to at most ``max_points`` points by keeping, in each run of
+consecutive events, the lowest and the highest one: every rise and fall bigger than a
+bucket stays, and the peak always does.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.allocated import allocated_after_each, carry_forward
 from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.memory import device_label
 from profiler_kit.trace.table import EventTable
@@ -61,12 +62,8 @@ def _series(table: EventTable, sel: np.ndarray, device_type: int, device_id: int
             start: int, max_points: int) -> MemorySeries:
     mem = table.memory
     ts = mem.ts_ns[sel] - start
-    totals = mem.total_allocated_bytes[sel]
-    if (totals >= 0).any():
-        # events without a total keep the last total reported before them
-        allocated = _carry_forward(totals)
-    else:
-        allocated = np.maximum(np.cumsum(mem.bytes[sel]), 0)
+    allocated = allocated_after_each(device_type, mem.bytes[sel],
+                                     mem.total_allocated_bytes[sel], mem.addr[sel])
     reserved = mem.total_reserved_bytes[sel]
     has_reserved = bool((reserved > 0).any())  # the CPU allocator reports 0: that says nothing
     peak_at = int(np.argmax(allocated))
@@ -78,18 +75,10 @@ def _series(table: EventTable, sel: np.ndarray, device_type: int, device_id: int
         downsampled=len(keep) < len(sel),
         ts_ns=tuple(ts[keep].tolist()),
         allocated_bytes=tuple(allocated[keep].tolist()),
-        reserved_bytes=tuple(_carry_forward(reserved)[keep].tolist()) if has_reserved else (),
+        reserved_bytes=tuple(carry_forward(reserved)[keep].tolist()) if has_reserved else (),
         peak_allocated_bytes=int(allocated[peak_at]),
         peak_ts_ns=int(ts[peak_at]),
     )
-
-
-def _carry_forward(values: np.ndarray) -> np.ndarray:
-    """Replace -1 (not reported) by the last reported value before it, 0 before any."""
-    known = values >= 0
-    idx = np.where(known, np.arange(len(values)), -1)
-    np.maximum.accumulate(idx, out=idx)
-    return np.where(idx >= 0, values[np.maximum(idx, 0)], 0).astype(np.int64)
 
 
 def _thin(values: np.ndarray, max_points: int) -> np.ndarray:

@@ -164,18 +164,27 @@ def innermost_at(tree: OpTree, thread_keys: np.ndarray, ts_ns: np.ndarray) -> np
             continue
         lo, hi = int(tree.thread_bounds[key]), int(tree.thread_bounds[key + 1])
         sel = np.flatnonzero(thread_keys == key)
-        t = ts_ns[sel]
-        cand = np.searchsorted(tree.start_ns[lo:hi], t, side="right") - 1 + lo
-        cand[cand < lo] = -1
-        while True:
-            valid = cand >= 0
-            bad = np.zeros(len(cand), dtype=bool)
-            bad[valid] = tree.end_ns[cand[valid]] <= t[valid]
-            if not bad.any():
-                break
-            cand[bad] = tree.parent[cand[bad]]
-        result[sel] = cand
+        result[sel] = innermost_in_thread(tree.start_ns, tree.end_ns, tree.parent, lo, hi,
+                                          ts_ns[sel])
     return result
+
+
+def innermost_in_thread(start_ns: np.ndarray, end_ns: np.ndarray, parent: np.ndarray,
+                        lo: int, hi: int, t: np.ndarray, end_inclusive: bool = False
+                        ) -> np.ndarray:
+    """Innermost of the ranges ``lo:hi`` (one thread's, sorted by start, outer first on
+    ties) open at each time ``t``; -1 for none. ``end_inclusive``: a range still encloses
+    its end time (an instant recorded as the range closes)."""
+    cand = np.searchsorted(start_ns[lo:hi], t, side="right") - 1 + lo
+    cand[cand < lo] = -1
+    while True:
+        valid = cand >= 0
+        ended = np.zeros(len(cand), dtype=bool)
+        ends = end_ns[cand[valid]]
+        ended[valid] = ends < t[valid] if end_inclusive else ends <= t[valid]
+        if not ended.any():
+            return cand
+        cand[ended] = parent[cand[ended]]
 
 
 def thread_keys_for(tree: OpTree, pid: np.ndarray, tid: np.ndarray) -> np.ndarray:

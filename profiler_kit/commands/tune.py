@@ -149,7 +149,7 @@ def _sweep(console: Any, result: Any, scenario: Any, answer: dict[str, Any],
     """The batch-size sweep of the recommended settings; Ctrl-C keeps the finished sizes."""
     from profiler_kit.measure import devices
     from profiler_kit.measure.passes import MeasureOptions
-    from profiler_kit.render.tune_console import sweep_table
+    from profiler_kit.render.tune_console import fit_check_line, sweep_table
     from profiler_kit.scenarios import tune_batch
 
     knobs = tune_batch.sweep_knobs(answer["recommended"] or scenario.baseline)
@@ -172,7 +172,10 @@ def _sweep(console: Any, result: Any, scenario: Any, answer: dict[str, Any],
     if left_out:
         console.print(f"the sweep leaves out {', '.join(left_out)}: each new batch size "
                       "would compile or capture again", markup=False)
-    answer["batch_sweep"] = {"knobs": knobs, "points": [p.to_json() for p in points]}
+    check = tune_batch.check_fit(points, devices.memory_capacity(result.device))
+    console.print(fit_check_line(check), markup=False)
+    answer["batch_sweep"] = {"knobs": knobs, "points": [p.to_json() for p in points],
+                             "fit_check": check.to_json() if check else None}
     _write_answer(result, answer)
     return status
 

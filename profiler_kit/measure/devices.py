@@ -114,6 +114,12 @@ def peak_memory(devices: Iterable[Any]) -> dict[str, dict[str, int]]:
     }
 
 
+def memory_capacity(device: str) -> int | None:
+    """The total memory of a CUDA device (None for the CPU)."""
+    found = cuda_devices([device])
+    return int(torch.cuda.get_device_properties(found[0]).total_memory) if found else None
+
+
 def environment(argv: list[str] | None = None) -> dict[str, Any]:
     """What a reader of run.json needs to know about the machine and software."""
     try:

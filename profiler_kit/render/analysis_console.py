@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from profiler_kit.analysis.allocated import IN_TRACE_ONLY
 from profiler_kit.analysis.compare import Comparison, Metric
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.idle_attribution import KIND_LABELS
@@ -312,6 +313,9 @@ def _memory(a: TraceAnalysis) -> Table | Group | Text:
         _row(t, d.device, units.nbytes(d.peak_allocated_bytes),
                   units.nbytes(d.peak_reserved_bytes), f"{d.allocations:,}",
                   units.nbytes(d.capacity_bytes))
+    in_trace = [d.device for d in m.devices if not d.counts_before_trace]
+    if in_trace:
+        t.caption = f"{', '.join(in_trace)}: {IN_TRACE_ONLY}"
     if not m.top_ops:
         return t
     ops = Table(title="Ops that allocated most", **_TABLE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from profiler_kit.analysis.allocated import IN_TRACE_ONLY
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
@@ -121,6 +122,9 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
                 for d in m.devices]
         out += ["### Memory", ""] + _table(["device", "peak allocated", "peak reserved",
                                             "capacity"], rows)
+        in_trace = [d.device for d in m.devices if not d.counts_before_trace]
+        if in_trace:
+            out += [f"Peak allocated on {', '.join(in_trace)}: {IN_TRACE_ONLY}.", ""]
         if m.top_ops:
             out += ["Allocated most: " + ", ".join(
                 f"`{o.name}` {units.nbytes(o.allocated_bytes)}" for o in m.top_ops[:5]), ""]

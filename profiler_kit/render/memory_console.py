@@ -18,6 +18,11 @@ def _categories(s: StrategyMemory) -> list[str]:
         parts = ", ".join(f"{name} {nbytes(b)}" for name, b in
                           sorted(c.by_category.items(), key=lambda kv: -kv[1]) if b)
         out.append(f"  peak {nbytes(c.total_bytes)} on {c.device} by category: {parts}")
+        if c.before_profile:
+            before = ", ".join(f"{name} {nbytes(b)}" for name, b in
+                               sorted(c.before_profile.items(), key=lambda kv: -kv[1]))
+            out.append(f"    of which {nbytes(sum(c.before_profile.values()))} was allocated "
+                       f"before the profile started: {before}")
     return out
 
 
@@ -29,7 +34,8 @@ def _peaks(s: StrategyMemory, top: int) -> list[str]:
         who = p.op or "no op"
         if p.site:
             who += f" at {p.site}"
-        out.append(f"  peak allocated {nbytes(p.peak_allocated_bytes)} on {p.device}{res}; "
+        what = "peak allocated" if p.counts_before_trace else "peak allocated in the trace"
+        out.append(f"  {what} {nbytes(p.peak_allocated_bytes)} on {p.device}{res}; "
                    f"reached by {who} ({nbytes(p.request_bytes)} request)")
         if p.live_sites:
             out.append(f"  live at the peak ({nbytes(p.live_bytes_seen)} allocated in the "
@@ -47,10 +53,13 @@ def _growth(s: StrategyMemory) -> list[str]:
             out.append(f"  kept to the trace's end, per step on {g.device}: {kept}")
         if g.note:
             out.append(f"  growth on {g.device}: {g.note}")
+        label = "KEPT" if g.held_by_profiler else "LEAK"
         for leak in g.leaks:
             per = ", ".join(nbytes(b) for b in leak.kept_bytes_per_step)
-            out.append(f"  LEAK {leak.site or leak.op}: keeps {per} from each step "
+            out.append(f"  {label} {leak.site or leak.op}: keeps {per} from each step "
                        f"({leak.op})")
+        if g.held_by_profiler:
+            out.append(f"  not called a leak: {g.held_by_profiler}")
         if g.steps and not g.leaks and not g.note:
             out.append(f"  no leak on {g.device}: no line keeps bytes from every step")
     return out

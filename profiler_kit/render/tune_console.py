@@ -77,6 +77,22 @@ def ranked_table(result: RunResult, recommended: str | None) -> Table:
     return table
 
 
+def fit_check_line(check: Any) -> str:
+    """The memory fit of the sweep's first two sizes, and whether the other sizes bore it
+    out; a ``FitCheck`` of ``profiler_kit.scenarios.tune_batch``, or None."""
+    if check is None:
+        return ("memory fit: not checked (the device reports no peak per batch size; the "
+                "CPU reports none)")
+    a, b = check.fitted_on
+    line = (f"memory fit from {a} and {b} items: {units.nbytes(check.bytes_per_item)} per "
+            f"item + {units.nbytes(max(check.fixed_bytes, 0))} that does not grow")
+    if check.predicted_largest is not None:
+        line += (f"; largest batch for {units.nbytes(check.device_memory_bytes)}: "
+                 f"{check.predicted_largest:,}")
+    verdict = {True: "held", False: "did not hold", None: "not checked"}[check.holds]
+    return f"{line}; {verdict}: {check.why}"
+
+
 def sweep_table(points: Sequence[Any], knobs: str, unit: str) -> Table:
     """Throughput per batch size; out-of-memory and sizes not reached say why."""
     table = Table(title=f"Batch size sweep ({knobs})", header_style="bold")

@@ -295,7 +295,7 @@ class ColumnBuilder:
                     acc.skipped["memory event without args"] += 1
                 else:
                     acc.add_memory(e.ts, e.tid, a.nbytes, a.total_allocated, a.total_reserved,
-                                   a.device_type, a.device_id)
+                                   a.device_type, a.device_id, a.addr)
 
 
 def recorded_inputs(args: list[Args], cat: np.ndarray,

@@ -31,6 +31,7 @@ class _Args(msgspec.Struct, gc=False):
     device_type: Any = msgspec.field(default=None, name="Device Type")
     device_id: Any = msgspec.field(default=None, name="Device Id")
     call_from: Any = msgspec.field(default=None, name="CallFrom")
+    input_dims: Any = msgspec.field(default=None, name="Input Dims")
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -83,6 +84,14 @@ class MemoryRecords(msgspec.Struct, frozen=True):
     frames: Ranges  # python_function
     steps: tuple[tuple[int, int, int], ...]  # (step number, start ns, end ns), by start
     device_memory: dict[str, int]  # "cuda:0" -> totalGlobalMem, where the trace says
+    shapes_recorded: bool = False  # ops carry "Input Dims" (record_shapes=True)
+    # starts of torch.func transforms (vmap, grad, jvp, ...): Python frames of torch/_functorch
+    transform_starts_ns: np.ndarray = msgspec.field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+def _is_transform_frame(name: str) -> bool:
+    return name.startswith("torch/_functorch/") or "/torch/_functorch/" in name
 
 
 def _int(value: Any) -> int | None:
@@ -127,6 +136,8 @@ def read_memory_records(path: str | Path) -> MemoryRecords:
     ops: list[tuple[str, int, int, int, str]] = []
     frames: list[tuple[str, int, int, int, str]] = []
     steps: list[tuple[int, int, int]] = []
+    transforms: list[int] = []
+    shapes_recorded = False
     for e in doc.traceEvents:
         tid = _int(e.tid)
         tid = -1 if tid is None else tid
@@ -145,9 +156,13 @@ def read_memory_records(path: str | Path) -> MemoryRecords:
                 continue
             if e.cat == "cpu_op":
                 ops.append((e.name, tid, *span, ""))
+                shapes_recorded = shapes_recorded or (
+                    e.args is not None and e.args.input_dims is not None)
             elif e.cat == "python_function":
                 call = e.args.call_from if e.args is not None else None
                 frames.append((e.name, tid, *span, call if type(call) is str else ""))
+                if _is_transform_frame(e.name):
+                    transforms.append(span[0])
             elif (m := _STEP.match(e.name)) and e.cat == "user_annotation":
                 steps.append((int(m.group(1)), *span))
     mem.sort(key=lambda r: r[0])
@@ -160,4 +175,5 @@ def read_memory_records(path: str | Path) -> MemoryRecords:
                 if type(p) is dict and type(p.get("id")) is int
                 and type(p.get("totalGlobalMem")) is int}
     return MemoryRecords(str(path), allocations, _ranges(ops, False), _ranges(frames, True),
-                         tuple(sorted(steps, key=lambda s: s[1])), capacity)
+                         tuple(sorted(steps, key=lambda s: s[1])), capacity, shapes_recorded,
+                         np.array(sorted(transforms), dtype=np.int64))

@@ -169,7 +169,8 @@ class Accumulator:
                     return
                 self.add_memory(event.get("ts"), event.get("tid"), args.get("Bytes"),
                                 args.get("Total Allocated"), args.get("Total Reserved"),
-                                args.get("Device Type"), args.get("Device Id"))
+                                args.get("Device Type"), args.get("Device Id"),
+                                args.get("Addr"))
         elif ph == "M":
             args = event.get("args")
             self.add_metadata(event.get("name"), event.get("pid"), event.get("tid"),
@@ -262,7 +263,8 @@ class Accumulator:
         return code
 
     def add_memory(self, ts_us: Any, tid_raw: Any, bytes_raw: Any, alloc_raw: Any,
-                   reserved_raw: Any, dev_type_raw: Any, dev_id_raw: Any) -> None:
+                   reserved_raw: Any, dev_type_raw: Any, dev_id_raw: Any,
+                   addr_raw: Any = None) -> None:
         """One ``[memory]`` instant, from its raw field values."""
         nbytes = optional_int(bytes_raw)
         if nbytes is None:
@@ -287,6 +289,8 @@ class Accumulator:
         m["total_allocated_bytes"].append(-1 if alloc is None else alloc)
         m["total_reserved_bytes"].append(-1 if reserved is None else reserved)
         m["tid"].append(tid)
+        addr = optional_int(addr_raw)
+        m["addr"].append(-1 if addr is None or not 0 <= addr < 2**63 else addr)
 
     def add_metadata(self, kind: Any, pid_raw: Any, tid_raw: Any, label: Any) -> None:
         """A ``process_name``/``thread_name`` metadata event; others are ignored."""
@@ -332,6 +336,7 @@ MEMORY_COLUMNS: dict[str, type] = {
     "total_allocated_bytes": np.int64,
     "total_reserved_bytes": np.int64,
     "tid": np.int64,
+    "addr": np.int64,
 }
 
 

@@ -82,6 +82,7 @@ class MemoryEvents(msgspec.Struct):
     total_allocated_bytes: np.ndarray  # int64 after this event (-1 when absent)
     total_reserved_bytes: np.ndarray  # int64 after this event (-1 when absent)
     tid: np.ndarray  # int64: the thread that allocated (to find the op that was running)
+    addr: np.ndarray  # int64: the block's address (matches a free to its allocation), -1 absent
 
     def __len__(self) -> int:
         return len(self.ts_ns)
