@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from analysis_tables import Alloc, make_table
+from raw_memory import in_trace_allocated
 from torch.profiler import ProfilerActivity, profile
 
 from profiler_kit import api
@@ -48,15 +49,7 @@ def _walked_peak(trace: Path) -> tuple[int, int]:
     events = json.loads(trace.read_text())["traceEvents"]
     mem = [e["args"] for e in sorted((e for e in events if e.get("name") == "[memory]"),
                                      key=lambda e: e["ts"])]
-    live: dict[int, int] = {}
-    peak = 0
-    for a in mem:
-        if a["Bytes"] > 0:
-            live[a["Addr"]] = a["Bytes"]
-        else:
-            live.pop(a["Addr"], None)  # a block from before the trace is not in `live`
-        peak = max(peak, sum(live.values()))
-    return peak, mem[0]["Total Allocated"] - mem[0]["Bytes"]
+    return max(in_trace_allocated(mem)), mem[0]["Total Allocated"] - mem[0]["Bytes"]
 
 
 def test_a_second_session_does_not_inherit_the_firsts_bytes(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from analysis_tables import Alloc, make_table, op
+from raw_memory import in_trace_allocated
 
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
@@ -36,6 +37,9 @@ def test_series_is_what_the_allocator_reported():
         events = raw[(1, 0)] if series.device == "cuda:0" else raw[(0, -1)]
         assert series.events == len(events) == len(series.ts_ns)
         assert not series.downsampled
+        if series.device == "cpu":  # the trace's own allocations, walked by address
+            assert list(series.allocated_bytes) == in_trace_allocated(events)
+        # a first profiling session: on the CPU too, what the allocator reported
         assert list(series.allocated_bytes) == [e["Total Allocated"] for e in events]
         peak = max(e["Total Allocated"] for e in events)
         assert series.peak_allocated_bytes == peak

@@ -13,6 +13,7 @@ import json
 from collections import defaultdict
 
 import pytest
+from raw_memory import in_trace_allocated
 from real_traces import DATA, analysis, ns
 
 GPU_TRACES = [
@@ -148,6 +149,9 @@ def test_memory_peaks_and_top_allocating_ops_from_memory_events():
     assert a.memory.recorded
     (dev,) = a.memory.devices
     assert dev.device == "cpu"
+    # on the CPU the bytes allocated in the trace (walked by address); this trace was its
+    # process's first profiling session, so PyTorch's counter agrees
+    assert dev.peak_allocated_bytes == max(in_trace_allocated(mem))
     assert dev.peak_allocated_bytes == max(m["Total Allocated"] for m in mem)
     assert dev.allocations == sum(1 for m in mem if m["Bytes"] > 0)
     assert dev.allocated_bytes == sum(m["Bytes"] for m in mem if m["Bytes"] > 0)
