@@ -64,3 +64,21 @@ def test_run_with_stack_keeps_categories_beside_the_trace(tmp_path) -> None:
     for path in files:
         doc = json.loads(path.read_text())
         assert doc["format"] == 1 and doc["devices"]["cpu"]["peak"]["total_bytes"] > 0
+
+
+def test_categories_without_one_allocation_are_left_out(tmp_path) -> None:
+    """A profile that recorded no allocation (``profile_all_threads``: concurrent's threads
+    strategies) leaves a timeline whose total never moves, only the tensors from before
+    it: no peak is claimed from it, and the reason is the note."""
+    from profiler_kit.analysis.category_peaks import read_category_peaks
+
+    names = ["parameter", "input", "unknown"]
+    rows = [[200, 6, 12]] * 3  # pre-existing, then version bumps that move nothing
+    doc = {"format": 1, "categories": names, "devices": {"cpu": {
+        "times_us": [5, 5, 9], "bytes": rows,
+        "peak": {"time_us": 5, "total_bytes": 218, "by_category": dict(zip(names, rows[0]))}}}}
+    path = tmp_path / "main.memory_categories.json"
+    path.write_text(json.dumps(doc))
+    peaks, note = read_category_peaks(path)
+    assert peaks == [] and note is not None
+    assert "recorded no allocation there (profile_all_threads records none)" in note

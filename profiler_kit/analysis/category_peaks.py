@@ -61,7 +61,10 @@ def _before_profile(d: _Device, names: list[str]) -> dict[str, int]:
 
 
 def read_category_peaks(path: str | Path) -> tuple[list[CategoryPeak], str | None]:
-    """The peak per device, and the note the run left when its memory profiler failed."""
+    """The peak per device, and a note: the one the run left when its memory profiler
+    failed, or why a device was left out. A device whose total never moves saw no
+    allocation or free in the profile (``profile_all_threads`` records none): its rows are
+    only the tensors from before, and say nothing of the peak, so it is left out."""
     path = Path(path)
     try:
         doc = msgspec.json.decode(path.read_bytes(), type=_Doc)
@@ -69,7 +72,15 @@ def read_category_peaks(path: str | Path) -> tuple[list[CategoryPeak], str | Non
         raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise TraceError(f"{path}: not a memory categories file ({exc})") from None
-    peaks = [CategoryPeak(dev, d.peak.time_us, d.peak.total_bytes, dict(d.peak.by_category),
-                          _before_profile(d, doc.categories))
-             for dev, d in sorted(doc.devices.items())]
-    return peaks, doc.note
+    peaks, still = [], []
+    for dev, d in sorted(doc.devices.items()):
+        if len({sum(row) for row in d.bytes}) == 1:
+            still.append(dev)
+            continue
+        peaks.append(CategoryPeak(dev, d.peak.time_us, d.peak.total_bytes,
+                                  dict(d.peak.by_category), _before_profile(d, doc.categories)))
+    note = doc.note
+    if still:
+        note = (f"categories of {', '.join(still)} left out: the profile recorded no allocation "
+                "there (profile_all_threads records none), only the tensors from before it")
+    return peaks, note
