@@ -76,7 +76,8 @@ def test_categories_without_one_allocation_are_left_out(tmp_path) -> None:
     rows = [[200, 6, 12]] * 3  # pre-existing, then version bumps that move nothing
     doc = {"format": 1, "categories": names, "devices": {"cpu": {
         "times_us": [5, 5, 9], "bytes": rows,
-        "peak": {"time_us": 5, "total_bytes": 218, "by_category": dict(zip(names, rows[0]))}}}}
+        "peak": {"time_us": 5, "total_bytes": 218,
+                 "by_category": dict(zip(names, rows[0], strict=True))}}}}
     path = tmp_path / "main.memory_categories.json"
     path.write_text(json.dumps(doc))
     peaks, note = read_category_peaks(path)
