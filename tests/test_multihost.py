@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from two_hosts import kill_host, start_on, stop, two_hosts, why_not
+from two_hosts import kill_host, start_on, stop, stopped_in, two_hosts, why_not
 
 from profiler_kit import api
+from profiler_kit.measure.distributed.gather import STOP_BEFORE_SENDING_ENV
 
 REASON = why_not()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
@@ -204,6 +205,52 @@ def test_a_host_that_drops_out_mid_run_is_named(tmp_path):
     traces = sorted((run_json.parent / first["dir"]).glob("rank*.pt.trace.json"))
     assert [json.loads(t.read_text())["host_name"] for t in traces] == ["host-a", "host-b"]
     assert "host-b (rank 1)" in second["error"]
+
+
+def test_a_host_that_drops_out_while_sending_its_traces_keeps_the_measurement(tmp_path):
+    """Host B's rank stops right before it sends its traces (the one test hook) and the
+    host is then killed: rank 0 names host B once silent for the rank timeout, keeps the
+    strategy's measurement from both ranks with its own traces, says in one line that
+    rank 1's traces are lost and why, and exits 1 (torchrun ends without elastic's exit
+    barrier)."""
+    out = tmp_path / "out"
+    more = ("--iterations", "3", "--repeats", "1", "--rank-timeout", str(RANK_TIMEOUT_S))
+    with two_hosts(tmp_path) as hosts:
+        procs = [start_on(h, tmp_path / "hosts", _torchrun(i, out, 30, *more),
+                          tmp_path / f"{i}.log", private=out if i else None,
+                          env={STOP_BEFORE_SENDING_ENV: "1"} if i else None)
+                 for i, h in enumerate(hosts)]
+        deadline = time.monotonic() + BOUND_S
+        while not stopped_in(hosts[1].netns) and time.monotonic() < deadline:
+            assert procs[0].poll() is None, (tmp_path / "0.log").read_text(errors="replace")
+            time.sleep(0.1)
+        assert kill_host(hosts[1].netns)
+        killed = time.monotonic()
+        (code, _) = _wait(procs, RANK_TIMEOUT_S + 40)
+        took = time.monotonic() - killed
+    log = (tmp_path / "0.log").read_text(errors="replace")
+    assert code == 1, log[-3000:]
+    assert RANK_TIMEOUT_S - 1 <= took < RANK_TIMEOUT_S + 30, (took, log[-3000:])
+    said = " ".join(log.split())  # the console wraps long lines
+    why = ("rank 1's traces are not in the run folder: host-b (rank 1) dropped out while "
+           f"sending them to rank 0 (no sign of life for {RANK_TIMEOUT_S} s, --rank-timeout); "
+           "the measurement of every rank is kept")
+    label = "bucket_cap_mb=25.0/ddp-w2"
+    assert said.count(f"profkit: error: {label}: {why}") == 1, log[-3000:]
+    assert f"{label} ok" in said and "(without the traces of 1 rank)" in said
+    (run_json,) = out.glob("ddp/*/run.json")
+    record = json.loads(run_json.read_text())
+    (w2,) = record["strategies"]
+    assert w2["status"] == "ok" and [len(r) for r in w2["per_rank_samples_ns"]] == [3, 3]
+    assert record["report_errors"] == [f"{label}: {why}"]
+    assert w2["info"]["files_lost"] == [why]
+    folder = run_json.parent / w2["dir"]
+    (trace0,) = folder.glob("rank0.*.pt.trace.json")
+    assert w2["trace_files"] == [str(trace0.relative_to(run_json.parent))]
+    assert not list(folder.glob("*rank1*")) and not list(folder.glob(".*"))
+    assert record["environment"]["distributed"]["rank_hosts"] == ["host-a", "host-b"]
+    summary = (run_json.parent / "summary.md").read_text()
+    assert "## Traces that did not reach the run folder" in summary
 
 
 def _count_named(trace: Path, name: str) -> int:

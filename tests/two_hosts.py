@@ -91,6 +91,19 @@ def kill_host(netns: str) -> list[int]:
     return pids
 
 
+def stopped_in(netns: str) -> list[int]:
+    """The processes in the namespace ``netns`` that are stopped (SIGSTOP)."""
+    listed = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True,
+                            timeout=20)
+    found = []
+    for pid in listed.stdout.split():
+        with contextlib.suppress(OSError):
+            # the state follows the command's closing parenthesis: "pid (comm) T ..."
+            if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "T":
+                found.append(int(pid))
+    return found
+
+
 def start_on(host: Host, hosts_file: Path, argv: list[str], log: Path,
              env: dict[str, str] | None = None, private: Path | None = None
              ) -> subprocess.Popen:

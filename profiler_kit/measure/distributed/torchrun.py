@@ -142,9 +142,15 @@ def measure_strategy(
         r = min(failed, key=lambda r: (is_communication_error(gathered[r][1]), r))
         raise RankFailure(f"rank {r} failed during {strategy.name}: {gathered[r][1]}")
     measurements = [measurement for measurement, _error in gathered]
-    # hosts that do not share the run folder send their traces to rank 0's
-    return gather_files(store, prefix, rank, measurements, timeout_s,
-                        distributed.gather_limit_bytes(config))
+    # hosts that do not share the run folder send their traces to rank 0's; a host that
+    # drops out meanwhile takes its traces with it, not the measurement
+    measurements, gone = gather_files(store, prefix, rank, measurements, timeout_s,
+                                      distributed.gather_limit_bytes(config))
+    if gone:
+        _lost = (f"{name_lost(gone, distributed.hosts())} dropped out while sending "
+                 f"{'its' if len(gone) == 1 else 'their'} traces of {strategy.name}: no "
+                 f"sign of life for {timeout_s:g} s (--rank-timeout)")
+    return measurements
 
 
 def _default_store() -> Any:
