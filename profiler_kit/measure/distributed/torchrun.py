@@ -14,18 +14,21 @@ import json
 import os
 import pickle
 import socket
+import sys
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed import RankFailure, rank_device, rank_timeout_s
 from profiler_kit.measure.distributed.gather import gather_files
 from profiler_kit.measure.distributed.liveness import (
+    Heartbeat,
     Pulse,
     name_lost,
-    start_beating,
+    unreachable,
     wait_for_silence,
 )
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
@@ -35,10 +38,12 @@ from profiler_kit.scenario import RunConfig, Scenario, Strategy
 
 _torchrun_ready = False
 _lost: str | None = None  # once a host dropped out: why (the later strategies are not run)
+_heartbeat: Heartbeat | None = None  # this rank's beats, armed while it measures a strategy
+_lost_store_once = threading.Lock()
 
 
 def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
-    global _torchrun_ready
+    global _torchrun_ready, _heartbeat
     import torch
     import torch.distributed as dist
 
@@ -56,8 +61,28 @@ def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
     hosts: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(hosts, socket.gethostname())
     distributed.set_hosts(hosts)
-    start_beating(_default_store(), dist.get_rank())
+    rank = dist.get_rank()
+    _heartbeat = Heartbeat(_default_store(), rank, timeout_s, _store_lost,
+                           peers=range(1, len(hosts)) if rank == 0 else ())
     _torchrun_ready = True
+
+
+def _store_lost(why: str) -> NoReturn:
+    """This rank cannot reach the run's store, on rank 0's host: nothing it measures can
+    reach rank 0 any more, and what it waits in may never return. One line, then the
+    process ends (exit code 1) from whichever thread found out first."""
+    with _lost_store_once:
+        rank = int(os.environ.get("RANK", "0"))
+        hosts = distributed.hosts()
+        me = f"rank {rank}" + (f" ({hosts[rank]})" if rank < len(hosts) else "")
+        where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+        if rank == 0:  # the store is on another host
+            whom = f"the run's store at {where}"
+        else:
+            whom = f"rank 0's host {hosts[0] if hosts else '?'} (the run's store at {where})"
+        sys.stderr.write(f"profkit: error: {me} lost the connection to {whom}: {why}\n")
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def _destroy_world() -> None:
@@ -82,14 +107,32 @@ def measure_strategy(
     strategy measure; results travel through the process group's key-value store, and
     every rank (measuring or idle) waits for them while the measuring ranks' step
     counter moves, so a long strategy never times out its idle peers and a hung one is
-    noticed after ``--rank-timeout`` seconds without a step."""
-    global _strategy_seq, _lost
-    import torch.distributed as dist
-
+    noticed after ``--rank-timeout`` seconds without a step. A rank that loses the run's
+    store (rank 0's host gone, or the link to it) says so in one line and ends
+    (:class:`.liveness.Heartbeat`)."""
     timeout_s = rank_timeout_s(config)
     if _lost is not None:  # the world's collectives would fail or wait for the lost host
         raise RankFailure(f"not run: {_lost}")
     _init_torchrun(config, timeout_s)
+    assert _heartbeat is not None
+    _heartbeat.arm()
+    try:
+        return _measure(scenario, strategy, config, options, strategy_dir, timeout_s)
+    except Exception:
+        why = unreachable(_default_store())  # a host gone but not silent: its reset says so
+        if why is not None:
+            _store_lost(why)
+        raise
+    finally:
+        _heartbeat.disarm()
+
+
+def _measure(scenario: Scenario, strategy: Strategy, config: RunConfig,
+             options: MeasureOptions, strategy_dir: Path, timeout_s: float
+             ) -> list[Measurement]:
+    global _strategy_seq, _lost
+    import torch.distributed as dist
+
     rank, world = dist.get_rank(), dist.get_world_size()
     size = strategy.world_size
     if size > world:
@@ -174,7 +217,10 @@ def _collect(store: Any, prefix: str, size: int, name: str, timeout_s: float) ->
     keys = [prefix + f"result/{r}" for r in range(size)]
     verdict_key = prefix + "verdict"
     judge = dist.get_rank() == 0
-    pulse = Pulse(store)
+    # rank 0's peers as watched since the ranks met (their silence counts from their
+    # last beat, not from now)
+    pulse = (_heartbeat.peers if _heartbeat is not None and _heartbeat.peers is not None
+             else Pulse(store))
     last_state: tuple[int, int] = (-1, -1)
     last_change = time.monotonic()
     while True:
