@@ -270,6 +270,25 @@ def test_a_link_that_goes_down_ends_both_hosts(tmp_path):
     assert (first["status"], second["status"]) == ("ok", "failed")
 
 
+def test_losing_rank_0s_host_ends_the_other_host(tmp_path):
+    """Every process of host A (rank 0's, with the run's store) killed while the second
+    configuration runs: its kernel resets the connections, so host B's rank says at once
+    in one line that it lost rank 0's host, and host B's torchrun ends within seconds."""
+    logs = [tmp_path / "0.log", tmp_path / "1.log"]
+    with two_hosts(tmp_path) as hosts:
+        procs = _sweep_until_second(tmp_path, hosts)
+        assert kill_host(hosts[0].netns)
+        ended, seen = _watch(procs, logs, "lost the connection", 30)
+    said = " ".join(logs[1].read_text(errors="replace").split())
+    code_b, took_b = ended[1]
+    assert code_b != 0 and took_b < 10, (took_b, said[-3000:])
+    lost = re.findall(r"profkit: error: rank 1 \(host-b\) lost the connection to rank 0's "
+                      r"host host-a \(the run's store at host-a:\d+\): \w+", said)
+    assert len(lost) == 1 and said.count("lost the connection") == 1, said[-3000:]
+    assert seen[1] is not None and seen[1] <= took_b
+    assert "Traceback" not in said.partition("lost the connection")[0]  # profkit's own
+
+
 def test_a_host_that_drops_out_while_sending_its_traces_keeps_the_measurement(tmp_path):
     """Host B's rank stops right before it sends its traces (the one test hook) and the
     host is then killed: rank 0 names host B once silent for the rank timeout, keeps the

@@ -14,7 +14,8 @@ off, waits for an answer until the kernel gives the connection up (``tcp_retries
 about 15 minutes by default): c10d's store timeouts do not bound that wait, nor can the
 thread in it be interrupted. So a thread of its own watches the beats: a beat that
 raised, or that has waited ``--rank-timeout`` seconds for its answer, means the store's
-host is lost (told, while :class:`Heartbeat` is armed, to ``on_lost``).
+host is lost (told, while :class:`Heartbeat` is armed, to ``on_lost``); a connection
+that waits on the store all along sees a reset the moment it comes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 BEAT_S = 1.0
@@ -40,10 +42,12 @@ def _one_line(exc: BaseException) -> str:
 class Heartbeat:
     """This rank's counter, beaten every :data:`BEAT_S` from a thread of its own on a
     connection of its own (the main thread may block in a store wait or a collective),
-    and a watch over those beats. While armed, the watch calls ``on_lost(why)`` once a
-    beat raised (``why``: its error) or has waited ``timeout_s`` for the store's answer.
-    Time this process spent frozen (another thread holding the GIL) is not counted as
-    waiting: the watch counts its own ticks, each at most two :data:`WATCH_S` long."""
+    and a watch over the store's connection. While armed, ``on_lost(why)`` is called
+    once a beat has waited ``timeout_s`` for the store's answer, or at once when a
+    connection to the store raised (``why``: its error; one connection waits on the
+    store all along, so a reset is seen the moment it comes). Time this process spent
+    frozen (another thread holding the GIL) is not counted as waiting: the watch counts
+    its own ticks, each at most two :data:`WATCH_S` long."""
 
     def __init__(self, store: Any, rank: int, timeout_s: float,
                  on_lost: Callable[[str], object], peers: Sequence[int] = ()) -> None:
@@ -55,10 +59,12 @@ class Heartbeat:
         self._armed = threading.Event()
         self._started = 0  # beats started
         self._pending = False  # the last one started waits for its answer
-        self.error: str | None = None  # why a beat raised (the beats stopped then)
+        self.error: str | None = None  # why the store could not be reached
         self._own.add(self._key, 1)
+        self._link = store.clone()
         threading.Thread(target=self._beat, name="profkit-heartbeat", daemon=True).start()
         threading.Thread(target=self._watch, name="profkit-store-watch", daemon=True).start()
+        threading.Thread(target=self._hold, name="profkit-store-link", daemon=True).start()
         # rank 0's watch over ``peers``, read every beat from a thread of its own: how long
         # each has been silent is known the moment rank 0 asks (after a collective of its
         # own timed out, say), not only from then on
@@ -77,6 +83,13 @@ class Heartbeat:
     def stop(self) -> None:
         self._stop.set()
 
+    def _failed(self, exc: BaseException) -> None:
+        """The store's connection raised: lost (told now when armed, else once armed)."""
+        if self.error is None:
+            self.error = _one_line(exc)
+        if self._armed.is_set():
+            self._on_lost(self.error)
+
     def _beat(self) -> None:
         while not self._stop.wait(BEAT_S):
             self._started += 1
@@ -84,10 +97,25 @@ class Heartbeat:
             try:
                 self._own.add(self._key, 1)
             except Exception as exc:  # the connection is gone: nothing left to tell
-                self.error = _one_line(exc)
-                return
-            finally:
                 self._pending = False
+                self._failed(exc)
+                return
+            self._pending = False
+
+    def _hold(self) -> None:
+        """Wait, on a connection of its own, for a key nobody sets: when the store's host
+        goes away its kernel resets the connection and the wait ends at once, before the
+        next beat (and before torchrun's agent, whose store calls fail too, ends this
+        process). A wait that ends at its timeout is only waited again."""
+        wait_s = 24 * 3600.0
+        while not self._stop.is_set():
+            start = time.monotonic()
+            try:
+                self._link.wait([_PREFIX + "never"], timedelta(seconds=wait_s))
+            except Exception as exc:
+                if time.monotonic() - start < wait_s - 1:
+                    self._failed(exc)
+                    return
 
     def _sample(self, peers: list[int]) -> None:
         assert self.peers is not None

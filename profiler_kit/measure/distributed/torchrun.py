@@ -38,7 +38,7 @@ from profiler_kit.scenario import RunConfig, Scenario, Strategy
 
 _torchrun_ready = False
 _lost: str | None = None  # once a host dropped out: why (the later strategies are not run)
-_heartbeat: Heartbeat | None = None  # this rank's beats, armed while it measures a strategy
+_heartbeat: Heartbeat | None = None  # this rank's beats and their watch
 _lost_store_once = threading.Lock()
 
 
@@ -64,6 +64,11 @@ def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
     rank = dist.get_rank()
     _heartbeat = Heartbeat(_default_store(), rank, timeout_s, _store_lost,
                            peers=range(1, len(hosts)) if rank == 0 else ())
+    # from now until the run ends (between strategies too: torchrun's agent would end a
+    # rank that waits, without a word, once its own store calls fail), not while the
+    # process exits: rank 0's host may end first (its torchrun without exit barrier)
+    _heartbeat.arm()
+    atexit.register(_heartbeat.disarm)
     _torchrun_ready = True
 
 
@@ -114,17 +119,15 @@ def measure_strategy(
     if _lost is not None:  # the world's collectives would fail or wait for the lost host
         raise RankFailure(f"not run: {_lost}")
     _init_torchrun(config, timeout_s)
-    assert _heartbeat is not None
-    _heartbeat.arm()
     try:
         return _measure(scenario, strategy, config, options, strategy_dir, timeout_s)
     except Exception:
-        why = unreachable(_default_store())  # a host gone but not silent: its reset says so
+        # a host gone but not silent (its kernel reset the connection) says so at once,
+        # before torchrun's agent, whose store calls fail too, ends this rank
+        why = unreachable(_default_store())
         if why is not None:
             _store_lost(why)
         raise
-    finally:
-        _heartbeat.disarm()
 
 
 def _measure(scenario: Scenario, strategy: Strategy, config: RunConfig,
