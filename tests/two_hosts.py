@@ -47,9 +47,12 @@ def _ip(*args: str) -> None:
 
 
 @contextlib.contextmanager
-def two_hosts(tmp: Path, rate_mbit: int | None = None) -> Iterator[tuple[Host, Host]]:
+def two_hosts(tmp: Path, rate_mbit: int | None = None, tcp_retries2: int | None = None
+              ) -> Iterator[tuple[Host, Host]]:
     """``rate_mbit``: the link's bandwidth, each way (a token bucket; this kernel has
-    no netem to add delay)."""
+    no netem to add delay). ``tcp_retries2``: how many times the hosts' kernels resend
+    unanswered data before giving a connection up (15 by default, about 15 minutes; 6
+    is about 25 s): what bounds a wait on a connection whose link went down."""
     tag = uuid.uuid4().hex[:6]
     hosts = tuple(Host(f"pk{side}{tag}", f"pk{side}{tag}", addr, name)
                   for side, addr, name in zip("ab", ADDRESSES, NAMES, strict=True))
@@ -67,6 +70,10 @@ def two_hosts(tmp: Path, rate_mbit: int | None = None) -> Iterator[tuple[Host, H
             _ip("-n", h.netns, "addr", "add", f"{h.address}/30", "dev", h.ifname)
             _ip("-n", h.netns, "link", "set", "lo", "up")
             _ip("-n", h.netns, "link", "set", h.ifname, "up")
+            if tcp_retries2 is not None:
+                subprocess.run(["ip", "netns", "exec", h.netns, "sysctl", "-q", "-w",
+                                f"net.ipv4.tcp_retries2={tcp_retries2}"],
+                               check=True, capture_output=True, timeout=20)
             if rate_mbit:
                 subprocess.run(["ip", "netns", "exec", h.netns, "tc", "qdisc", "add", "dev",
                                 h.ifname, "root", "tbf", "rate", f"{rate_mbit}mbit", "burst",
@@ -79,6 +86,11 @@ def two_hosts(tmp: Path, rate_mbit: int | None = None) -> Iterator[tuple[Host, H
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
 
 
+def link_down(host: Host) -> None:
+    """``host``'s end of the link down (its processes go on; its peer loses the carrier)."""
+    _ip("-n", host.netns, "link", "set", host.ifname, "down")
+
+
 def kill_host(netns: str) -> list[int]:
     """SIGKILL every process in the namespace ``netns`` (torchrun's workers run in sessions
     of their own, out of reach of :func:`stop`): the host is gone. The pids killed."""
@@ -89,6 +101,19 @@ def kill_host(netns: str) -> list[int]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     return pids
+
+
+def stopped_in(netns: str) -> list[int]:
+    """The processes in the namespace ``netns`` that are stopped (SIGSTOP)."""
+    listed = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True,
+                            timeout=20)
+    found = []
+    for pid in listed.stdout.split():
+        with contextlib.suppress(OSError):
+            # the state follows the command's closing parenthesis: "pid (comm) T ..."
+            if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "T":
+                found.append(int(pid))
+    return found
 
 
 def start_on(host: Host, hosts_file: Path, argv: list[str], log: Path,

@@ -67,6 +67,9 @@ class Measurement:
     items_per_step: int = 0  # this process's items per step (global throughput sums ranks)
     info: Mapping[str, Any] = field(default_factory=dict)  # the workload's ``info``
     key_averages_files: tuple[str, ...] = ()  # key_averages.{txt,json} of this process
+    # under torchrun, on rank 0: why this rank's traces and key averages are not in the run
+    # folder (its host dropped out while sending them); "" when they are, or never had to be
+    files_lost: str = ""
 
 
 def measure(

@@ -41,6 +41,10 @@ from profiler_kit.scenario import RunConfig, Scenario, Strategy
 
 __all__ = ["RunObserver", "resolve_params", "run", "select_strategies", "validate_options"]
 
+# a strategy's info: one line per rank whose traces did not reach the run folder (under
+# torchrun, its host dropped out while sending them); the measurement stands
+FILES_LOST = "files_lost"
+
 
 class RunObserver(Protocol):
     """Told what the runner is doing, e.g. to draw progress bars."""
@@ -189,10 +193,13 @@ class _Run:
         self.result = result
 
     def add(self, strategy: StrategyResult) -> None:
-        """Record a strategy; speedups and scaling are against the baseline's throughput."""
+        """Record a strategy; speedups and scaling are against the baseline's throughput.
+        Ranks' files that did not reach the run folder are among the run's report errors."""
         strategies = results.against_baseline((*self.result.strategies, strategy),
                                               self.result.baseline)
-        self.result = replace(self.result, strategies=strategies)
+        lost = tuple(f"{strategy.label}: {line}" for line in strategy.info.get(FILES_LOST, ()))
+        self.result = replace(self.result, strategies=strategies,
+                              report_errors=(*self.result.report_errors, *lost))
         self.save()
 
     def put(self, strategy: StrategyResult) -> None:
@@ -240,7 +247,8 @@ def run(
     :mod:`profiler_kit.measure.distributed`). Output paths (``out`` and the scenario's
     output parameters) are checked before anything runs; an existing file among the
     latter is replaced only with ``force`` (see :mod:`profiler_kit.outputs`). A report
-    the scenario cannot write after the run is recorded in ``report_errors``.
+    the scenario cannot write after the run is recorded in ``report_errors``, as are a
+    rank's traces that never reached rank 0's run folder (``FILES_LOST``).
     """
     if not is_output_rank():
         quiet_out = tempfile.mkdtemp(prefix="profkit-rank-")
@@ -556,6 +564,10 @@ def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
         for dev_name, values in m.peak_memory.items():
             key = f"rank{rank}:{dev_name}" if multi else dev_name
             memory[key] = dict(values)
+    info = dict(first.info)
+    lost = [m.files_lost for m in per_rank if m.files_lost]
+    if lost:  # under torchrun: a host dropped out while sending its traces to rank 0
+        info[FILES_LOST] = lost
     phase_samples = {name: tuple(v) for name, v in first.phase_samples_ns.items() if v}
     phases = {name: results.stats(v) for name, v in phase_samples.items()}
     traces = tuple(_relative(f, run_dir) for m in per_rank for f in m.trace_files)
@@ -568,7 +580,7 @@ def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
         profiled=results.stats(profiled) if profiled else None, phases=phases,
         phase_samples_ns=phase_samples,
         items_per_step=items, throughput_items_per_s=results.throughput(items, st.median_ns),
-        peak_memory=memory, info=dict(first.info), trace_files=traces,
+        peak_memory=memory, info=info, trace_files=traces,
         key_averages_files=ka_files, hotspots=shares, hotspot_basis=basis, equivalence=check,
         per_rank_samples_ns=tuple(tuple(m.samples_ns) for m in per_rank) if multi else (),
         **common,

@@ -67,6 +67,9 @@ class ProgressBars:
         note = ""
         if result.status == OK and result.stats:
             note = units.duration(result.stats.median_ns)
+            lost = len(result.info.get("files_lost", ()))
+            if lost:  # said in full at the end, with the run's report errors
+                note += f" (without the traces of {lost} rank{'s' if lost > 1 else ''})"
         elif result.reason or result.error:
             note = result.reason or result.error or ""
         style = _STATUS_STYLE.get(result.status, "")

@@ -132,5 +132,9 @@ def render_markdown(result: RunResult) -> str:
     problems += [f"- failed `{s.label}`: {s.error}" for s in result.failed]
     if problems:
         lines += ["## Skipped and failed", ""] + problems + [""]
+    lost = [f"- `{s.label}`: {line}" for s in result.strategies
+            for line in s.info.get("files_lost", ())]
+    if lost:
+        lines += ["## Traces that did not reach the run folder", ""] + lost + [""]
     lines += ["## Traces", "", "```", result.tensorboard_command, "```", ""]
     return "\n".join(lines)

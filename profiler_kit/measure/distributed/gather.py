@@ -7,14 +7,29 @@ see, and those send them, compressed, through the process group's c10d store (as
 Measurements travel); rank 0 writes them under the same names. A rank whose traces
 exceed ``limit_bytes`` (``--gather-limit-mb``) sends its rank summary instead
 (``rank<N>.summary.json``, what ``profkit analyze --summary-only`` writes: the job view
-reads it, the traces stay on their host). A rank that does not send within the timeout
-is named in a :class:`RankFailure`.
+reads it, the traces stay on their host).
+
+The gather comes after every rank's timed results have reached rank 0, so a rank whose
+files do not come loses its traces, not the measurement: the strategy stays measured
+(its samples, every rank's, are what the run is for), rank 0's traces and those that
+came are in the folder, and the rank's :attr:`Measurement.files_lost` says in one line
+why its traces are not (the runner records it in ``report_errors`` and the run exits
+1, as when a report cannot be written). Rank 0 watches each sender's heartbeat
+(:mod:`.liveness`) while it waits: a rank silent for ``timeout_s`` (``--rank-timeout``)
+has dropped out with its host, is named with it, and is returned among the gone ranks
+(the caller runs nothing more with them: later strategies, and later rounds of this one,
+are recorded as not run); a rank that still beats but has not sent after ``timeout_s``
+is named as late, its host not taken for gone. Failing the strategy instead would throw
+away a whole measurement for files that only explain it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import signal
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import replace
@@ -22,8 +37,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from profiler_kit.measure.distributed import RankFailure
+from profiler_kit.measure import distributed
+from profiler_kit.measure.distributed.liveness import BEAT_S, Pulse, name_lost
 from profiler_kit.measure.passes import Measurement
+
+# The one test hook (tests/test_multihost.py): the rank this names stops itself
+# (SIGSTOP) right before it sends its files, silent from then on as a host that is gone.
+STOP_BEFORE_SENDING_ENV = "PROFKIT_TEST_STOP_BEFORE_SENDING"
 
 
 def _files(m: Measurement) -> list[str]:
@@ -58,39 +78,72 @@ def _payload(m: Measurement, rank: int, limit_bytes: float) -> list[tuple[str, b
     return out + [(f, zlib.compress(Path(f).read_bytes(), 3)) for f in sent]
 
 
+def _write(payload: bytes) -> None:
+    for path, data in pickle.loads(payload):
+        target = Path(path)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.gather.tmp")
+            tmp.write_bytes(zlib.decompress(data))
+            tmp.replace(target)
+
+
+def _kept(m: Measurement, why: str = "") -> Measurement:
+    """``m`` as rank 0's folder holds it: only the files there, and why others are not."""
+    return replace(m, trace_files=tuple(f for f in m.trace_files if Path(f).exists()),
+                   key_averages_files=tuple(f for f in m.key_averages_files
+                                            if Path(f).exists()),
+                   files_lost=why)
+
+
 def gather_files(store: Any, prefix: str, rank: int, measurements: Sequence[Measurement],
-                 timeout_s: float, limit_bytes: float = float("inf")) -> list[Measurement]:
+                 timeout_s: float, limit_bytes: float = float("inf"),
+                 poll_s: float = 0.2) -> tuple[list[Measurement], list[int]]:
     """Bring every measuring rank's files to rank 0 (see the module docstring). The
-    measurements, on rank 0 without the traces that stayed on their host (a summary came
-    instead)."""
+    measurements, on rank 0 without the files that stayed on their host (a summary came
+    instead, or the rank's host dropped out: ``files_lost`` says so), and the ranks that
+    dropped out while sending (on rank 0; none elsewhere)."""
     missing_key = prefix + "gather/missing"
     out = list(measurements)
     if rank == 0:
         missing = [r for r, m in enumerate(measurements)
                    if r and any(not Path(f).exists() for f in _files(m))]
         store.set(missing_key, json.dumps(missing))
-        for r in missing:
-            key = prefix + f"gather/{r}"
-            try:
-                store.wait([key], timedelta(seconds=timeout_s))
-            except Exception:  # the store's timeout: name the rank, not the key
-                raise RankFailure(f"rank {r} did not send its traces to rank 0 within "
-                                  f"{timeout_s:g} s (its host does not share the run "
-                                  "folder)") from None
-            for path, data in pickle.loads(store.get(key)):
-                target = Path(path)
-                if not target.exists():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = target.with_name(f".{target.name}.gather.tmp")
-                    tmp.write_bytes(zlib.decompress(data))
-                    tmp.replace(target)
-            m = measurements[r]
-            out[r] = replace(m, trace_files=tuple(f for f in m.trace_files if Path(f).exists()))
-        return out
+        pulse = Pulse(store)
+        deadline = time.monotonic() + timeout_s + 2 * BEAT_S  # silence is judged by then
+        waiting, gone = list(missing), []
+        while waiting:
+            for r in [r for r in waiting if store.check([prefix + f"gather/{r}"])]:
+                _write(store.get(prefix + f"gather/{r}"))
+                out[r] = _kept(measurements[r])
+                waiting.remove(r)
+            if not waiting:
+                break
+            silent = pulse.silent(waiting, timeout_s)
+            for r in silent:
+                out[r] = _kept(measurements[r], (
+                    f"rank {r}'s traces are not in the run folder: "
+                    f"{name_lost([r], distributed.hosts())} dropped out while sending them "
+                    f"to rank 0 (no sign of life for {timeout_s:g} s, --rank-timeout); the "
+                    "measurement of every rank is kept"))
+                waiting.remove(r)
+                gone.append(r)
+            if waiting and time.monotonic() > deadline:
+                for r in waiting:
+                    out[r] = _kept(measurements[r], (
+                        f"rank {r}'s traces are not in the run folder: "
+                        f"{name_lost([r], distributed.hosts())} did not send them to rank 0 "
+                        f"within {timeout_s:g} s (--rank-timeout), though it still beats; the "
+                        "measurement of every rank is kept"))
+                break
+            time.sleep(poll_s)
+        return out, gone
     if rank >= len(measurements):
-        return out
+        return out, []
     store.wait([missing_key], timedelta(seconds=timeout_s))
     if rank in json.loads(store.get(missing_key)):
         payload = _payload(measurements[rank], rank, limit_bytes)
+        if os.environ.get(STOP_BEFORE_SENDING_ENV) == str(rank):
+            os.kill(os.getpid(), signal.SIGSTOP)
         store.set(prefix + f"gather/{rank}", pickle.dumps(payload))
-    return out
+    return out, []

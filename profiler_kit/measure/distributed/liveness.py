@@ -6,6 +6,16 @@ counter of its own every :data:`BEAT_S` from a thread of its own, on a connectio
 own (the main thread may block in a store wait or a collective). Rank 0 reads the
 counters while it waits for results: a rank whose counter has not moved for
 ``--rank-timeout`` seconds is gone, and is named with its host.
+
+The same beats tell a rank that *it* has lost the store's host (rank 0's, under
+torchrun): a store operation on a dead connection raises (the host's processes are gone
+and its kernel reset the connection), or, when the link is down or the host powered
+off, waits for an answer until the kernel gives the connection up (``tcp_retries2``,
+about 15 minutes by default): c10d's store timeouts do not bound that wait, nor can the
+thread in it be interrupted. So a thread of its own watches the beats: a beat that
+raised, or that has waited ``--rank-timeout`` seconds for its answer, means the store's
+host is lost (told, while :class:`Heartbeat` is armed, to ``on_lost``); a connection
+that waits on the store all along sees a reset the moment it comes.
 """
 
 from __future__ import annotations
@@ -13,28 +23,133 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 BEAT_S = 1.0
 _PREFIX = "profkit/alive/"
 
 
-def start_beating(store: Any, rank: int) -> threading.Event:
-    """Beat this rank's counter until the returned event is set (or the store is gone)."""
-    own = store.clone()  # a connection of its own: a blocking wait elsewhere must not stall it
-    stop = threading.Event()
+WATCH_S = 0.2  # how often the watch looks at the beats
 
-    def beat() -> None:
-        while not stop.wait(BEAT_S):
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+class Heartbeat:
+    """This rank's counter, beaten every :data:`BEAT_S` from a thread of its own on a
+    connection of its own (the main thread may block in a store wait or a collective),
+    and a watch over the store's connection. While armed, ``on_lost(why)`` is called
+    once a beat has waited ``timeout_s`` for the store's answer, or at once when a
+    connection to the store raised (``why``: its error; one connection waits on the
+    store all along, so a reset is seen the moment it comes). Time this process spent
+    frozen (another thread holding the GIL) is not counted as waiting: the watch counts
+    its own ticks, each at most two :data:`WATCH_S` long."""
+
+    def __init__(self, store: Any, rank: int, timeout_s: float,
+                 on_lost: Callable[[str], object], peers: Sequence[int] = ()) -> None:
+        self._own = store.clone()
+        self._key = _PREFIX + str(rank)
+        self._timeout_s = timeout_s
+        self._on_lost = on_lost
+        self._stop = threading.Event()
+        self._armed = threading.Event()
+        self._started = 0  # beats started
+        self._pending = False  # the last one started waits for its answer
+        self.error: str | None = None  # why the store could not be reached
+        self._own.add(self._key, 1)
+        self._link = store.clone()
+        threading.Thread(target=self._beat, name="profkit-heartbeat", daemon=True).start()
+        threading.Thread(target=self._watch, name="profkit-store-watch", daemon=True).start()
+        threading.Thread(target=self._hold, name="profkit-store-link", daemon=True).start()
+        # rank 0's watch over ``peers``, read every beat from a thread of its own: how long
+        # each has been silent is known the moment rank 0 asks (after a collective of its
+        # own timed out, say), not only from then on
+        self.peers: Pulse | None = None
+        if peers:
+            self.peers = Pulse(store.clone())
+            threading.Thread(target=self._sample, args=(list(peers),),
+                             name="profkit-peers", daemon=True).start()
+
+    def arm(self) -> None:
+        self._armed.set()
+
+    def disarm(self) -> None:
+        self._armed.clear()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _failed(self, exc: BaseException) -> None:
+        """The store's connection raised: lost (told now when armed, else once armed)."""
+        if self.error is None:
+            self.error = _one_line(exc)
+        if self._armed.is_set():
+            self._on_lost(self.error)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(BEAT_S):
+            self._started += 1
+            self._pending = True
             try:
-                own.add(_PREFIX + str(rank), 1)
-            except Exception:  # the store's host is gone: nothing left to tell
+                self._own.add(self._key, 1)
+            except Exception as exc:  # the connection is gone: nothing left to tell
+                self._pending = False
+                self._failed(exc)
                 return
+            self._pending = False
 
-    own.add(_PREFIX + str(rank), 1)
-    threading.Thread(target=beat, name="profkit-heartbeat", daemon=True).start()
-    return stop
+    def _hold(self) -> None:
+        """Wait, on a connection of its own, for a key nobody sets: when the store's host
+        goes away its kernel resets the connection and the wait ends at once, before the
+        next beat (and before torchrun's agent, whose store calls fail too, ends this
+        process). A wait that ends at its timeout is only waited again."""
+        wait_s = 24 * 3600.0
+        while not self._stop.is_set():
+            start = time.monotonic()
+            try:
+                self._link.wait([_PREFIX + "never"], timedelta(seconds=wait_s))
+            except Exception as exc:
+                if time.monotonic() - start < wait_s - 1:
+                    self._failed(exc)
+                    return
+
+    def _sample(self, peers: list[int]) -> None:
+        assert self.peers is not None
+        while not self._stop.wait(BEAT_S):
+            self.peers.silent(peers, float("inf"))
+
+    def _watch(self) -> None:
+        waited, beat, last = 0.0, -1, time.monotonic()
+        while not self._stop.wait(WATCH_S):
+            now = time.monotonic()
+            tick, last = min(now - last, 2 * WATCH_S), now
+            if not self._pending:
+                waited = 0.0
+            elif self._started != beat:
+                waited, beat = 0.0, self._started
+            else:
+                waited += tick
+            if not self._armed.is_set():
+                continue
+            if self.error is not None:
+                self._on_lost(self.error)
+            elif waited > self._timeout_s:
+                self._on_lost(f"no answer for {self._timeout_s:g} s (--rank-timeout)")
+
+
+def unreachable(store: Any) -> str | None:
+    """Why ``store`` cannot be reached (its connection raised), None when it answers.
+    On a connection to a host that went silent this waits: a :class:`Heartbeat` armed
+    meanwhile ends that wait."""
+    try:
+        store.add(_PREFIX + "probe", 0)
+    except Exception as exc:
+        return _one_line(exc)
+    return None
 
 
 class Pulse:

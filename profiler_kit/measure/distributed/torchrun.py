@@ -14,18 +14,21 @@ import json
 import os
 import pickle
 import socket
+import sys
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed import RankFailure, rank_device, rank_timeout_s
 from profiler_kit.measure.distributed.gather import gather_files
 from profiler_kit.measure.distributed.liveness import (
+    Heartbeat,
     Pulse,
     name_lost,
-    start_beating,
+    unreachable,
     wait_for_silence,
 )
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
@@ -35,10 +38,12 @@ from profiler_kit.scenario import RunConfig, Scenario, Strategy
 
 _torchrun_ready = False
 _lost: str | None = None  # once a host dropped out: why (the later strategies are not run)
+_heartbeat: Heartbeat | None = None  # this rank's beats and their watch
+_lost_store_once = threading.Lock()
 
 
 def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
-    global _torchrun_ready
+    global _torchrun_ready, _heartbeat
     import torch
     import torch.distributed as dist
 
@@ -56,8 +61,33 @@ def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
     hosts: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(hosts, socket.gethostname())
     distributed.set_hosts(hosts)
-    start_beating(_default_store(), dist.get_rank())
+    rank = dist.get_rank()
+    _heartbeat = Heartbeat(_default_store(), rank, timeout_s, _store_lost,
+                           peers=range(1, len(hosts)) if rank == 0 else ())
+    # from now until the run ends (between strategies too: torchrun's agent would end a
+    # rank that waits, without a word, once its own store calls fail), not while the
+    # process exits: rank 0's host may end first (its torchrun without exit barrier)
+    _heartbeat.arm()
+    atexit.register(_heartbeat.disarm)
     _torchrun_ready = True
+
+
+def _store_lost(why: str) -> NoReturn:
+    """This rank cannot reach the run's store, on rank 0's host: nothing it measures can
+    reach rank 0 any more, and what it waits in may never return. One line, then the
+    process ends (exit code 1) from whichever thread found out first."""
+    with _lost_store_once:
+        rank = int(os.environ.get("RANK", "0"))
+        hosts = distributed.hosts()
+        me = f"rank {rank}" + (f" ({hosts[rank]})" if rank < len(hosts) else "")
+        where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+        if rank == 0:  # the store is on another host
+            whom = f"the run's store at {where}"
+        else:
+            whom = f"rank 0's host {hosts[0] if hosts else '?'} (the run's store at {where})"
+        sys.stderr.write(f"profkit: error: {me} lost the connection to {whom}: {why}\n")
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def _destroy_world() -> None:
@@ -82,14 +112,30 @@ def measure_strategy(
     strategy measure; results travel through the process group's key-value store, and
     every rank (measuring or idle) waits for them while the measuring ranks' step
     counter moves, so a long strategy never times out its idle peers and a hung one is
-    noticed after ``--rank-timeout`` seconds without a step."""
-    global _strategy_seq, _lost
-    import torch.distributed as dist
-
+    noticed after ``--rank-timeout`` seconds without a step. A rank that loses the run's
+    store (rank 0's host gone, or the link to it) says so in one line and ends
+    (:class:`.liveness.Heartbeat`)."""
     timeout_s = rank_timeout_s(config)
     if _lost is not None:  # the world's collectives would fail or wait for the lost host
         raise RankFailure(f"not run: {_lost}")
     _init_torchrun(config, timeout_s)
+    try:
+        return _measure(scenario, strategy, config, options, strategy_dir, timeout_s)
+    except Exception:
+        # a host gone but not silent (its kernel reset the connection) says so at once,
+        # before torchrun's agent, whose store calls fail too, ends this rank
+        why = unreachable(_default_store())
+        if why is not None:
+            _store_lost(why)
+        raise
+
+
+def _measure(scenario: Scenario, strategy: Strategy, config: RunConfig,
+             options: MeasureOptions, strategy_dir: Path, timeout_s: float
+             ) -> list[Measurement]:
+    global _strategy_seq, _lost
+    import torch.distributed as dist
+
     rank, world = dist.get_rank(), dist.get_world_size()
     size = strategy.world_size
     if size > world:
@@ -142,9 +188,15 @@ def measure_strategy(
         r = min(failed, key=lambda r: (is_communication_error(gathered[r][1]), r))
         raise RankFailure(f"rank {r} failed during {strategy.name}: {gathered[r][1]}")
     measurements = [measurement for measurement, _error in gathered]
-    # hosts that do not share the run folder send their traces to rank 0's
-    return gather_files(store, prefix, rank, measurements, timeout_s,
-                        distributed.gather_limit_bytes(config))
+    # hosts that do not share the run folder send their traces to rank 0's; a host that
+    # drops out meanwhile takes its traces with it, not the measurement
+    measurements, gone = gather_files(store, prefix, rank, measurements, timeout_s,
+                                      distributed.gather_limit_bytes(config))
+    if gone:
+        _lost = (f"{name_lost(gone, distributed.hosts())} dropped out while sending "
+                 f"{'its' if len(gone) == 1 else 'their'} traces of {strategy.name}: no "
+                 f"sign of life for {timeout_s:g} s (--rank-timeout)")
+    return measurements
 
 
 def _default_store() -> Any:
@@ -168,7 +220,10 @@ def _collect(store: Any, prefix: str, size: int, name: str, timeout_s: float) ->
     keys = [prefix + f"result/{r}" for r in range(size)]
     verdict_key = prefix + "verdict"
     judge = dist.get_rank() == 0
-    pulse = Pulse(store)
+    # rank 0's peers as watched since the ranks met (their silence counts from their
+    # last beat, not from now)
+    pulse = (_heartbeat.peers if _heartbeat is not None and _heartbeat.peers is not None
+             else Pulse(store))
     last_state: tuple[int, int] = (-1, -1)
     last_change = time.monotonic()
     while True:
