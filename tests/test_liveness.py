@@ -72,7 +72,7 @@ def test_rank_0_knows_how_long_a_peer_has_been_silent_when_it_asks() -> None:
         assert beat.peers is not None
         assert beat.peers.silent([1], 1.5) == [1]
     finally:
-        beat.stop()
+        beat.close()
 
 
 class _Proxy:
