@@ -72,7 +72,7 @@ def test_rank_0_knows_how_long_a_peer_has_been_silent_when_it_asks() -> None:
         assert beat.peers is not None
         assert beat.peers.silent([1], 1.5) == [1]
     finally:
-        beat.stop()
+        beat.close()
 
 
 class _Proxy:
@@ -178,3 +178,16 @@ def test_a_heartbeat_not_armed_tells_nothing_until_armed(proxied) -> None:
     time.sleep(2 * liveness.WATCH_S + 0.2)
     beat.stop()
     assert told and told[0][1] == "no answer for 0.5 s (--rank-timeout)"
+
+
+def test_close_ends_every_thread(proxied) -> None:
+    """Before the interpreter shuts down: a thread coming back from the store's C++ code
+    while Python finalizes aborts the process."""
+    _proxy, client = proxied
+    beat = liveness.Heartbeat(client, 0, 30.0, lambda why: None, peers=[1])
+    beat.arm()
+    time.sleep(liveness.BEAT_S + 0.2)
+    start = time.monotonic()
+    beat.close()
+    assert time.monotonic() - start < 1.5
+    assert not any(t.is_alive() for t in beat._threads)

@@ -1,9 +1,12 @@
-"""``profkit run ddp`` under ``torchrun --nnodes 2`` on two hosts made on this machine
-(network namespaces joined by a veth pair, gloo over it, the run folder not shared):
-rank 0's host writes the run folder with both ranks' traces (rank 1's sent over), each
-rank's host is recorded, the job view and the merged trace name both hosts; a slower
-link moves the collectives' transfer time and not the ranks' waits; a host that never
-joins ends within elastic's join timeout with its error."""
+"""``profkit run ddp`` and ``profkit run pipeline`` under ``torchrun --nnodes 2`` on two
+hosts made on this machine (network namespaces joined by a veth pair, gloo over it, the
+run folder not shared): rank 0's host writes the run folder with both ranks' traces
+(rank 1's sent over), each rank's host is recorded, the job view and the merged trace
+name both hosts, and the report is the one-host run's; a slower link moves the
+collectives' transfer time and not the ranks' waits. A host that never joins ends
+within elastic's join timeout with its error; one killed mid-run, or while it sends its
+traces, or whose link goes down, is named by rank 0 after the rank timeout; losing rank
+0's host, or the link to it, ends the other host's rank with one line."""
 
 from __future__ import annotations
 
@@ -27,16 +30,27 @@ BOUND_S = 90
 RATE_MBIT = 1000  # the slower link: resnet18's 47 MB of gradients take 0.4 s a way
 
 
-def _torchrun(node_rank: int, out: Path, join_timeout_s: int, *more: str) -> list[str]:
-    """The torchrun line of one host; ``more``: further options of ``profkit run ddp``."""
+# what the hosts run: ``profkit run`` and its options (without --out and --iterations)
+DDP = ("ddp", "--model", "resnet18", "--batch-size", "2", "--image-size", "32",
+       "--strategies", "ddp-w2", "--warmup", "1", "--profile-wait", "0", "--profile-warmup",
+       "0", "--profile-active", "2")
+# a one-layer transformer cut in two stages, against DDP; one round
+PIPELINE = ("pipeline", "--model", "transformer", "--layers", "1", "--hidden", "32",
+            "--heads", "2", "--seq-len", "8", "--vocab", "50", "--global-batch", "8",
+            "--micro-batches", "2", "--strategies", "ddp,gpipe", "--warmup", "1",
+            "--profile-wait", "0", "--profile-warmup", "1", "--profile-active", "1",
+            "--repeats", "1")
+
+
+def _torchrun(node_rank: int, out: Path, join_timeout_s: int, *more: str,
+              run: tuple[str, ...] = DDP) -> list[str]:
+    """The torchrun line of one host; ``more``: further options of ``profkit run``."""
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
             "--nproc-per-node", "1", "--node-rank", str(node_rank), "--rdzv-backend", "c10d",
             "--rdzv-endpoint", f"10.231.0.1:{PORT}", "--rdzv-conf",
             f"join_timeout={join_timeout_s}",
-            "-m", "profiler_kit", "run", "ddp", "--model", "resnet18", "--batch-size", "2",
-            "--image-size", "32", "--strategies", "ddp-w2", "--warmup",
-            "1", "--profile-wait", "0", "--profile-warmup", "0", "--profile-active", "2",
-            "--out", str(out), *(more or ("--iterations", "3"))]
+            "-m", "profiler_kit", "run", *run, "--out", str(out),
+            *(more or ("--iterations", "3"))]
 
 
 def _wait(procs, bound_s: float) -> list[int]:
@@ -50,19 +64,20 @@ def _wait(procs, bound_s: float) -> list[int]:
     return [p.returncode for p in procs]
 
 
-def _run_on_two_hosts(tmp: Path, rate_mbit: int | None = None, *more: str) -> Path:
-    """A ddp run on two hosts (the second with a disk of its own); its run folder."""
+def _run_on_two_hosts(tmp: Path, rate_mbit: int | None = None, *more: str,
+                      run: tuple[str, ...] = DDP) -> Path:
+    """A run on two hosts (the second with a disk of its own); its run folder."""
     out = tmp / "out"
     with two_hosts(tmp, rate_mbit=rate_mbit) as hosts:
         # the second host writes to a disk of its own: its traces must travel to rank 0
-        procs = [start_on(h, tmp / "hosts", _torchrun(i, out, 30, *more), tmp / f"{i}.log",
-                          private=out if i else None)
+        procs = [start_on(h, tmp / "hosts", _torchrun(i, out, 30, *more, run=run),
+                          tmp / f"{i}.log", private=out if i else None)
                  for i, h in enumerate(hosts)]
         codes = _wait(procs, BOUND_S)
     logs = [(tmp / f"{i}.log").read_text(errors="replace") for i in range(2)]
     assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
     assert "profkit tensorboard" in logs[0] and "profkit tensorboard" not in logs[1]
-    (run_dir,) = (out / "ddp").iterdir()
+    (run_dir,) = (out / run[0]).iterdir()
     return run_dir
 
 
@@ -93,17 +108,17 @@ def test_two_hosts_one_run_folder(run_dir, tmp_path):
     assert [r.host for r in report.ranks] == ["host-a", "host-b"]
 
 
-def _run_on_one_host(tmp: Path) -> Path:
-    """The same ``profkit run ddp`` line under torchrun on one host (both ranks here)."""
+def _run_on_one_host(tmp: Path, run: tuple[str, ...] = DDP) -> Path:
+    """The same ``profkit run`` line under torchrun on one host (both ranks here)."""
     import subprocess
 
     out = tmp / "out"
-    line = _torchrun(0, out, 30)
+    line = _torchrun(0, out, 30, run=run)
     at = line.index("--nnodes")
     line[at:line.index("-m", at)] = ["--standalone", "--nproc-per-node", "2"]
     done = subprocess.run(line, capture_output=True, text=True, timeout=BOUND_S)
     assert done.returncode == 0, done.stderr[-3000:]
-    (run_dir,) = (out / "ddp").iterdir()
+    (run_dir,) = (out / run[0]).iterdir()
     return run_dir
 
 
@@ -125,11 +140,64 @@ def test_two_hosts_give_the_report_of_one_host(run_dir, tmp_path):
     assert traces(here, one) == traces(run_dir, two) == ["rank0", "rank1"]
     assert len(_job(here).instances) == len(_job(run_dir).instances)
 
-    def rows(d: Path) -> list[str]:  # the first cell of every table row of summary.md
-        return [line.split("|")[1].strip() for line in (d / "summary.md").read_text().splitlines()
-                if line.startswith("|") and not set(line) <= set("|-: ")]
+    assert len(_rows(here)) > 3 and _rows(here) == _rows(run_dir)
 
-    assert len(rows(here)) > 3 and rows(here) == rows(run_dir)
+
+def _rows(d: Path) -> list[str]:
+    """The first cell of every table row of a run's summary.md."""
+    return [line.split("|")[1].strip() for line in (d / "summary.md").read_text().splitlines()
+            if line.startswith("|") and not set(line) <= set("|-: ")]
+
+
+def test_pipeline_on_two_hosts_gives_the_report_of_one_host(tmp_path):
+    """``profkit run pipeline`` (DDP against a two-stage GPipe of a small transformer)
+    on two hosts, host B's disk its own: rank 0's folder holds both ranks' traces of
+    each strategy, each rank's host is recorded, and the report is the one-host run's:
+    strategies, samples per rank, traces, each rank's bubble, the schedule and stages,
+    send/recv pairs matched across the hosts, summary rows."""
+    for side in ("one", "two"):
+        (tmp_path / side).mkdir()
+    two = _run_on_two_hosts(tmp_path / "two", run=PIPELINE)
+    one = _run_on_one_host(tmp_path / "one", run=PIPELINE)
+    records = [json.loads((d / "run.json").read_text()) for d in (one, two)]
+    dist = records[1]["environment"]["distributed"]
+    assert dist["rank_hosts"] == ["host-a", "host-b"] and dist["hosts"] == 2
+    assert records[0]["environment"]["distributed"]["hosts"] == 1
+
+    def shape(record: dict) -> list:
+        return [(s["name"], s["status"], [len(r) for r in s["per_rank_samples_ns"]],
+                 s["items_per_step"], len(s["info"]["idle_share_by_rank"]),
+                 {k: s["info"]["job"].get(k) for k in ("ranks", "steps", "p2p_transfers")})
+                for s in record["strategies"]]
+
+    assert shape(records[0]) == shape(records[1])
+    assert [s["name"] for s in records[1]["strategies"]] == ["ddp", "gpipe"]
+    assert all(s["status"] == "ok" for s in records[1]["strategies"])
+    for s in records[1]["strategies"]:
+        folder = two / s["dir"]
+        traces = sorted(folder.glob("rank*.pt.trace.json"))  # rank 1's came through the store
+        assert [t.name.split(".")[0] for t in traces] == ["rank0", "rank1"]
+        assert [json.loads(t.read_text())["host_name"] for t in traces] == ["host-a", "host-b"]
+        assert (folder / "key_averages.rank1.json").exists()
+        assert sorted(two / t for t in s["trace_files"]) == traces
+    gpipe = {d: next(s for s in r["strategies"] if s["name"] == "gpipe")
+             for d, r in zip((one, two), records, strict=True)}
+    assert gpipe[two]["info"]["job"]["p2p_transfers"] > 0
+    (job,) = api.job_view([two / gpipe[two]["dir"]])
+    assert [r.host for r in job.per_rank] == ["host-a", "host-b"]
+    (job_one,) = api.job_view([one / gpipe[one]["dir"]])
+    assert job.pipeline is not None and job_one.pipeline is not None
+    assert len(job.pipeline.transfers) == len(job_one.pipeline.transfers) > 0
+    assert job.unmatched_calls == job_one.unmatched_calls == 0
+
+    def report(d: Path) -> list:
+        doc = json.loads((d / "pipeline_report.json").read_text())
+        return [(name, s["schedule"], s["stage_layers"], s["stage_ranks"],
+                 [b["rank"] for b in s["bubble"]])
+                for point in doc["points"] for name, s in point["strategies"].items()]
+
+    assert report(one) == report(two)
+    assert len(_rows(one)) > 3 and _rows(one) == _rows(two)
 
 
 def _job(run_dir: Path):

@@ -47,12 +47,21 @@ class Heartbeat:
     connection to the store raised (``why``: its error; one connection waits on the
     store all along, so a reset is seen the moment it comes). Time this process spent
     frozen (another thread holding the GIL) is not counted as waiting: the watch counts
-    its own ticks, each at most two :data:`WATCH_S` long."""
+    its own ticks, each at most two :data:`WATCH_S` long.
+
+    With ``peers`` (rank 0), the beating thread also reads their counters after each
+    beat (:attr:`peers`): how long each has been silent is known the moment rank 0 asks
+    (after a collective of its own timed out, say), not only from then on.
+
+    :meth:`close` ends the threads before the interpreter does: a thread that comes
+    back from the store's C++ code while Python shuts down takes the process with it
+    (``terminate called without an active exception``)."""
 
     def __init__(self, store: Any, rank: int, timeout_s: float,
                  on_lost: Callable[[str], object], peers: Sequence[int] = ()) -> None:
         self._own = store.clone()
         self._key = _PREFIX + str(rank)
+        self._hold_key = f"{_PREFIX}hold/{rank}"  # set by close() alone
         self._timeout_s = timeout_s
         self._on_lost = on_lost
         self._stop = threading.Event()
@@ -60,19 +69,16 @@ class Heartbeat:
         self._started = 0  # beats started
         self._pending = False  # the last one started waits for its answer
         self.error: str | None = None  # why the store could not be reached
+        self.peers: Pulse | None = Pulse(self._own) if peers else None
+        self._peers = list(peers)
         self._own.add(self._key, 1)
         self._link = store.clone()
-        threading.Thread(target=self._beat, name="profkit-heartbeat", daemon=True).start()
-        threading.Thread(target=self._watch, name="profkit-store-watch", daemon=True).start()
-        threading.Thread(target=self._hold, name="profkit-store-link", daemon=True).start()
-        # rank 0's watch over ``peers``, read every beat from a thread of its own: how long
-        # each has been silent is known the moment rank 0 asks (after a collective of its
-        # own timed out, say), not only from then on
-        self.peers: Pulse | None = None
-        if peers:
-            self.peers = Pulse(store.clone())
-            threading.Thread(target=self._sample, args=(list(peers),),
-                             name="profkit-peers", daemon=True).start()
+        self._threads = [threading.Thread(target=target, name=name, daemon=True)
+                         for target, name in ((self._beat, "profkit-heartbeat"),
+                                              (self._watch, "profkit-store-watch"),
+                                              (self._hold, "profkit-store-link"))]
+        for thread in self._threads:
+            thread.start()
 
     def arm(self) -> None:
         self._armed.set()
@@ -82,6 +88,22 @@ class Heartbeat:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Disarm, stop and join the threads (those that return within ``timeout_s``: one
+        waiting on a store that went silent never returns, and stays harmless)."""
+        self.disarm()
+        self.stop()
+        release = threading.Thread(target=self._release, name="profkit-store-release",
+                                   daemon=True)  # on a dead link the set waits too: not here
+        release.start()
+        deadline = time.monotonic() + timeout_s
+        for thread in (release, *self._threads):
+            thread.join(max(deadline - time.monotonic(), 0.0))
+
+    def _release(self) -> None:
+        with contextlib.suppress(Exception):
+            self._own.set(self._hold_key, "1")
 
     def _failed(self, exc: BaseException) -> None:
         """The store's connection raised: lost (told now when armed, else once armed)."""
@@ -101,26 +123,23 @@ class Heartbeat:
                 self._failed(exc)
                 return
             self._pending = False
+            if self.peers is not None:
+                self.peers.silent(self._peers, float("inf"))
 
     def _hold(self) -> None:
-        """Wait, on a connection of its own, for a key nobody sets: when the store's host
-        goes away its kernel resets the connection and the wait ends at once, before the
-        next beat (and before torchrun's agent, whose store calls fail too, ends this
-        process). A wait that ends at its timeout is only waited again."""
+        """Wait, on a connection of its own, for a key only :meth:`close` sets: when the
+        store's host goes away its kernel resets the connection and the wait ends at
+        once, before the next beat (and before torchrun's agent, whose store calls fail
+        too, ends this process). A wait that ends at its timeout is only waited again."""
         wait_s = 24 * 3600.0
         while not self._stop.is_set():
             start = time.monotonic()
             try:
-                self._link.wait([_PREFIX + "never"], timedelta(seconds=wait_s))
+                self._link.wait([self._hold_key], timedelta(seconds=wait_s))
             except Exception as exc:
-                if time.monotonic() - start < wait_s - 1:
+                if time.monotonic() - start < wait_s - 1 and not self._stop.is_set():
                     self._failed(exc)
                     return
-
-    def _sample(self, peers: list[int]) -> None:
-        assert self.peers is not None
-        while not self._stop.wait(BEAT_S):
-            self.peers.silent(peers, float("inf"))
 
     def _watch(self) -> None:
         waited, beat, last = 0.0, -1, time.monotonic()

@@ -68,7 +68,7 @@ def _init_torchrun(config: RunConfig, timeout_s: float) -> None:
     # rank that waits, without a word, once its own store calls fail), not while the
     # process exits: rank 0's host may end first (its torchrun without exit barrier)
     _heartbeat.arm()
-    atexit.register(_heartbeat.disarm)
+    atexit.register(_heartbeat.close)
     _torchrun_ready = True
 
 
