@@ -96,6 +96,12 @@ def _kept(m: Measurement, why: str = "") -> Measurement:
                    files_lost=why)
 
 
+def _lost_line(rank: int, what: str) -> str:
+    return (f"rank {rank}'s traces are not in the run folder: "
+            f"{name_lost([rank], distributed.hosts())} {what}; the measurement of every rank "
+            "is kept")
+
+
 def gather_files(store: Any, prefix: str, rank: int, measurements: Sequence[Measurement],
                  timeout_s: float, limit_bytes: float = float("inf"),
                  poll_s: float = 0.2) -> tuple[list[Measurement], list[int]]:
@@ -119,22 +125,17 @@ def gather_files(store: Any, prefix: str, rank: int, measurements: Sequence[Meas
                 waiting.remove(r)
             if not waiting:
                 break
-            silent = pulse.silent(waiting, timeout_s)
-            for r in silent:
-                out[r] = _kept(measurements[r], (
-                    f"rank {r}'s traces are not in the run folder: "
-                    f"{name_lost([r], distributed.hosts())} dropped out while sending them "
-                    f"to rank 0 (no sign of life for {timeout_s:g} s, --rank-timeout); the "
-                    "measurement of every rank is kept"))
+            for r in pulse.silent(waiting, timeout_s):
+                out[r] = _kept(measurements[r], _lost_line(
+                    r, f"dropped out while sending them to rank 0 (no sign of life for "
+                       f"{timeout_s:g} s, --rank-timeout)"))
                 waiting.remove(r)
                 gone.append(r)
             if waiting and time.monotonic() > deadline:
                 for r in waiting:
-                    out[r] = _kept(measurements[r], (
-                        f"rank {r}'s traces are not in the run folder: "
-                        f"{name_lost([r], distributed.hosts())} did not send them to rank 0 "
-                        f"within {timeout_s:g} s (--rank-timeout), though it still beats; the "
-                        "measurement of every rank is kept"))
+                    out[r] = _kept(measurements[r], _lost_line(
+                        r, f"did not send them to rank 0 within {timeout_s:g} s "
+                           "(--rank-timeout), though it still beats"))
                 break
             time.sleep(poll_s)
         return out, gone
