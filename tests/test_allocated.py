@@ -84,12 +84,12 @@ def test_cpu_frees_of_blocks_from_before_the_trace_are_left_out() -> None:
     nbytes = np.array([50, -100, 30, -50, 20], dtype=np.int64)
     addr = np.array([1, 7, 2, 1, 1], dtype=np.int64)
     totals = np.array([5050, 4950, 4980, 4930, 4950], dtype=np.int64)
-    assert allocated_after_each(0, nbytes, totals, addr).tolist() == [50, 50, 80, 30, 50]
+    assert allocated_after_each(True, nbytes, totals, addr).tolist() == [50, 50, 80, 30, 50]
     # without addresses every free counts, never below zero
     none = np.full(5, -1, dtype=np.int64)
-    assert allocated_after_each(0, nbytes, totals, none).tolist() == [50, 0, 0, 0, 0]
+    assert allocated_after_each(True, nbytes, totals, none).tolist() == [50, 0, 0, 0, 0]
     # a GPU's allocator reports its whole total: that is the figure
-    assert allocated_after_each(1, nbytes, totals, addr).tolist() == totals.tolist()
+    assert allocated_after_each(False, nbytes, totals, addr).tolist() == totals.tolist()
 
 
 def test_gpu_totals_and_cpu_sums_in_one_trace() -> None:

@@ -16,6 +16,8 @@ import pytest
 
 dist = pytest.importorskip("torch.distributed")
 
+from beating import beat_until, timed  # noqa: E402
+
 from profiler_kit.measure import distributed  # noqa: E402
 from profiler_kit.measure.distributed import gather, liveness  # noqa: E402
 from profiler_kit.measure.passes import Measurement  # noqa: E402
@@ -36,14 +38,6 @@ def _measurement(folder: Path, rank: int) -> Measurement:
     return Measurement(samples_ns=(1, 2, 3), phase_samples_ns={}, profiled_samples_ns=(),
                        peak_memory={}, trace_files=(str(folder / f"rank{rank}.x.pt.trace.json"),),
                        key_averages_files=(str(folder / f"key_averages.rank{rank}.json"),))
-
-
-def _beat(store, rank: int, stop: threading.Event) -> None:
-    def beat() -> None:
-        while not stop.wait(0.05):
-            store.add(liveness._PREFIX + str(rank), 1)
-
-    threading.Thread(target=beat, daemon=True).start()
 
 
 def _send_after(store, rank: int, m: Measurement, delay_s: float) -> None:
@@ -67,14 +61,10 @@ def test_a_host_that_drops_out_while_sending_loses_its_traces_not_the_measuremen
         Path(f).write_text("rank 0's own")
     store.add(liveness._PREFIX + "1", 1)  # its last beat
     stop = threading.Event()
-    _beat(store, 2, stop)
+    beat_until(store, 2, stop)
     _send_after(store, 2, ranks[2], 0.3)
-    try:
-        start = time.monotonic()
-        out, gone = gather.gather_files(store, PREFIX, 0, ranks, TIMEOUT_S, poll_s=0.05)
-        waited = time.monotonic() - start
-    finally:
-        stop.set()
+    (out, gone), waited = timed(
+        lambda: gather.gather_files(store, PREFIX, 0, ranks, TIMEOUT_S, poll_s=0.05), stop)
     assert gone == [1]
     assert TIMEOUT_S <= waited < TIMEOUT_S + 1.0  # silence is the timeout, not the deadline
     assert out[0] == ranks[0]
@@ -93,13 +83,9 @@ def test_a_rank_that_beats_but_does_not_send_is_late_not_gone(tmp_path):
     store = dist.HashStore()
     ranks = [_measurement(tmp_path, r) for r in range(2)]
     stop = threading.Event()
-    _beat(store, 1, stop)
-    try:
-        start = time.monotonic()
-        out, gone = gather.gather_files(store, PREFIX, 0, ranks, TIMEOUT_S, poll_s=0.05)
-        waited = time.monotonic() - start
-    finally:
-        stop.set()
+    beat_until(store, 1, stop)
+    (out, gone), waited = timed(
+        lambda: gather.gather_files(store, PREFIX, 0, ranks, TIMEOUT_S, poll_s=0.05), stop)
     assert gone == []
     assert TIMEOUT_S + 2 * liveness.BEAT_S <= waited < TIMEOUT_S + 2 * liveness.BEAT_S + 1
     assert "host-b (rank 1) did not send them to rank 0 within 1 s (--rank-timeout), " \

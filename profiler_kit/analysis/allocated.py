@@ -15,20 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
-CPU = 0  # torch's DeviceType
 IN_TRACE_ONLY = ("bytes allocated in the trace and not yet freed; tensors made before it "
                  "(weights, optimizer state) are not counted")
 
 
-def counts_before_trace(device_type: int, totals: np.ndarray) -> bool:
+def counts_before_trace(on_cpu: bool, totals: np.ndarray) -> bool:
     """Whether the allocated figure includes memory allocated before the trace started."""
-    return device_type != CPU and bool((totals >= 0).any())
+    return not on_cpu and bool((totals >= 0).any())
 
 
-def allocated_after_each(device_type: int, nbytes: np.ndarray, totals: np.ndarray,
+def allocated_after_each(on_cpu: bool, nbytes: np.ndarray, totals: np.ndarray,
                          addr: np.ndarray) -> np.ndarray:
     """Allocated bytes after each event (events in time order; -1: total or address absent)."""
-    if counts_before_trace(device_type, totals):
+    if counts_before_trace(on_cpu, totals):
         return carry_forward(totals)
     return np.maximum(np.cumsum(np.where(_matched(nbytes, addr), nbytes, 0)), 0)
 

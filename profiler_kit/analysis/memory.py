@@ -81,7 +81,7 @@ def analyze_memory(table: EventTable, tree: OpTree, top: int = 10) -> Memory:
     for dt, di in zip(dt_sorted[first].tolist(), di_sorted[first].tolist(), strict=True):
         sel = (dtype_ == dt) & (did == di)
         totals = alloc_total[sel]
-        peak = int(allocated_after_each(int(dt), nbytes[sel], totals, addr[sel]).max())
+        peak = int(allocated_after_each(dt == 0, nbytes[sel], totals, addr[sel]).max())
         res = reserved[sel]
         positive = nbytes[sel] > 0
         devices.append(
@@ -89,7 +89,7 @@ def analyze_memory(table: EventTable, tree: OpTree, top: int = 10) -> Memory:
                 device=device_label(int(dt), int(di)),
                 device_id=int(di),
                 peak_allocated_bytes=peak,
-                counts_before_trace=counts_before_trace(int(dt), totals),
+                counts_before_trace=counts_before_trace(dt == 0, totals),
                 # the CPU allocator reports 0 reserved: that says nothing
                 peak_reserved_bytes=int(res.max()) if (res > 0).any() else None,
                 allocations=int(positive.sum()),

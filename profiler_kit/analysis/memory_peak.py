@@ -12,12 +12,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from profiler_kit.analysis.allocated import (
-    CPU,
-    allocated_after_each,
-    carry_forward,
-    counts_before_trace,
-)
+from profiler_kit.analysis.allocated import allocated_after_each, carry_forward, counts_before_trace
 from profiler_kit.analysis.memory_lifetimes import Lifetimes, live_at
 from profiler_kit.trace.memory_records import MemoryRecords
 
@@ -52,8 +47,8 @@ def trace_peaks(records: MemoryRecords, lives: list[Lifetimes], top: int = 10) -
     out = []
     for dev in sorted(by_device):
         rows = np.flatnonzero(devices == dev)
-        device_type = CPU if dev == "cpu" else -1
-        allocated = allocated_after_each(device_type, a.bytes[rows], a.total_allocated[rows],
+        on_cpu = dev == "cpu"
+        allocated = allocated_after_each(on_cpu, a.bytes[rows], a.total_allocated[rows],
                                          a.addr[rows])
         i = int(np.argmax(allocated))
         reserved = a.total_reserved[rows]
@@ -73,7 +68,7 @@ def trace_peaks(records: MemoryRecords, lives: list[Lifetimes], top: int = 10) -
             int(a.bytes[rows[i]]),
             tuple(by_site(life, live)[:top]), tuple(by_site(life, live, by_op=True)),
             int(life.bytes[live].sum()),
-            counts_before_trace(device_type, a.total_allocated[rows])))
+            counts_before_trace(on_cpu, a.total_allocated[rows])))
     return out
 
 

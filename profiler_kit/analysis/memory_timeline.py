@@ -62,7 +62,7 @@ def _series(table: EventTable, sel: np.ndarray, device_type: int, device_id: int
             start: int, max_points: int) -> MemorySeries:
     mem = table.memory
     ts = mem.ts_ns[sel] - start
-    allocated = allocated_after_each(device_type, mem.bytes[sel],
+    allocated = allocated_after_each(device_type == 0, mem.bytes[sel],
                                      mem.total_allocated_bytes[sel], mem.addr[sel])
     reserved = mem.total_reserved_bytes[sel]
     has_reserved = bool((reserved > 0).any())  # the CPU allocator reports 0: that says nothing
