@@ -282,3 +282,30 @@ def test_what_fits_from_two_real_runs(tmp_path, capsys) -> None:
     assert main(["memory", str(runs[2]), str(runs[6]), "--device-memory", "64MiB"]) == 0
     out = capsys.readouterr().out
     assert f"about {fit.largest_batch} (estimate)" in out and "assumes" in out
+
+
+# Every real trace here with memory events, and why no leak verdict (LEAK or KEPT) may
+# fire on it: the vmap run above is the only trace where KEPT must, the leaky one the
+# only one where LEAK must.
+SILENT = {
+    "gloo_straggler/rank0.pt.trace.json.gz": "3 steps of a DDP loop that frees what it makes",
+    "gloo_straggler/rank1.pt.trace.json.gz": "the same job's other rank",
+    "cpu_concurrent_sequential.pt.trace.json.gz": "2 profiled steps: too few for a verdict",
+    "cpu_concurrent_sequential_amp.pt.trace.json.gz": "2 profiled steps",
+    "cpu_torch_profiler.pt.trace.json.gz": "2 profiled steps",
+    "h100_bert_small.json.gz": "1 profiled step",
+    "h100_owlv2_dataloader.json.gz": "1 profiled step",
+    "h100_vit_image_classification.json.gz": "1 profiled step",
+    "mi300_bert_small.json.gz": "1 profiled step",
+    "mi300_normalization_layers.json.gz": "no ProfilerStep#k ranges",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SILENT))
+def test_no_leak_verdict_on_the_real_traces(name: str) -> None:
+    (strategy,) = api.memory([HERE / "data" / name]).strategies
+    assert strategy.growth, "the trace has memory events"
+    for g in strategy.growth:
+        assert g.leaks == () and g.held_by_profiler is None, (name, SILENT[name])
+        if len(g.steps) < 3:
+            assert g.note is not None  # says why no verdict is given
