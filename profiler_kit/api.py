@@ -348,11 +348,12 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
                 analyses: Sequence[TraceAnalysis] | None = None,
                 comparison: Comparison | None = None,
                 job_views: Sequence[JobView] | None = None,
-                unreadable: Sequence[Unreadable] = ()) -> str:
+                unreadable: Sequence[Unreadable] = (), memory_report: Any = None) -> str:
     """The HTML report of ``paths`` as text. ``analyses`` (with their ``comparison``,
     ``job_views`` and ``unreadable`` traces) are used as given instead of analyzing the
-    traces again. Traces it cannot read itself are left out, listed in the report, and
-    each raises a ``LeftOutWarning``."""
+    traces again, as is ``memory_report`` (:func:`memory_section` of the same paths).
+    Traces it cannot read itself are left out, listed in the report, and each raises a
+    ``LeftOutWarning``."""
     from profiler_kit import artifacts
     from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
     from profiler_kit.errors import LeftOutWarning
@@ -388,7 +389,7 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
                                            [str(p) for p in paths]),
         analyses, comparison, runs=runs, ddp_reports=reports, jobs=job_views,
         subtitle=html_report.default_subtitle(runs, analyses), unreadable=unreadable,
-        memory=memory_section(paths))
+        memory=memory_report if memory_report is not None else memory_section(paths))
 
 
 def memory_section(paths: Sequence[str | os.PathLike[str]]) -> Any:

@@ -7,6 +7,7 @@ Never imports torch.
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
 from profiler_kit.commands import Command
@@ -106,11 +107,11 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
         targets = output_targets(args)
     unreadable = tuple(unreadable or getattr(analyses, "unreadable", ()))
     warn_unreadable(unreadable)
+    memory = functools.cache(lambda: memory_section(args.paths))  # read once, if at all
     if "json" in targets:
         from profiler_kit.render.analysis_json import dumps
 
-        outputs.write(targets["json"], dumps(analyses, comparison, jobs, unreadable,
-                                             memory_section(args.paths)))
+        outputs.write(targets["json"], dumps(analyses, comparison, jobs, unreadable, memory()))
     if "markdown" in targets:
         from profiler_kit.render.analysis_markdown import render as markdown
 
@@ -121,7 +122,7 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
 
         outputs.write(targets["html"], api.report_html(
             args.paths, analyses=analyses, comparison=comparison, job_views=jobs,
-            unreadable=unreadable))
+            unreadable=unreadable, memory_report=memory()))
     if None not in targets.values():
         from rich.console import Console
 
@@ -136,7 +137,7 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
                 console.print(comparison_view(comparison, args.top, console.width,
                                               args.by_shape))
             render_jobs(console, jobs)
-        print_memory(console, args.paths)
+        print_memory(console, memory())
     return 1 if unreadable else 0
 
 
@@ -150,11 +151,10 @@ def memory_section(paths: list[str]) -> Any:
     return report if report is not None and has_memory(report) else None
 
 
-def print_memory(console, paths: list[str]) -> None:
-    """The short memory section, where a run kept memory categories or a snapshot."""
+def print_memory(console, report: Any) -> None:
+    """The short memory section of ``memory_section``'s report (nothing for None)."""
     from profiler_kit.render.memory_console import section_lines
 
-    report = memory_section(paths)
     if report is None:
         return
     console.print("\n[bold]Memory[/bold] (at each peak; `profkit memory PATH` names the lines "
