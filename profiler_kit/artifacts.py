@@ -50,16 +50,11 @@ def point_dir_name(point: Mapping[str, Any]) -> str:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write through a temporary file and a rename: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """``write_text_atomic`` for bytes."""
+    """Write ``data`` through a temporary file and a rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_bytes(data)
