@@ -53,7 +53,7 @@ def tile(table: EventTable, copies: int) -> EventTable:
             device_id=np.tile(mem.device_id, copies), bytes=np.tile(mem.bytes, copies),
             total_allocated_bytes=np.tile(mem.total_allocated_bytes, copies),
             total_reserved_bytes=np.tile(mem.total_reserved_bytes, copies),
-            tid=np.tile(mem.tid, copies),
+            tid=np.tile(mem.tid, copies), addr=np.tile(mem.addr, copies),
         ),
     )
 
