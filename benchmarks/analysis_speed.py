@@ -47,6 +47,7 @@ def tile(table: EventTable, copies: int) -> EventTable:
         pid=np.tile(table.pid, copies), tid=np.tile(table.tid, copies),
         device=np.tile(table.device, copies), stream=np.tile(table.stream, copies),
         correlation=ids(table.correlation), external_id=ids(table.external_id),
+        input_type=None if table.input_type is None else np.tile(table.input_type, copies),
         memory=MemoryEvents(
             ts_ns=np.tile(mem.ts_ns, copies) + mk * span,
             device_type=np.tile(mem.device_type, copies),
