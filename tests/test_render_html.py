@@ -382,6 +382,10 @@ def test_roofline_points_are_the_perf_models_groups(analyses):
     else:
         assert f"utilization {units.percent(perf.model_flops_utilization)}" in gpu_chart.caption
     assert "cover" not in cpu_chart.caption  # a CPU trace has no GPU compute time
+    # what the rates are measured over, in words that read
+    assert "over the GPU time of each op's kernels, against" in gpu_chart.caption
+    assert "over each op's CPU time, against" in cpu_chart.caption
+    assert "the each" not in gpu_chart.caption + cpu_chart.caption
 
 
 def test_a_roofline_of_a_fifth_of_the_work_says_so():

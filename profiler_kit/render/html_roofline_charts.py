@@ -43,7 +43,7 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
                                  "%{customdata[3]} calls, %{customdata[4]}<extra></extra>",
             })
         data += _roofs(perf, groups)
-        time_of = "GPU time of each op's kernels" if perf.time_source == "gpu" else \
+        time_of = "the GPU time of each op's kernels" if perf.time_source == "gpu" else \
             "each op's CPU time"
         where = (f"under {perf.peak.name}'s memory roof and compute ceilings "
                  f"({perf.peak.source.split(',')[0]})" if perf.peak is not None
@@ -52,7 +52,7 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
             id=f"roofline-{len(charts)}", section=ROOFLINE,
             title=f"Roofline of {a.label}",
             caption=f"Each point is one op at one input shape: FLOPs and bytes from the perf "
-                    f"model over the {time_of}, against arithmetic intensity, both axes "
+                    f"model over {time_of}, against arithmetic intensity, both axes "
                     f"logarithmic; {where}.{_coverage(perf)}",
             data=data,
             layout={"xaxis": axis("arithmetic intensity (FLOP/byte)", type="log"),
