@@ -316,6 +316,42 @@ def test_every_class_has_its_own_colour():
     assert len(set(CLASS_COLORS.values())) == len(CLASS_COLORS)
 
 
+def test_a_class_has_one_colour_in_every_chart(analyses):
+    """The class bars, the step split, the timelines and the rooflines of one report colour
+    a class alike (the rooflines and the step split once took colours by series order)."""
+    from profiler_kit.analysis import perf_model
+    from profiler_kit.analysis.steps import STEP_PARTS
+    from profiler_kit.render.html_figures import (
+        CLASS_COLORS,
+        FAMILY_COLORS,
+        STEP_PART_COLORS,
+        class_color,
+    )
+
+    kinds = set(perf_model.FAMILIES) | set(CLASS_COLORS)
+    seen: dict[str, set[str]] = {}
+    charts = html_report.charts_for(analyses, comparison=compare(analyses))
+    for chart in charts:
+        for trace in chart.data:
+            if trace.get("name") in kinds:
+                seen.setdefault(trace["name"], set()).add(trace["marker"]["color"])
+        if chart.timeline is not None:
+            for klass, color in zip(chart.timeline["classes"], chart.timeline["colors"],
+                                    strict=True):
+                seen.setdefault(klass, set()).add(color)
+    ids = {c.id for c in charts}
+    assert {"gpu-classes", "cpu-classes", "roofline-0", "roofline-1"} <= ids
+    assert {"gemm", "convolution", "elementwise"} <= set(seen)
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}
+    assert all(colors == {class_color(k)} for k, colors in seen.items())
+    # the perf model's families and the step split's parts that are no class have colours
+    # no class has
+    assert set(FAMILY_COLORS) == set(perf_model.FAMILIES) - set(CLASS_COLORS)
+    assert set(STEP_PART_COLORS) == {f for f, _ in STEP_PARTS} - set(CLASS_COLORS)
+    others = [*FAMILY_COLORS.values(), *STEP_PART_COLORS.values()]
+    assert len(set(others)) == len(others) and not set(others) & set(CLASS_COLORS.values())
+
+
 def test_job_chart_splits_wait_and_transfer_and_names_the_straggler():
     from test_job import MS, summary
 

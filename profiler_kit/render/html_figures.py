@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from profiler_kit.analysis import classify
+from profiler_kit.analysis import classify, perf_model
 
 NS_PER_MS = 1e6
 BYTES_PER_MIB = float(1 << 20)
@@ -30,6 +30,20 @@ CLASS_COLORS: dict[str, str] = {
     classify.MEMSET: "#d4a6c8",
     classify.COMMUNICATION: "#ff5fa2",
     classify.OTHER: "#a0a0a0",
+}
+# The perf model's op families that are not hotspot classes (the roofline's points); the
+# families that are classes (gemm, convolution, ...) take the class's colour.
+FAMILY_COLORS: dict[str, str] = {
+    perf_model.SOFTMAX: "#d37295",
+    perf_model.EMBEDDING: "#a0cbe8",
+}
+# The parts of TensorBoard's split of a step (``analysis.steps.STEP_PARTS``) that are no
+# class; the parts named as a class (memcpy, memset, communication, other) take its colour.
+STEP_PART_COLORS: dict[str, str] = {
+    "kernel": "#499894",
+    "runtime": "#79706e",
+    "dataloader": "#8cd17d",
+    "cpu_exec": "#d7b5a6",
 }
 # Series that are not classes (strategies, devices), in order.
 SERIES_COLORS = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2",
@@ -58,7 +72,14 @@ class Chart:
 
 
 def class_color(klass: str) -> str:
-    return CLASS_COLORS.get(klass, CLASS_COLORS[classify.OTHER])
+    """The colour of a hotspot class, or of a perf-model op family, in every chart: every
+    chart that colours by class takes it from here."""
+    return CLASS_COLORS.get(klass) or FAMILY_COLORS.get(klass) or CLASS_COLORS[classify.OTHER]
+
+
+def step_part_color(part: str) -> str:
+    """The colour of a part of the step split: a class's own where the part is one."""
+    return STEP_PART_COLORS.get(part) or class_color(part)
 
 
 def ms(ns: float | int | None) -> float | None:

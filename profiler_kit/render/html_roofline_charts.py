@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
-from profiler_kit.render.html_figures import Chart, axis, series_color
+from profiler_kit.render.html_figures import Chart, axis, class_color
 from profiler_kit.render.perf_tables import peak_share
 
 ROOFLINE = "Against the hardware's limits"
@@ -26,7 +26,7 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
             continue
         families = list(dict.fromkeys(g.family for g in groups))
         data = []
-        for i, family in enumerate(families):
+        for family in families:
             mine = [g for g in groups if g.family == family]
             data.append({
                 "type": "scatter", "mode": "markers", "name": family,
@@ -35,7 +35,7 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
                 "customdata": [[g.op, g.dtype, str(g.input_dims), g.count,
                                 units.duration(g.total_ns), peak_share(g.compute_peak_share),
                                 g.bound or "-"] for g in mine],
-                "marker": {"color": series_color(i), "size": 10, "opacity": 0.85,
+                "marker": {"color": class_color(family), "size": 10, "opacity": 0.85,
                            "line": {"width": 1, "color": "rgba(0,0,0,0.4)"}},
                 "hovertemplate": "%{customdata[0]} %{customdata[1]} %{customdata[2]}<br>"
                                  "%{y:.3s}FLOP/s at %{x:.3g} FLOP/byte, "

@@ -20,6 +20,7 @@ from profiler_kit.render.html_figures import (
     class_color,
     ms,
     series_color,
+    step_part_color,
 )
 from profiler_kit.render.names import short_name
 
@@ -84,13 +85,13 @@ def step_breakdown_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
     if not rows:
         return None
     data = []
-    for j, (field, label) in enumerate(STEP_PARTS):
+    for field, label in STEP_PARTS:
         values = [getattr(bd, f"{field}_ns") for _, bd in rows]
         if not any(values):
             continue
         data.append({
             "type": "bar", "name": label, "x": [name for name, _ in rows],
-            "y": [ms(v) for v in values], "marker": {"color": series_color(j)},
+            "y": [ms(v) for v in values], "marker": {"color": step_part_color(field)},
             "hovertemplate": f"{label}: %{{y:.4g}} ms<extra>%{{x}}</extra>",
         })
     return Chart(
