@@ -94,6 +94,31 @@ def test_overhead_bars_are_the_two_medians(run):
     assert profiled["y"] == [s["profiled"]["median_ns"] / 1e6 for s in ok]
 
 
+def test_overhead_caption_calls_only_a_slower_profiled_pass_a_cost(run):
+    import msgspec
+
+    # in this run the profiled pass was faster for sequential+amp (917 ms against 1.52 s)
+    # and threads (44 ms against 91 ms), slower for the other two
+    caption = html_run_charts.overhead_chart(run).caption
+    assert "Where the profiled pass is slower (sequential, threads+amp), the gap is what " \
+           "recording the trace cost" in caption
+    assert "where it is no slower (sequential+amp, threads), recording's cost was not " \
+           "measurable" in caption
+
+    def profiled_at(s: StrategyResult, factor: float) -> StrategyResult:
+        faster = msgspec.structs.replace(s.profiled, median_ns=s.stats.median_ns * factor)
+        return msgspec.structs.replace(s, profiled=faster)
+
+    ok = [s for s in run.strategies if s.status == "ok"]
+    slower = msgspec.structs.replace(run, strategies=tuple(profiled_at(s, 1.1) for s in ok))
+    caption = html_run_charts.overhead_chart(slower).caption
+    assert "the gap is what recording the trace cost" in caption
+    assert "not measurable" not in caption and "no slower" not in caption
+    faster = msgspec.structs.replace(run, strategies=tuple(profiled_at(s, 0.9) for s in ok))
+    caption = html_run_charts.overhead_chart(faster).caption
+    assert "cost was not measurable" in caption and "gap" not in caption
+
+
 def test_no_measured_strategy_no_strategy_charts():
     run = make_run("x", [StrategyResult(name="a", status="skipped", reason="needs CUDA")])
     assert html_run_charts.run_charts(run) == []

@@ -102,8 +102,7 @@ def overhead_chart(run: RunResult) -> Chart | None:
     labels = [s.label for s in done]
     return Chart(
         id="overhead", section=STRATEGIES, title="Profiler overhead",
-        caption="Median step time of the timing pass (no profiler) beside the profiled "
-                "pass's active steps: the gap is what recording the trace cost.",
+        caption=_overhead_caption(done),
         data=[
             {"type": "bar", "name": "timed median", "x": labels,
              "y": [ms(s.stats.median_ns) for s in done if s.stats],
@@ -117,6 +116,24 @@ def overhead_chart(run: RunResult) -> Chart | None:
         layout={"barmode": "group", "yaxis": axis("median step (ms)", rangemode="tozero"),
                 "xaxis": axis("")},
     )
+
+
+def _overhead_caption(done: list[StrategyResult]) -> str:
+    """Only a profiled pass slower than the timed one shows a cost; one that is no slower
+    says recording cost too little to measure, never a negative cost."""
+    head = ("Median step time of the timing pass (no profiler) beside the profiled pass's "
+            "active steps")
+    slower = [s.label for s in done
+              if s.stats and s.profiled and s.profiled.median_ns > s.stats.median_ns]
+    rest = [s.label for s in done if s.label not in slower]
+    cost = "the gap is what recording the trace cost, give or take the run's noise"
+    none = "recording's cost was not measurable against the run's noise"
+    if not rest:
+        return f"{head}: the profiled pass is slower, and {cost}."
+    if not slower:
+        return f"{head}: the profiled pass was no slower, so {none}."
+    return (f"{head}. Where the profiled pass is slower ({', '.join(slower)}), {cost}; "
+            f"where it is no slower ({', '.join(rest)}), {none}.")
 
 
 def run_charts(run: RunResult) -> list[Chart]:
