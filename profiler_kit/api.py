@@ -319,8 +319,10 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
 
     ``out`` defaults to :func:`default_report_path`. It is checked before any work as
     every output is (see ``profiler_kit.outputs``): never an input, a trace or a file
-    profkit did not write; a report written earlier is replaced only with ``force``.
-    Needs plotly (``MissingDependency`` says how to install it); does not import torch.
+    profkit did not write; a report written earlier is replaced only with ``force``,
+    except the run folder's own ``report.html`` (``out`` not given), which profkit wrote
+    and rewrites. Needs plotly (``MissingDependency`` says how to install it); does not
+    import torch.
     """
     from profiler_kit import outputs
     from profiler_kit.render import html_report
@@ -329,7 +331,9 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
         paths = [paths]
     html_report.plotly_js()  # before any work: say early when plotly is missing
     chosen = str(out) if out is not None else str(default_report_path(paths))
-    target = outputs.check(chosen, "-o", inputs=paths, force=force)
+    own = out is None and is_run_folder_report(paths)
+    target = outputs.check(chosen, "-o" if out is not None else "report", inputs=paths,
+                           force=force, own=own)
     outputs.write(target, report_html(paths, title=title, baseline=baseline, jobs=jobs))
     return target
 
@@ -338,9 +342,17 @@ def default_report_path(paths: Sequence[str | os.PathLike[str]]) -> Path:
     """``report.html`` in the run folder when ``paths`` is one run folder, else here."""
     from profiler_kit import artifacts
 
-    if len(paths) == 1 and (Path(paths[0]) / artifacts.RUN_JSON).is_file():
+    if is_run_folder_report(paths):
         return Path(paths[0]) / artifacts.REPORT_HTML
     return Path(artifacts.REPORT_HTML)
+
+
+def is_run_folder_report(paths: Sequence[str | os.PathLike[str]]) -> bool:
+    """Whether the report of ``paths`` goes, by default, into a run folder as its own
+    ``report.html`` (the one ``profkit run`` wrote), which ``report`` rewrites."""
+    from profiler_kit import artifacts
+
+    return len(paths) == 1 and (Path(paths[0]) / artifacts.RUN_JSON).is_file()
 
 
 def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = None,

@@ -4,8 +4,10 @@ Every command that writes a file the user named (``--json``, ``--markdown``, ``-
 ``-o``, ``--json-report``, ``run --out``) checks it here first, so a mistake costs no
 work and nothing the user owns is lost: a path that is one of the inputs, an existing
 trace, a folder, or an existing file profkit did not write is refused; a file profkit
-wrote earlier is replaced only with ``--force``; ``-`` means stdout. Problems found
-before the work starts exit 2; a write that fails after the work exits 1.
+wrote earlier is replaced only with ``--force``, except the file profkit names by itself
+in a folder it made (a run folder's ``report.html`` when ``report`` is given no ``-o``),
+which it rewrites when profkit wrote it; ``-`` means stdout. Problems found before the
+work starts exit 2; a write that fails after the work exits 1.
 """
 
 from __future__ import annotations
@@ -33,9 +35,12 @@ MERGED_MARK = b'{"schema": "profkit.merged-trace/'
 
 
 def check(path: str | None, flag: str, *, inputs: Iterable[str | os.PathLike[str]] = (),
-          force: bool = False) -> Path | None:
+          force: bool = False, own: bool = False) -> Path | None:
     """The file ``flag`` names, checked: None for stdout (``-``) or when not given.
 
+    ``own``: the path is not the user's choice but the file profkit names by itself in a
+    folder profkit made (a run's ``report.html``); a file profkit wrote there is replaced
+    without ``force``, anything else there is refused as always.
     Raises ``UsageError`` (exit 2) for a path that must not be written.
     """
     if path is None:
@@ -45,13 +50,13 @@ def check(path: str | None, flag: str, *, inputs: Iterable[str | os.PathLike[str
     if not path.strip():
         raise UsageError(f"{flag}: empty file name (give a path, or - for stdout)")
     try:
-        return _checked(Path(path), flag, inputs, force)
+        return _checked(Path(path), flag, inputs, force, own)
     except OSError as exc:  # a folder on the way that may not be looked into
         raise UsageError(f"{flag} {path}: {problem(exc)}") from None
 
 
 def _checked(target: Path, flag: str, inputs: Iterable[str | os.PathLike[str]],
-             force: bool) -> Path:
+             force: bool, own: bool = False) -> Path:
     path = str(target)
     resolved = target.resolve()
     if resolved in {Path(p).resolve() for p in inputs}:
@@ -59,7 +64,7 @@ def _checked(target: Path, flag: str, inputs: Iterable[str | os.PathLike[str]],
     if target.is_dir():
         raise UsageError(f"{flag} {path}: is a folder; give a file name")
     if target.exists():
-        _check_existing(target, flag, force)
+        _check_existing(target, flag, force, own)
     check_parent(target, flag)
     return target
 
@@ -76,7 +81,7 @@ def check_distinct(flags_and_paths: Iterable[tuple[str, Path | None]]) -> None:
         seen[key] = flag
 
 
-def _check_existing(target: Path, flag: str, force: bool) -> None:
+def _check_existing(target: Path, flag: str, force: bool, own: bool = False) -> None:
     from profiler_kit.trace.loader import looks_like_trace
 
     if is_merged_trace(target):
@@ -92,9 +97,10 @@ def _check_existing(target: Path, flag: str, force: bool) -> None:
     if _is_run_record(target):
         raise UsageError(f"{flag} {target}: a run's record (run.json); refusing to overwrite it")
     if not written_by_profkit(target):
+        other = "give another name with -o FILE" if own else "choose another name"
         raise UsageError(f"{flag} {target}: an existing file profkit did not write; refusing "
-                         "to overwrite it (choose another name)")
-    if not force:
+                         f"to overwrite it ({other})")
+    if not force and not own:
         raise UsageError(f"{flag} {target}: exists (written by profkit earlier); add --force "
                          "to replace it")
 

@@ -64,6 +64,34 @@ def test_a_report_written_earlier_is_replaced_only_with_force(tmp_path: Path) ->
     assert mine.read_text() == "<p>mine</p>"
 
 
+def test_report_of_a_run_folder_rewrites_its_own_report_only(tmp_path: Path) -> None:
+    """`profkit report RUN` as the README shows it, on a folder `profkit run` wrote (its
+    report.html there): profkit's own file is replaced, and the output says so; a file
+    there that profkit did not write is refused and left as it was."""
+    from concurrent_run import concurrent_run
+
+    run = concurrent_run(tmp_path / "run")
+    html = run / "report.html"
+    first = profkit("report", str(run))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == f"report: {html}"
+    html.write_text(html.read_text(encoding="utf-8").replace("<title>", "<title>old "),
+                    encoding="utf-8")  # still profkit's file, as profkit run left it
+    again = profkit("report", str(run))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == \
+        f"report: {html} (replaced the run's report.html, which profkit wrote)"
+    assert "<title>old " not in html.read_text(encoding="utf-8")
+    assert {"step-time", "overhead", "cpu-classes"} <= {c["id"] for c in charts_of(html)}
+    html.write_text("<p>my notes</p>")
+    refused = profkit("report", str(run))
+    assert refused.returncode == 2 and refused.stdout == ""
+    (line,) = refused.stderr.splitlines()
+    assert line == (f"profkit: error: report {html}: an existing file profkit did not write; "
+                    "refusing to overwrite it (give another name with -o FILE)")
+    assert html.read_text() == "<p>my notes</p>"
+
+
 def test_analyze_html_beside_the_console_report(tmp_path: Path) -> None:
     out = tmp_path / "a.html"
     done = profkit("analyze", str(TRACE), "--html", str(out))

@@ -17,7 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "benchmark reports (ddp_report.json)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the HTML file to write, - for stdout (default: report.html in the "
-                        "run folder when PATH is one run folder, else ./report.html)")
+                        "run folder when PATH is one run folder, rewritten when profkit "
+                        "wrote it, else ./report.html)")
     p.add_argument("--force", action="store_true",
                    help="replace a report profkit wrote earlier (never traces, inputs or "
                         "other files)")
@@ -37,6 +38,8 @@ def report(args: argparse.Namespace) -> int:
     from profiler_kit.commands.analyze import jobs
     from profiler_kit.errors import LeftOutWarning
 
+    rewrites = args.output is None and api.is_run_folder_report(args.paths) \
+        and api.default_report_path(args.paths).exists()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LeftOutWarning)
         path = api.report(args.paths, args.output, title=args.title, baseline=args.baseline,
@@ -48,7 +51,8 @@ def report(args: argparse.Namespace) -> int:
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     if path is not None:  # not stdout
-        print(f"report: {path}")
+        print(f"report: {path}" + (" (replaced the run's report.html, which profkit wrote)"
+                                   if rewrites else ""))
     return 1 if left_out else 0
 
 
