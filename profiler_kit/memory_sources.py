@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from profiler_kit.analysis.category_peaks import SUFFIX
+from profiler_kit.analysis.memory import WHY_PROFILE_MEMORY_OFF, WHY_THREADED
 from profiler_kit.analysis.memory_explained import StrategyMemory, explain
 from profiler_kit.analysis.memory_report import MemoryReport, combine
 from profiler_kit.errors import TraceError
@@ -58,10 +59,11 @@ def sources(path: Path, device_memory: int | None, top: int,
         found, cats, snaps = _kinds([path], traces)
         if traces and not (found or cats or snaps):
             found = [path]  # let the trace reader say what is wrong with it
-        return [explain(path.name, found, cats, snaps, None, device_memory, top)]
+        return [explain(path.name, found, cats, snaps, None, device_memory, top,
+                        by_profkit=_in_a_run(path.parent))]
     if not (path / "run.json").is_file():
         return [explain(path.name, *_kinds(_folder_files(path), traces), None, device_memory,
-                        top)]
+                        top, by_profkit=_in_a_run(path), why_no_memory=_why_in_run(path))]
     from profiler_kit.results import read_run
 
     run = read_run(path / "run.json")
@@ -74,8 +76,43 @@ def sources(path: Path, device_memory: int | None, top: int,
             continue
         label = f"{s.name} [{s.point}]" if s.point else s.name
         out.append(explain(label, *_kinds(_folder_files(path / s.dir), traces),
-                           s.items_per_step or None, device_memory, top))
+                           s.items_per_step or None, device_memory, top, by_profkit=True,
+                           why_no_memory=_why_no_memory(run.options, s.info)))
     return out
+
+
+def _in_a_run(folder: Path) -> bool:
+    """Whether ``folder`` is (in) a run folder ``profkit run`` made: a strategy folder, a
+    sweep point's, or a folder below one (run.json at most three levels up)."""
+    folder = folder.resolve()
+    return any((f / "run.json").is_file() for f in (folder, *folder.parents[:3]))
+
+
+def _why_in_run(folder: Path) -> str | None:
+    """:func:`_why_no_memory` for a strategy folder of a run (its run.json one level up)."""
+    run_json = folder.parent / "run.json"
+    if not run_json.is_file():
+        return None
+    from profiler_kit.errors import UsageError
+    from profiler_kit.results import read_run
+
+    try:
+        run = read_run(run_json)
+    except UsageError:  # a run.json this version cannot read: the general reason stands
+        return None
+    for s in run.strategies:
+        if s.dir and (folder.parent / s.dir).resolve() == folder.resolve():
+            return _why_no_memory(run.options, s.info)
+    return None
+
+
+def _why_no_memory(options: dict, info: dict) -> str | None:
+    """Why a strategy's traces have no memory events, where the run recorded it."""
+    if options.get("profile_memory") is False:
+        return WHY_PROFILE_MEMORY_OFF
+    if info.get("cpu_memory"):  # a threaded strategy (profile_all_threads)
+        return WHY_THREADED
+    return None
 
 
 def memory_report(paths: list[Path], device_memory: int | None, top: int = 10,

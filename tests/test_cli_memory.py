@@ -107,7 +107,9 @@ def test_bad_inputs_one_line_each_and_the_rest_goes_on(tmp_path):
     assert all(x.startswith("profkit: ") for x in r.stderr.splitlines())  # no traceback
     said = "\n".join(warnings)
     assert "foreign.pkl: not an allocator snapshot pickle (refuses to load" in said
-    assert "gpu.json.gz: no memory events" in said
+    # a trace profiled without memory is said beside the rest, not as a broken file
+    assert "gpu.json.gz" not in r.stderr
+    assert f"  no memory events in {folder / 'gpu.json.gz'} (profile_memory was off" in r.stdout
     # one snapshot per strategy is read: the first (foreign), the others are named
     assert "nostack.pickle: left out" in said and "truncated.pickle: left out" in said
     assert "peak allocated" in r.stdout  # the CPU trace still analyzed
@@ -121,6 +123,48 @@ def test_bad_inputs_one_line_each_and_the_rest_goes_on(tmp_path):
     (line,) = r.stderr.splitlines()
     assert line.startswith("profkit: note:") and "without stacks" in line
     assert "largest free block 10 MiB" in r.stdout
+
+
+def test_the_main_jobs_run_threaded_strategies_say_why_in_one_line(tmp_path):
+    """`profkit memory RUN` on `profkit run concurrent --amp`: the threaded strategies were
+    profiled with profile_all_threads and have no memory events; each says so in one line,
+    the others' results stand and the exit status is 0."""
+    from concurrent_run import concurrent_run
+
+    run = concurrent_run(tmp_path / "run")
+    r = profkit("memory", str(run))
+    assert r.returncode == 0, r.stderr
+    why = ("no memory events (its ops run in worker threads, profiled with "
+           "profile_all_threads, which records none)")
+    assert f"threads: {why}" in r.stdout.splitlines()
+    assert f"threads+amp: {why}" in r.stdout.splitlines()
+    assert r.stdout.count("peak allocated in the trace") == 2  # sequential and its AMP twin
+    assert "warning" not in r.stderr
+    # traces profkit recorded: the note names profkit's flag, not torch's argument
+    notes = r.stderr.splitlines()
+    assert len(notes) == 2 and all("no Python stacks (record them with profkit run "
+                                   "--with-stack)" in n for n in notes)
+    assert "with_stack=True" not in r.stderr
+    # a strategy folder of the run alone has nothing to show: exit 1, saying why
+    r = profkit("memory", str(run / "threads"))
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [f"threads: {why}"]
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"profkit: warning: nothing about memory to show in {run / 'threads'}")
+
+
+def test_a_trace_from_elsewhere_names_both_ways_to_record_stacks():
+    r = profkit("memory", str(CPU))
+    assert r.returncode == 0
+    (line,) = r.stderr.splitlines()
+    assert "(record them with profkit run --with-stack, or torch.profiler's " \
+           "with_stack=True)" in line
+    r = profkit("memory", str(NO_MEMORY))
+    assert r.returncode == 1  # nothing to show
+    assert r.stdout.strip() == f"{NO_MEMORY.name}: no memory events (profile_memory was off, " \
+                               "or the profiler followed every thread with profile_all_threads, " \
+                               "which records none)"
+    assert r.stderr.startswith("profkit: warning: nothing about memory to show")
 
 
 def test_json_never_overwrites_an_input(tmp_path):

@@ -4,7 +4,8 @@ A strategy folder may hold a trace with ``[memory]`` events (the peak, the op an
 reached it, what was live, growth per step), the memory categories of its profiled steps
 (bytes by category at the peak) and an allocator snapshot pickle (fragmentation, live
 blocks by line, out-of-memory events). Each file that cannot be read, or lacks what is
-needed, gives one note and the rest goes on.
+needed, gives one note and the rest goes on; a trace without memory events is listed with
+the reason (``unrecorded``), as it was profiled rather than broken.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ class SnapshotMemory(msgspec.Struct, frozen=True):
     history_peaks: tuple[snap.HistoryPeak, ...] = ()  # peaks over the recorded actions
 
 
+class Unrecorded(msgspec.Struct, frozen=True):
+    """A trace that recorded nothing about memory, and why."""
+
+    path: str
+    why: str
+
+
 class StrategyMemory(msgspec.Struct, frozen=True):
     label: str
     items_per_step: int | None
@@ -52,6 +60,8 @@ class StrategyMemory(msgspec.Struct, frozen=True):
     device_memory_bytes: int | None  # given, recorded by the run, or from the trace
     notes: tuple[str, ...]  # one line per file that could not be used, and why
     limits: tuple[str, ...] = ()  # one line per file used with less than it could give
+    # traces without memory events (not a fault of the file: how it was profiled)
+    unrecorded: tuple[Unrecorded, ...] = ()
 
 
 def _site_label(frame: snap.Frame | None) -> str | None:
@@ -70,10 +80,17 @@ def read_snapshot_memory(path: Path, top: int) -> tuple[SnapshotMemory, list[Adv
 
 def explain(label: str, traces: list[Path], categories: list[Path], snapshots: list[Path],
             items_per_step: int | None = None, device_memory: int | None = None,
-            top: int = 10) -> StrategyMemory:
-    """The memory of one strategy (or one file) from the files given; never raises on them."""
+            top: int = 10, *, by_profkit: bool = False,
+            why_no_memory: str | None = None) -> StrategyMemory:
+    """The memory of one strategy (or one file) from the files given; never raises on them.
+
+    ``by_profkit``: the files are a run's that ``profkit run`` made, so a note names
+    profkit's options rather than torch.profiler's arguments. ``why_no_memory``: why a
+    trace of the strategy has no memory events, where the run recorded it.
+    """
     notes: list[str] = []
     limits: list[str] = []
+    unrecorded: list[Unrecorded] = []
     cats: list[CategoryPeak] = []
     for path in categories:
         try:
@@ -94,11 +111,11 @@ def explain(label: str, traces: list[Path], categories: list[Path], snapshots: l
             notes.append(str(exc))
             continue
         if not len(records.allocations):
-            notes.append(f"{path}: no memory events ({WHY_NO_MEMORY_EVENTS})")
+            unrecorded.append(Unrecorded(str(path), why_no_memory or WHY_NO_MEMORY_EVENTS))
             continue
         if not records.frames.call_from:
-            limits.append(f"{path}: no Python stacks (profile with with_stack=True): "
-                         "allocations are named by op only")
+            limits.append(f"{path}: no Python stacks ({_how_to_record_stacks(by_profkit)}): "
+                          "allocations are named by op only")
         lives = lifetimes(records)
         found = trace_peaks(records, lives, top)
         peaks.extend(found)
@@ -131,4 +148,10 @@ def explain(label: str, traces: list[Path], categories: list[Path], snapshots: l
                               device_memory)
     return StrategyMemory(label, items_per_step, tuple(cats), tuple(peaks), tuple(growth),
                           snapshot, tuple(advice), fit, device_memory, tuple(notes),
-                          tuple(limits))
+                          tuple(limits), tuple(unrecorded))
+
+
+def _how_to_record_stacks(by_profkit: bool) -> str:
+    if by_profkit:
+        return "record them with profkit run --with-stack"
+    return "record them with profkit run --with-stack, or torch.profiler's with_stack=True"

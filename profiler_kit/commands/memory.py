@@ -42,15 +42,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def memory(args: argparse.Namespace) -> int:
-    """Exit 1 when a file could not be used (each named on stderr in one line); files used
-    with less than they could give (no stacks) are one note line each."""
+    """Exit 1 when a file could not be used (each named on stderr in one line) or when no
+    strategy has anything about memory to show; files used with less than they could give
+    (no stacks) are one note line each. A strategy whose traces recorded no memory (the
+    threaded ones: profile_all_threads records none) says so in its one line."""
     import sys
 
     import msgspec
 
     from profiler_kit import api, outputs
     from profiler_kit.errors import UsageError
-    from profiler_kit.render.memory_console import limits, notes, report_lines
+    from profiler_kit.render.memory_console import limits, notes, report_lines, shows_anything
 
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, not {args.top}")
@@ -65,7 +67,18 @@ def memory(args: argparse.Namespace) -> int:
         outputs.write(target, msgspec.json.encode(report).decode() + "\n")
     if args.json is None or target is not None:
         print("\n".join(report_lines(report, args.top)))
-    return 1 if problems else 0
+    if problems:
+        return 1
+    if not any(shows_anything(s) for s in report.strategies):
+        print(f"profkit: warning: nothing about memory to show in {' '.join(args.paths)}"
+              + _why_nothing(report), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _why_nothing(report) -> str:
+    whys = list(dict.fromkeys(u.why for s in report.strategies for u in s.unrecorded))
+    return f": no memory events ({'; '.join(whys)})" if whys else ""
 
 
 COMMAND = Command("memory", "memory explained: what holds the peak (by category, by line of "

@@ -115,13 +115,28 @@ def delta_line(d: MemoryDelta) -> str:
 
 
 def strategy_lines(s: StrategyMemory, top: int = 10) -> list[str]:
+    """The strategy's section; one line when it has nothing to show, saying why."""
+    if not shows_anything(s):
+        return [f"{s.label}: {_nothing(s)}"]
     out = [f"{s.label}"]
     out += _categories(s) + _peaks(s, top) + _growth(s) + _snapshot(s, top)
     out += [f"  {a.remedy}: {a.evidence}" for a in s.advice]
     out += fit_lines(s.fit)
-    if len(out) == 1:
-        out.append("  nothing recorded about memory")
+    out += [f"  no memory events in {u.path} ({u.why})" for u in s.unrecorded]
     return out
+
+
+def shows_anything(s: StrategyMemory) -> bool:
+    """Whether the strategy has any memory figure to show (not only notes)."""
+    return bool(s.categories or s.peaks or s.growth or s.snapshot or s.advice or s.fit)
+
+
+def _nothing(s: StrategyMemory) -> str:
+    whys = list(dict.fromkeys(u.why for u in s.unrecorded))
+    if not whys:
+        return "nothing recorded about memory"
+    where = f" in its {len(s.unrecorded)} traces" if len(s.unrecorded) > 1 else ""
+    return f"no memory events{where} ({'; '.join(whys)})"
 
 
 def report_lines(report: MemoryReport, top: int = 10) -> list[str]:
