@@ -28,6 +28,11 @@ def _is_snapshot(path: Path) -> bool:
         return False
 
 
+def is_memory_file(path: Path) -> bool:
+    """A file ``profkit memory`` reads besides traces: memory categories or a snapshot."""
+    return path.name.endswith(SUFFIX) or _is_snapshot(path)
+
+
 def _kinds(files: list[Path], traces_too: bool = True
            ) -> tuple[list[Path], list[Path], list[Path]]:
     """(traces, categories, snapshots) among ``files``."""

@@ -69,6 +69,45 @@ def _checked(target: Path, flag: str, inputs: Iterable[str | os.PathLike[str]],
     return target
 
 
+def optional_value(argv: list[str], flag: str,
+                   is_input: Callable[[Path], bool] | None = None) -> list[str]:
+    """``argv`` with an optional-value output ``flag`` (``--json [FILE]``) kept from taking
+    an input as its file: argparse gives ``flag`` the next word, so ``--json trace.json.gz``
+    would name the trace as the output. Where that word names an existing input (a folder,
+    a trace, or a file ``is_input`` accepts), the word stays with the other
+    inputs and ``flag`` writes to stdout, as ``flag`` alone does: ``FLAG WORD`` becomes
+    ``WORD ... FLAG -``. ``--json=FILE`` and ``--json -`` are left as they are, and so is a
+    word also given as an input elsewhere: that output is refused (:func:`check`).
+    """
+    argv = list(argv)
+    end = argv.index("--") if "--" in argv else len(argv)
+    for i in range(end - 1):
+        if argv[i] != flag:
+            continue
+        word = argv[i + 1]
+        if word.startswith("-") or not _names_an_input(Path(word), is_input):
+            return argv
+        rest = [*argv[:i], *argv[i + 2:]]
+        if Path(word).resolve() in {Path(a).resolve() for a in rest if not a.startswith("-")}:
+            return argv  # given as an input too: FLAG names it as the output, refused
+        return [*argv[:i], *argv[i + 1:end], flag, STDOUT, *argv[end:]]
+    return argv
+
+
+def _names_an_input(path: Path, is_input: Callable[[Path], bool] | None) -> bool:
+    from profiler_kit.trace.loader import looks_like_trace
+
+    try:
+        if not path.exists():
+            return False  # a file to write
+        if path.is_dir():
+            return True
+    except OSError:
+        return False  # let the check say what is wrong with it
+    return (looks_like_trace(path) or is_merged_trace(path)
+            or (is_input is not None and is_input(path)))
+
+
 def check_distinct(flags_and_paths: Iterable[tuple[str, Path | None]]) -> None:
     """Two outputs of one command may not be the same file."""
     seen: dict[Path, str] = {}

@@ -59,17 +59,43 @@ def unchanged(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("argv", [
-    ["analyze", "--json", A.name, B.name],  # --json takes the first trace as its FILE
-    ["compare", "--json", A.name, B.name],
-    ["analyze", A.name, "--json", B.name],  # an existing trace that is not an input
+    ["compare", "--json", A.name, B.name],  # --json takes the first trace as its FILE
     ["analyze", "--markdown", A.name, B.name],
     ["analyze", A.name, "--json", A.name],  # one of the inputs
+    ["analyze", f"--json={B.name}", A.name],  # an existing trace, named as the output
+    # B would stand apart from the other paths (argparse takes them in one run): kept as
+    # the output, refused with the hint to write --json -
     ["analyze", A.name, "--summary-only", "--json", B.name],
+    ["memory", A.name, "--json", A.name],
 ])
 def test_traces_are_never_overwritten(traces: Path, argv: list[str]) -> None:
     line = one_line_error(profkit(*argv, cwd=traces))
     assert "refusing to overwrite" in line
     unchanged(traces)
+
+
+@pytest.mark.parametrize("argv", [
+    ["analyze", "--json", A.name],  # argparse gave --json the trace, and no path was left
+    ["analyze", "--json", A.name, B.name],
+    ["analyze", A.name, "--json", B.name, "--top", "3"],
+    ["analyze", "--json", "."],  # a folder of traces
+    ["memory", "--json", A.name],
+])
+def test_json_before_an_input_reads_it_and_writes_to_stdout(traces: Path,
+                                                            argv: list[str]) -> None:
+    """`--json` alone is stdout: a trace or folder after it is an input, never the file."""
+    r = profkit(*argv, cwd=traces)
+    assert r.returncode in (0, 1), r.stderr  # memory: a trace without memory events is 1
+    doc = json.loads(r.stdout)
+    if argv[0] == "analyze":
+        assert doc["schema"] == "profkit.analysis/2"
+        named = [a for a in argv[1:] if not a.startswith("-") and a != "3"]
+        want = {A.name, B.name} if "." in named else set(named)
+        assert {Path(t["path"]).name for t in doc["traces"]} == want
+    else:
+        assert doc["schema"] == "profkit.memory/1" and doc["strategies"][0]["label"] == A.name
+    unchanged(traces)
+    assert sorted(p.name for p in traces.iterdir()) == sorted([A.name, B.name])
 
 
 def test_empty_folder_and_foreign_files_are_refused(traces: Path) -> None:
@@ -78,7 +104,7 @@ def test_empty_folder_and_foreign_files_are_refused(traces: Path) -> None:
     for argv, words in (
         (["analyze", A.name, "--json="], "--json: empty file name"),
         (["analyze", A.name, "--markdown", ""], "--markdown: empty file name"),
-        (["analyze", A.name, "--json", "."], "is a folder"),
+        (["analyze", A.name, "--json=."], "is a folder"),
         (["analyze", A.name, "--json", "notes.txt"], "profkit did not write"),
         (["analyze", A.name, "--markdown", "notes.txt/r.md"], "notes.txt is not a directory"),
         (["analyze", A.name, "--json", "o.json", "--markdown", "o.json"], "same file"),

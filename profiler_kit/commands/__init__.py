@@ -28,5 +28,36 @@ class Command(NamedTuple):
     add_arguments: Callable[[argparse.ArgumentParser], None]
     handle: Callable[[argparse.Namespace], int]
     data_only: bool = False
-    # rewrites the command's argv before parsing (``diff``'s ``--`` between two sides)
+    # rewrites the command's argv before parsing (``diff``'s ``--`` between two sides,
+    # ``analyze``'s and ``memory``'s ``--json`` before an input)
     prepare_argv: Callable[[list[str]], list[str]] | None = None
+
+
+class _Trial(argparse.ArgumentParser):
+    """A parser that says whether a command line parses, printing nothing."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise ValueError(message)
+
+
+def json_before_an_input(argv: list[str], add_arguments: Callable[[argparse.ArgumentParser],
+                                                                  None],
+                         is_input: Callable[..., bool] | None = None) -> list[str]:
+    """``argv`` with ``--json WORD``, WORD an existing input, read as WORD and ``--json -``
+    (see ``profiler_kit.outputs.optional_value``). Kept as given where WORD would then
+    stand apart from the other paths (``A --top 3 --json B``: argparse takes paths in one
+    run): the output check refuses it, saying how to write JSON to stdout."""
+    from profiler_kit import outputs
+
+    rewritten = outputs.optional_value(argv, "--json", is_input)
+    if rewritten == argv:
+        return argv
+    start = next(i for i, a in enumerate(rewritten) if not a.startswith("-")) + 1
+    trial = _Trial(add_help=False)
+    trial.add_argument("--debug", action="store_true")
+    add_arguments(trial)
+    try:
+        _, extra = trial.parse_known_args(rewritten[start:])
+    except ValueError:
+        return argv
+    return argv if extra else rewritten

@@ -248,5 +248,21 @@ def summary_only(args: argparse.Namespace) -> int:
     return 1 if found.unreadable else 0
 
 
+def json_to_stdout_before_an_input(argv: list[str]) -> list[str]:
+    """``--json trace.json.gz``: the trace is an input and the JSON goes to stdout (argparse
+    would take the trace as the file to write); so is a folder and, without
+    ``--summary-only`` (which writes one), a rank-summaries file."""
+    from profiler_kit.commands import json_before_an_input
+
+    def summaries(path):
+        from profiler_kit.analysis.summaries import is_summary_file
+
+        return is_summary_file(path)
+
+    return json_before_an_input(argv, add_arguments,
+                                None if "--summary-only" in argv else summaries)
+
+
 COMMAND = Command("analyze", "hotspots, timeline, memory and recommendations from torch.profiler "
-                  "traces", add_arguments, analyze, data_only=True)
+                  "traces", add_arguments, analyze, data_only=True,
+                  prepare_argv=json_to_stdout_before_an_input)

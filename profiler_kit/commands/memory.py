@@ -34,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: the device's, where the run or trace recorded it)")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the result as JSON (schema profkit.memory/1) to FILE, or to "
-                        "stdout when FILE is left out")
+                        "stdout when FILE is left out (a trace, folder, snapshot or "
+                        "categories file named right after --json is read as an input)")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="lines of code to list per table (default 10)")
     p.add_argument("--force", action="store_true",
@@ -81,6 +82,16 @@ def _why_nothing(report) -> str:
     return f": no memory events ({'; '.join(whys)})" if whys else ""
 
 
+def json_to_stdout_before_an_input(argv: list[str]) -> list[str]:
+    """``--json trace.json.gz``: the trace (a folder, a snapshot pickle, a categories file)
+    is an input and the JSON goes to stdout; argparse would take it as the file to write."""
+    from profiler_kit.commands import json_before_an_input
+    from profiler_kit.memory_sources import is_memory_file
+
+    return json_before_an_input(argv, add_arguments, is_memory_file)
+
+
 COMMAND = Command("memory", "memory explained: what holds the peak (by category, by line of "
                   "code), allocated vs reserved, fragmentation, leaks step to step, OOMs, "
-                  "the largest batch that fits", add_arguments, memory, data_only=True)
+                  "the largest batch that fits", add_arguments, memory, data_only=True,
+                  prepare_argv=json_to_stdout_before_an_input)
