@@ -32,6 +32,14 @@ class OutputError(ProfkitError):
         self.exit_code = exit_code
 
 
+class ModelError(ProfkitError):
+    """The user's own model failed (raised, or computed values that are not finite): the
+    message is its error in one line, ``--debug`` shows its traceback. Exit status 1, as
+    for a run whose baseline failed."""
+
+    exit_code = 1
+
+
 class MissingDependency(ProfkitError):
     """An optional package a feature needs is not installed: the message says how to get it."""
 

@@ -3,9 +3,12 @@ then the winners stacked greedily.
 
 Generated from the smallest contract: a function returning a model, a function returning
 one batch of inputs for a batch size, and optionally a loss function, which makes the step
-a training step (forward, backward, optimizer step). Every knob is a strategy, so the
-runner checks it against the float32 eager baseline (outputs, and gradients when training)
-before timing it, times it in rounds with paired noise verdicts and profiles it once.
+a training step (forward, backward, optimizer step). The baseline is checked first
+(:func:`check_baseline`: it must run and compute finite values). Every knob is a strategy,
+so the runner checks it against the float32 eager baseline and the same run in float64
+(outputs, and gradients when training; the float64 rule of
+:mod:`profiler_kit.measure.equivalence`) before timing it, times it in rounds with paired
+noise verdicts and profiles it once.
 Once the single knobs are measured, ``next_strategies`` proposes the greedy stacks
 (:mod:`tune_stack`), which the runner checks, times and profiles the same way.
 Knobs that need CUDA are strategies that require it: on the CPU they are listed as
@@ -36,16 +39,14 @@ from profiler_kit.scenarios.tune_workload import (
     BASELINE,
     COMPILE_MODES,
     TRAIN_AMP_TOLERANCE,
-    TRAIN_FLOAT32_TOLERANCE,
     TuneWorkload,
     as_list,
     knobs_of,
     threads_knob_count,
 )
 
-__all__ = ["BASELINE", "COMPILE_MODES", "KNOBS", "TRAIN_AMP_TOLERANCE",
-           "TRAIN_FLOAT32_TOLERANCE", "TuneScenario", "TuneWorkload", "UserModel",
-           "load_user_model", "snippet"]
+__all__ = ["BASELINE", "COMPILE_MODES", "KNOBS", "TRAIN_AMP_TOLERANCE", "TuneScenario",
+           "TuneWorkload", "UserModel", "check_baseline", "load_user_model", "snippet"]
 
 KNOBS = (
     Strategy(BASELINE, "float32, eager (the baseline)"),
@@ -172,6 +173,39 @@ class TuneScenario(Scenario):
         if self.user is None:
             raise UsageError("tune: no model (run `profkit tune PATH.py`)")
         return TuneWorkload(self.user, strategy.name, config)
+
+
+def check_baseline(user: UserModel, params: Mapping[str, Any], device: str,
+                   seed: int = 0) -> None:
+    """The baseline's check, once, before anything is measured: its outputs (and gradients)
+    in float32 and in float64. ModelError, one line with the model's own error, when
+    float32 eager raises or computes values that are not finite: then no knob can be
+    compared with it, and nothing is measured."""
+    from profiler_kit.errors import ModelError
+
+    try:
+        workload = TuneWorkload(user, BASELINE, RunConfig(params=dict(params), device=device,
+                                                          seed=seed))
+        try:
+            workload.outputs()
+        finally:
+            workload.close()
+    except (UsageError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # the user's model: one line, the traceback with --debug
+        raise ModelError(baseline_failed(user.origin, one_line(exc))) from exc
+
+
+def baseline_failed(origin: str, error: str) -> str:
+    """The line that says the baseline failed, with the model's error."""
+    return f"tune: {origin}: the model fails in float32 eager ({BASELINE}), so no knob " \
+           f"can be compared with it: {error}"
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as ``Type: first line of its message``."""
+    text = str(exc).strip().splitlines()
+    return (f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__)[:500]
 
 
 def stacked(name: str) -> Strategy:

@@ -25,9 +25,21 @@ EXCLUSIVE = (frozenset({"compile", "compile_reduce_overhead", "compile_max_autot
 
 
 def is_winner(s: Any) -> bool:
-    """Faster than the baseline beyond noise, with the baseline's results."""
+    """Faster than the baseline beyond noise, with the baseline's results: a verdict whose
+    ``beyond_noise`` is True (None is no verdict: too few samples, or a doubt) and whose
+    whole interval lies on the faster side."""
+    n = s.noise
     return (_computes_the_same(s) and s.speedup is not None and s.speedup > 1
-            and s.noise is not None and bool(s.noise.beyond_noise))
+            and n is not None and n.beyond_noise is True and not doubt(n)
+            and n.ci_low_fraction is not None and n.ci_low_fraction > 0)
+
+
+def doubt(n: NoiseVerdict | None) -> str:
+    """Why a noise verdict is not judged whatever its interval (``profiler_kit.noise``):
+    ``unstable`` (a side's rounds disagree, e.g. bimodal baseline rounds of 125.7 / 1.34 /
+    123.9 ms on a busy machine) or ``contended`` (the two sides ran beside different
+    work); "" when there is none. Such a speedup is never a winner, whatever its size."""
+    return str(getattr(n, "doubt", "") or "") if n is not None else ""
 
 
 def _computes_the_same(s: Any) -> bool:
@@ -57,7 +69,8 @@ def _beats(candidate: Any, best: Any) -> bool:
     if not _computes_the_same(candidate) or not candidate.stats or not best.stats:
         return False
     v = faster_than(candidate, best)
-    return bool(v.beyond_noise) and v.ci_high_fraction is not None and v.ci_high_fraction < 0
+    return (v.beyond_noise is True and not doubt(v) and v.ci_high_fraction is not None
+            and v.ci_high_fraction < 0)
 
 
 def _compatible(stack: str, knob: str) -> bool:

@@ -14,6 +14,8 @@ from typing import Any
 
 from profiler_kit.commands import Command
 
+OK = "ok"  # profiler_kit.results.OK, without importing the results at start
+
 SWEEP_SECONDS = 60  # the batch-size sweep starts no new size after this (20 with --quick)
 SWEEP_FACTOR = 8  # default cap of the sweep: this many times the run's batch size
 
@@ -71,8 +73,9 @@ def _handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from profiler_kit import api
+    from profiler_kit.measure import devices, runner
     from profiler_kit.measure.passes import MeasureOptions
-    from profiler_kit.render import run_console
+    from profiler_kit.render import tune_console
     from profiler_kit.scenarios import tune
 
     scenario = tune.TuneScenario(tune.load_user_model(args.model), stack=not args.no_stack)
@@ -85,20 +88,59 @@ def _handle(args: argparse.Namespace) -> int:
     params = {} if args.batch_size is None else {"batch_size": args.batch_size}
     sizes = None if args.no_batch_sweep else _sizes(
         args, args.batch_size or tune.TuneScenario.params[0].default)
+    opt_in = ["full"] if args.full and not args.quick else []
+    device = devices.resolve(args.device)
+    resolved = runner.resolve_params(scenario, params, device)
+    runner.select_strategies(scenario, resolved, names, opt_in)  # unknown knobs: one line
+    # the baseline once, before anything is measured: a model that fails (or computes NaN)
+    # is one line with its error, and no run
+    tune.check_baseline(scenario.user, resolved, device)
     console = Console(width=None if sys.stdout.isatty() else 120)
-    with run_console.ProgressBars(console) as bars:
-        result = api.run(scenario, params, device=args.device, strategies=names,
-                         opt_in=["full"] if args.full and not args.quick else [],
+    with tune_console.Progress(console) as bars:
+        result = api.run(scenario, params, device=device, strategies=names, opt_in=opt_in,
                          options=options, out=args.out, argv=["profkit", *sys.argv[1:]],
                          observer=bars)
-    run_console.render(console, result, "")
+    base = next((s for s in result.at("") if s.name == tune.BASELINE), None)
+    if base is None or base.status != OK:
+        return _baseline_failed(args, result, base, tune)
     answer = _answer(console, result, tune)
     status = _status(result, tune.BASELINE)
     if sizes and not result.interrupted:
         if args.batch_sizes is None and result.device.startswith("cuda"):
             sizes = _sizes(args, int(result.params["batch_size"]))
         status = _sweep(console, result, scenario, answer, sizes, args.quick) or status
+    _trailer(console, result)
     return status
+
+
+def _baseline_failed(args: argparse.Namespace, result: Any, base: Any, tune: Any) -> int:
+    """The baseline failed in the run (after its check passed): no answer, one line."""
+    import sys
+
+    from profiler_kit.errors import ModelError
+
+    if result.interrupted:
+        print("profkit: interrupted before the baseline was measured", file=sys.stderr)
+        return 130
+    if args.debug and base is not None and base.traceback:
+        print(base.traceback, file=sys.stderr, end="")
+    error = (base.error or base.reason or base.status) if base is not None else "not run"
+    raise ModelError(tune.baseline_failed(args.model, error))
+
+
+def _trailer(console: Any, result: Any) -> None:
+    """Where the run folder is; the run's problems (a report not written, Ctrl-C)."""
+    import sys
+
+    if result.interrupted:
+        console.print("interrupted: the knobs that finished are kept", markup=False,
+                      highlight=False)
+    files = ", ".join(f for f in ("tune.json", "run.json", "summary.md", "report.html")
+                      if (result.run_dir / f).exists())
+    console.print(f"results: {result.run_dir} ({files}); the traces: "
+                  f"{result.tensorboard_command}", markup=False, highlight=False, soft_wrap=True)
+    for line in result.report_errors:
+        print(f"profkit: error: {line}", file=sys.stderr)
 
 
 def _status(result: Any, baseline: str) -> int:
@@ -113,29 +155,61 @@ def _status(result: Any, baseline: str) -> int:
 
 
 def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
-    """The ranked table, compile times, stacking decisions and the recommended settings as
-    code; the same, as data, goes to tune.json."""
+    """The ranked table (each knob once), the stacking decisions and the recommended
+    settings as code; the same, as data, goes to tune.json."""
     from profiler_kit.render.tune_console import ranked_table
     from profiler_kit.scenarios import tune_stack
 
-    best, _, notes = tune_stack.walk(result.at(""), tune.BASELINE)
+    rows = result.at("")
+    best, _, notes = tune_stack.walk(rows, tune.BASELINE)
     name = best.name if best is not None else None
     console.print(ranked_table(result, name))
     for line in notes:
         console.print(f"stacking: {line}", markup=False, highlight=False)
     code = tune.snippet([name] if name else [])
     if best is None:
+        doubted = any(tune_stack.doubt(s.noise) for s in rows)
         console.print("Recommended: keep float32 eager (no knob was faster beyond noise with "
-                      "the same results)")
+                      "the same results" + ("; a speedup not judged for unstable rounds or "
+                                            "other work beside it may hold on a quieter "
+                                            "machine)" if doubted else ")"),
+                      markup=False, highlight=False)
     else:
-        console.print(f"Recommended settings ({name}, {best.speedup:.2f}× eager_fp32):")
+        console.print(f"Recommended settings ({name}, {best.speedup:.2f}× eager_fp32):",
+                      markup=False, highlight=False)
         console.print(code, markup=False, highlight=False)
         if best.verdict:
-            console.print(f"Why {name} wins: {best.verdict}", markup=False)
+            why = best.verdict.removeprefix(f"{name}: ")
+            console.print(f"Why {name} wins: {why}", markup=False, highlight=False)
     answer = {"recommended": name, "speedup": best.speedup if best else None,
-              "snippet": code, "stacking": notes, "batch_sweep": None}
+              "snippet": code, "stacking": notes, "knobs": [_knob(s) for s in rows],
+              "batch_sweep": None}
     _write_answer(result, answer)
     return answer
+
+
+def _knob(s: Any) -> dict[str, Any]:
+    """One knob (or stack) of tune.json: its outcome, its noise verdict and what its results
+    were compared with (error, the baseline's error, the bound, the criterion)."""
+    import msgspec
+
+    from profiler_kit.render.tune_console import verdict
+
+    timed = s.status == OK and s.stats is not None
+    entry: dict[str, Any] = {
+        "name": s.name, "status": s.status,
+        "median_step_ns": s.stats.median_ns if timed else None,
+        "items_per_s": s.throughput_items_per_s if timed else None,
+        "speedup": s.speedup if timed else None,
+        "verdict": verdict(s.noise) if timed else None,
+        "noise": msgspec.to_builtins(s.noise) if s.noise is not None else None,
+        "equality": s.equivalence.to_json() if s.equivalence is not None else None,
+        "reason": s.reason or s.error,
+    }
+    if "float64_error" in s.info or "float64" in s.info:  # the baseline's own, in float32
+        entry["float64"] = {"baseline_error": s.info.get("float64_error"),
+                            "note": s.info.get("float64", "")}
+    return entry
 
 
 def _write_answer(result: Any, answer: dict[str, Any]) -> None:

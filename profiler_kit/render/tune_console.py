@@ -1,5 +1,6 @@
-"""``profkit tune``'s answer on the console: the ranked table of knobs and stacks, the
-stacking decisions and the batch-size sweep. Formats only; the results come measured."""
+"""``profkit tune``'s answer on the console: the ranked table of knobs and stacks (each
+once: the run's own tables are in summary.md and report.html), the stacking decisions and
+the batch-size sweep. Formats only; the results come measured."""
 
 from __future__ import annotations
 
@@ -10,7 +11,18 @@ from rich.table import Table
 from rich.text import Text
 
 from profiler_kit.render import speedup_noise, units
+from profiler_kit.render.run_console import ProgressBars
 from profiler_kit.results import OK, SKIPPED, RunResult, StrategyResult
+from profiler_kit.scenarios.tune_stack import doubt
+
+
+class Progress(ProgressBars):
+    """The bars of the knob being checked, timed or profiled, and nothing once it is done:
+    each knob is listed once, in the ranked table (``profkit run`` prints a line per
+    strategy and round)."""
+
+    def strategy_finished(self, result: StrategyResult) -> None:
+        return None
 
 
 def _memory(s: StrategyResult) -> str:
@@ -38,8 +50,17 @@ def _compile(s: StrategyResult) -> tuple[str, str]:
             f"{s.info.get('graph_breaks', 0)} / {s.info.get('recompilations', 0)}")
 
 
-def _verdict(n: Any) -> str:
-    """The verdict's words only; run.json and summary.md keep its interval."""
+def verdict(n: Any) -> str:
+    """The verdict's words only; run.json and summary.md keep its interval. A doubted
+    verdict (rounds that disagree, or different contention) says so: it is never beyond
+    noise, however large the speedup."""
+    if n is None:
+        return "baseline"
+    why = doubt(n)
+    if why == "unstable":
+        return "unstable rounds: not judged (rerun on a quieter machine)"
+    if why:
+        return f"{why}: not judged"
     if n.beyond_noise is None:
         return "not judged"
     return "beyond noise" if n.beyond_noise else "within noise"
@@ -58,11 +79,10 @@ def ranked_table(result: RunResult, recommended: str | None) -> Table:
     order = ranked(rows)
     for i, s in enumerate(order, 1):
         per_s = s.throughput_items_per_s
-        verdict = "baseline" if s.noise is None else _verdict(s.noise)
         table.add_row(str(i), s.name + (" (recommended)" if s.name == recommended else ""),
                       units.duration(s.stats.median_ns if s.stats else None),
                       units.significant(per_s, 4) if per_s is not None else "-",
-                      speedup_noise.speedup(s), verdict, _memory(s), *_compile(s),
+                      speedup_noise.speedup(s), verdict(s.noise), _memory(s), *_compile(s),
                       style="bold green" if s.name == recommended else "")
     for s in rows:
         if s in order:
