@@ -52,6 +52,9 @@ class Analyses(list):
     # the run's own baseline when the paths hold a profkit run folder: the folder of its
     # baseline strategy (for compare's ``baseline``), else None (the first trace)
     baseline: str | None = None
+    # two folders given as two sides (two runs): per analysis, its side and its strategy's
+    # key, so that compare pairs the strategies (``analysis.compare.sides_of``), else None
+    sides: list[tuple[int, str]] | None = None
 
 
 class Summaries(list):
@@ -91,7 +94,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     view (``.jobs`` of the returned list): collectives matched across ranks, waiting
     split from transferring, the straggler.
     """
-    from profiler_kit.analysis.compare import label_traces
+    from profiler_kit.analysis.compare import label_traces, sides_of
     from profiler_kit.analysis.files import analyze_files
 
     if isinstance(paths, (str, os.PathLike)):
@@ -103,6 +106,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     out = Analyses(read)
     out.unreadable = unreadable
     out.baseline = _run_baseline(paths, out)
+    out.sides = sides_of([Path(p) for p in paths], [Path(a.path) for a in out])
     ranks = [a.communication for a in out if a.communication is not None]
     if len(ranks) > 1:  # a job needs two ranks; one trace's analysis skips the module
         from profiler_kit.analysis.job import analyze_jobs
@@ -237,7 +241,9 @@ def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
     """Side by side with deltas against ``baseline`` (a label, a path or an index; default:
     the run's own baseline when the analyses are of a run folder, else the first).
 
-    ``items`` are analyses from :func:`analyze` or paths to analyze first.
+    ``items`` are analyses from :func:`analyze` or paths to analyze first. Of two run
+    folders (or two folders of the same strategies), each strategy of the second is
+    measured against the same strategy of the first (waterfall, verdict, regression gate).
     """
     from profiler_kit.analysis.compare import compare as compare_analyses
     from profiler_kit.analysis.trace_analysis import TraceAnalysis as _TraceAnalysis
@@ -248,7 +254,7 @@ def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],
         analyses = analyze(items)  # type: ignore[arg-type]
     if baseline is None:  # a run folder's own baseline
         baseline = getattr(analyses, "baseline", None)
-    return compare_analyses(list(analyses), baseline)
+    return compare_analyses(list(analyses), baseline, getattr(analyses, "sides", None))
 
 
 def diff(base: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -478,8 +484,10 @@ def _verdicts(result: RunResult) -> RunResult:
     from profiler_kit.analysis.compare import compare as compare_analyses
     from profiler_kit.analysis.files import analyze_files
     from profiler_kit.errors import ProfkitError
+    from profiler_kit.noise import explanation_conflict
     from profiler_kit.render.diff_views import verdict_line
     from profiler_kit.results import OK
+    from profiler_kit.trace.source import Unreadable
 
     ok = [i for i, s in enumerate(result.strategies) if s.status == OK and s.trace_files]
     points: dict[str, list[int]] = {}
@@ -498,14 +506,29 @@ def _verdicts(result: RunResult) -> RunResult:
         return result
     strategies = list(result.strategies)
     for idx in points.values():
+        # an unreadable trace leaves its strategy without a verdict (the baseline's: all)
+        idx = [i for i in idx if not isinstance(analyses[i], Unreadable)]
+        if len(idx) < 2 or not any(strategies[i].name == result.baseline for i in idx):
+            continue
         base = next(k for k, i in enumerate(idx) if strategies[i].name == result.baseline)
         steps = compare_analyses([analyses[i] for i in idx], base).steps
+        timed_base = strategies[idx[base]].stats
         for i, w in zip(idx, steps.waterfalls if steps else (), strict=True):
-            if w is not None:
-                change = {t.name: t.delta_ns for t in w.terms}
-                change["step"] = w.delta_ns
-                strategies[i] = replace(strategies[i], verdict=verdict_line(w),
-                                        step_change_ns=change)
+            if w is None:
+                continue
+            timed = strategies[i].stats
+            conflict = (explanation_conflict(timed.median_ns / timed_base.median_ns,
+                                             w.after_ns / w.before_ns)
+                        if timed and timed_base and w.before_ns > 0 else None)
+            if conflict:  # never print the reason for the opposite of what was timed
+                strategies[i] = replace(strategies[i], verdict=(
+                    f"{strategies[i].name}: explanation withheld: {conflict}; rerun with "
+                    "more --profile-active steps (or on a quieter machine)"))
+                continue
+            change = {t.name: t.delta_ns for t in w.terms}
+            change["step"] = w.delta_ns
+            strategies[i] = replace(strategies[i], verdict=verdict_line(w),
+                                    step_change_ns=change)
     result = replace(result, strategies=tuple(strategies))
     artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
     return result

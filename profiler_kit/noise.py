@@ -13,18 +13,36 @@ Three noise models, chosen by what the samples hold:
   bootstrap over repeats: with the 2 to 5 repeats a run has, a bootstrap has a handful of
   distinct resamples and shrinks the spread by (k - 1) / k, while the t interval is exact
   for normal values at any k (``scipy.stats.ttest_ind``).
+  With repeats on one side only (``--repeats 3`` against ``--repeats 1``), the single run
+  is one more draw from the same spread: the repeated side's standard deviation of the
+  log values stands for both sides, and the t interval has its k - 1 degrees of freedom
+  (``one_run_against_repeats_change``).
 - **Within one run** (one repeat per side): a BCa bootstrap interval of the percentile's
   change (``scipy.stats.bootstrap``, both sides resampled; the percentile method where BCa
   is degenerate) and a Mann-Whitney U test of the whole distributions
   (``scipy.stats.mannwhitneyu``). Samples of one run share its conditions, so these
   measure sampling noise only and run-to-run noise is unknown, so the minimum effect is
-  larger (``MIN_EFFECT_ONE_RUN``).
+  larger (``MIN_EFFECT_ONE_RUN``). Between separate invocations even that is not
+  enough: on a shared 2-core machine this bootstrap called changes of -47 % and +51 %
+  between identical ``ddp`` runs 2.5 minutes apart beyond noise (three runs pooled on
+  one side, one on the other). So ``profkit diff`` judges nothing with one run a side
+  (``ONE_RUN_EACH``: no verdict, and the reason says to repeat the runs); the speedups
+  of one run's strategies and the tuning's comparison of strategies measured one after
+  another in one process still use this model.
 - **Paired by round** (two strategies of one run, each measured in N >= 2 rounds): the
   runner takes turns (round 1 of every strategy, then round 2, ...), so round k of a
   strategy and round k of the baseline share the machine's conditions. The per-round
   ratio of their medians and a t interval of its log with N - 1 degrees of freedom
   (``scipy.stats.ttest_1samp``) remove the drift both sides share, which an unpaired
   interval counts as noise (or, with drift between rounds, as a change).
+
+Two doubts override any model: rounds that disagree (the per-round ratios of the two
+sides' medians spread wider than the change, or a round's samples fall in two clusters)
+are **unstable**, and two sides that
+ran under different contention (other processes, oversubscribed threads; see
+:mod:`profiler_kit.contention`) are **contended**. Either makes a change "not judged"
+(``beyond_noise`` None, ``doubt`` says which), never "beyond noise": the difference
+belongs to the machine, not the strategy.
 
 Every model call a change real only when its whole 95 % interval lies beyond a minimum
 effect (``min_effect``), not merely away from 0: "beyond noise" means the change is, with
@@ -56,16 +74,90 @@ WITHIN_RUN = "within one run"
 PAIRED_BY_ROUND = "paired by round"
 NOT_TESTED = "n/a"
 
+UNSTABLE = "unstable"  # a side's rounds disagree
+CONTENDED = "contended"  # the two sides ran under different contention
+BIMODAL_MIN_JUMP = 0.5  # two clusters of samples: a gap of at least +50 % between them
+BIMODAL_MIN_SHARE = 0.10  # ... each holding at least this share of the samples
+UNSTABLE_MIN_SPREAD = 0.10  # round medians may spread this much whatever the change
+ONE_RUN_EACH = "one run a side"  # no verdict: the noise between runs is unknown
+ONE_RUN_EACH_REASON = ("one run a side: the noise between runs is unknown; run with "
+                       "--repeats 3 on both sides (or give several runs a side)")
+
 
 class NoiseVerdict(msgspec.Struct, frozen=True):
     """Whether a change is larger than the noise, and how that was judged."""
 
-    method: str  # BETWEEN_RUNS, WITHIN_RUN, PAIRED_BY_ROUND or NOT_TESTED
+    method: str  # BETWEEN_RUNS, WITHIN_RUN, PAIRED_BY_ROUND, ONE_RUN_EACH or NOT_TESTED
     beyond_noise: bool | None  # None: cannot tell (see reason)
     ci_low_fraction: float | None = None  # 95 % interval of the relative change
     ci_high_fraction: float | None = None
     min_effect_fraction: float | None = None  # the interval must lie beyond +- this
     reason: str = ""
+    doubt: str = ""  # UNSTABLE or CONTENDED: why a change is not judged whatever the model
+
+
+def doubted(v: NoiseVerdict, doubt: str, reason: str) -> NoiseVerdict:
+    """``v`` with a doubt: never beyond noise (a change beyond noise becomes not judged;
+    within noise stays within noise), the interval kept for the record."""
+    beyond = None if v.beyond_noise else v.beyond_noise
+    return NoiseVerdict(v.method, beyond, v.ci_low_fraction, v.ci_high_fraction,
+                        v.min_effect_fraction, reason, doubt)
+
+
+def bimodal(samples: Sequence[float]) -> tuple[float, float] | None:
+    """The medians of two clusters when the samples fall in two (the largest jump between
+    sorted samples is at least ``BIMODAL_MIN_JUMP`` and each side holds at least
+    ``BIMODAL_MIN_SHARE`` of them, two at the least), else None."""
+    x = np.sort(np.asarray(samples, dtype=float))
+    x = x[x > 0]
+    n = len(x)
+    least = max(2, int(np.ceil(BIMODAL_MIN_SHARE * n)))
+    if n < 2 * least:
+        return None
+    logs = np.log(x)
+    gaps = np.diff(logs)[least - 1:n - least]  # the cuts that leave `least` on each side
+    if not len(gaps):
+        return None
+    cut = int(np.argmax(gaps)) + least
+    if gaps[cut - least] < np.log1p(BIMODAL_MIN_JUMP):
+        return None
+    return float(np.median(x[:cut])), float(np.median(x[cut:]))
+
+
+def rounds_disagree(rounds: Sequence[Sequence[float]], against: Sequence[Sequence[float]],
+                    change: float) -> str | None:
+    """Why a strategy's rounds and the baseline's (``against``, taken in turns with them)
+    disagree, or None: the per-round ratios of their medians spread wider than ``change``
+    (the relative difference being judged, and at least ``UNSTABLE_MIN_SPREAD``). Drift
+    that both sides share cancels in the ratio, as in the paired verdict."""
+    mine = [float(np.median(r)) for r in rounds if len(r)]
+    base = [float(np.median(r)) for r in against if len(r)]
+    n = min(len(mine), len(base))
+    if n < 2 or min(base[:n]) <= 0 or min(mine[:n]) <= 0:
+        return None
+    ratios = [m / b for m, b in zip(mine[:n], base[:n], strict=True)]
+    spread = max(ratios) / min(ratios) - 1
+    if spread <= max(abs(change), UNSTABLE_MIN_SPREAD):
+        return None
+    return (f"round medians {' / '.join(_duration(m) for m in mine[:n])} against the "
+            f"baseline's {' / '.join(_duration(b) for b in base[:n])}, ratios spread "
+            f"{spread:.0%}")
+
+
+def clustered(rounds: Sequence[Sequence[float]]) -> str | None:
+    """Why a side is unstable within a round, or None: a round whose samples fall in two
+    clusters (``bimodal``). Values are in the samples' unit (ns)."""
+    for k, r in enumerate(rounds, 1):
+        two = bimodal(r)
+        if two is not None:
+            where = f"round {k}'s" if len(rounds) > 1 else "its"
+            return (f"{where} samples fall in two clusters, around {_duration(two[0])} "
+                    f"and {_duration(two[1])}")
+    return None
+
+
+def _duration(ns: float) -> str:
+    return f"{ns / 1e9:.3g} s" if ns >= 1e9 else f"{ns / 1e6:.3g} ms"
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
@@ -142,19 +234,61 @@ def verdict(low: float, high: float, method: str, min_effect: float,
     return NoiseVerdict(method, bool(beyond), low, high, min_effect, reason)
 
 
+def one_run_against_repeats_change(
+    a_repeats: Sequence[float], b_repeats: Sequence[float], level: float = 1 - ALPHA,
+) -> tuple[float, float]:
+    """Interval of the relative change when one side has a single value (one run) and the
+    other ``k >= 2`` (one per repeat): the single run is taken as one more draw from the
+    repeated side's spread, so the difference of the logs, ``log b - log a`` (the mean of
+    the logs on the repeated side), has the standard error ``s * sqrt(1 + 1/k)`` with
+    ``s`` the repeated side's standard deviation of the logs, and a t interval with
+    ``k - 1`` degrees of freedom; returned as ``exp(.) - 1``. NaN when ``s`` is 0 (the
+    repeats do not vary, so their spread is unknown)."""
+    from scipy import stats as sps
+
+    la, lb = np.log(np.asarray(a_repeats, dtype=float)), np.log(np.asarray(b_repeats,
+                                                                          dtype=float))
+    if min(len(la), len(lb)) != 1 or max(len(la), len(lb)) < MIN_REPEATS:
+        raise ValueError("one side must have one value and the other two or more")
+    repeated = la if len(la) > 1 else lb
+    k = len(repeated)
+    s = float(repeated.std(ddof=1))
+    if not s > 0:
+        return float("nan"), float("nan")
+    change = float(lb.mean() - la.mean())
+    half = float(sps.t.ppf(0.5 + level / 2, k - 1)) * s * float(np.sqrt(1 + 1 / k))
+    return float(np.expm1(change - half)), float(np.expm1(change + half))
+
+
 def percentile_verdict(
     a_repeats: Sequence[Sequence[float]], b_repeats: Sequence[Sequence[float]],
     percentile: float, seed: int = 0, min_effect: float | None = None,
+    *, within_one_run: bool = True,
 ) -> NoiseVerdict:
     """The verdict on one percentile's change, from each side's samples grouped by repeat
     (one group when the run was not repeated). ``min_effect`` replaces the model's default
-    minimum effect."""
-    if min(len(a_repeats), len(b_repeats)) >= MIN_REPEATS:
+    minimum effect.
+
+    Two or more repeats a side: between runs (Welch). Repeats on one side only: between
+    runs with the repeated side's spread for both (``one_run_against_repeats_change``).
+    One run a side: with ``within_one_run`` the bootstrap within the run (sampling noise
+    only: for strategies measured one after another in one process); without it, no
+    verdict (``ONE_RUN_EACH``, the reason says to repeat), which is what separate runs
+    need, since their drift dwarfs the sampling noise."""
+    na, nb = len(a_repeats), len(b_repeats)
+    if min(na, nb) >= MIN_REPEATS or (min(na, nb) == 1 and max(na, nb) >= MIN_REPEATS):
         pa = [float(np.percentile(r, percentile)) for r in a_repeats]
         pb = [float(np.percentile(r, percentile)) for r in b_repeats]
-        low, high = between_runs_change(pa, pb)
-        return verdict(low, high, BETWEEN_RUNS, _or(min_effect, MIN_EFFECT_REPEATED),
-                       f"{len(a_repeats)} and {len(b_repeats)} repeats")
+        if min(na, nb) >= MIN_REPEATS:
+            low, high = between_runs_change(pa, pb)
+            why = f"{na} and {nb} repeats"
+        else:
+            low, high = one_run_against_repeats_change(pa, pb)
+            why = (f"{na} and {nb} repeats: the spread between the "
+                   f"{max(na, nb)} repeats stands for both sides")
+        return verdict(low, high, BETWEEN_RUNS, _or(min_effect, MIN_EFFECT_REPEATED), why)
+    if not within_one_run and min(na, nb) == 1:
+        return NoiseVerdict(ONE_RUN_EACH, None, reason=ONE_RUN_EACH_REASON)
     a = [v for r in a_repeats for v in r]
     b = [v for r in b_repeats for v in r]
     if min(len(a), len(b)) < MIN_SAMPLES:
@@ -176,7 +310,51 @@ def speedup_verdict(
     side's step times grouped by round: the interval is of ``speedup - 1``, where the
     speedup is ``work_ratio`` (the strategy's items per step over the baseline's) times
     the baseline's median step over the strategy's. Paired by round when both sides have
-    ``MIN_REPEATS`` rounds or more (the rounds both have), else within the first round."""
+    ``MIN_REPEATS`` rounds or more (the rounds both have), else within the first round.
+    A side whose rounds disagree (``unstable``) makes the speedup not judged."""
+    v = _speedup_verdict(baseline_rounds, rounds, work_ratio, seed)
+    base_all = [float(np.median(r)) for r in baseline_rounds if len(r)]
+    mine_all = [float(np.median(r)) for r in rounds if len(r)]
+    if not base_all or not mine_all:
+        return v
+    change = float(np.median(base_all) / np.median(mine_all)) - 1
+    why = rounds_disagree(rounds, baseline_rounds, change)
+    if why:
+        return doubted(v, UNSTABLE, f"the rounds disagree: {why}")
+    for who, side in (("the baseline", baseline_rounds), ("this strategy", rounds)):
+        why = clustered(side)
+        if why:
+            return doubted(v, UNSTABLE, f"{who} is unstable: {why}")
+    return v
+
+
+EXPLANATION_MAX_FACTOR = 2.0  # two changes the same way may differ this much as ratios
+
+
+def explanation_conflict(timed_ratio: float, profiled_ratio: float,
+                         min_effect: float = MIN_EFFECT_ONE_RUN) -> str | None:
+    """Why an explanation from the profiled steps cannot stand beside the timing, or None.
+    Both ratios are a strategy's step time over the baseline's: ``timed_ratio`` of the
+    timed medians, ``profiled_ratio`` of the profiled steps the explanation is made of
+    (few, and slowed by the profiler). A change within ``min_effect`` counts as none. They
+    conflict when one sees a change and the other none, when they point opposite ways,
+    or when they differ by more than ``EXPLANATION_MAX_FACTOR``: an explanation would
+    then be printed for a result the timing did not find."""
+    if timed_ratio <= 0 or profiled_ratio <= 0:
+        return None
+    t, p, m = np.log(timed_ratio), np.log(profiled_ratio), np.log1p(min_effect)
+    if abs(t) <= m and abs(p) <= m:
+        return None
+    if abs(t) > m and abs(p) > m and t * p > 0 and abs(p - t) <= np.log(EXPLANATION_MAX_FACTOR):
+        return None
+    return (f"the profiled steps say {profiled_ratio - 1:+.1%} where the timed medians say "
+            f"{timed_ratio - 1:+.1%}")
+
+
+def _speedup_verdict(
+    baseline_rounds: Sequence[Sequence[float]], rounds: Sequence[Sequence[float]],
+    work_ratio: float, seed: int,
+) -> NoiseVerdict:
     n = min(len(baseline_rounds), len(rounds))
     if n >= MIN_REPEATS:
         base = [float(np.median(r)) for r in baseline_rounds[:n]]

@@ -20,9 +20,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from profiler_kit import contention as _contention
 from profiler_kit.artifacts import RUN_JSON, RUN_SCHEMA, point_dir_name
+from profiler_kit.contention import RoundContention
 from profiler_kit.errors import UsageError
-from profiler_kit.noise import NoiseVerdict
+from profiler_kit.noise import CONTENDED, NoiseVerdict, doubted
 
 OK = "ok"
 FAILED = "failed"
@@ -179,10 +181,27 @@ class StrategyResult(msgspec.Struct, frozen=True):
     # step time per term (a class's busy time, "overlap", "idle"; "step": the total), ns
     verdict: str | None = None
     step_change_ns: dict[str, float] = msgspec.field(default_factory=dict)
+    # what competed with each timed round, in the order of the rounds (see contention.py)
+    contention: tuple[RoundContention, ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.point}/{self.name}" if self.point else self.name
+
+    @property
+    def rounds(self) -> int:
+        return len(self.repeat_samples_ns) or (1 if self.samples_ns else 0)
+
+    @property
+    def last_round_median_ns(self) -> float | None:
+        """The median of the latest round alone (``stats`` pools every round)."""
+        last = self.repeat_samples_ns[-1] if self.repeat_samples_ns else self.samples_ns
+        return float(np.percentile(last, 50)) if last else None
+
+    @property
+    def oversubscription(self) -> str | None:
+        """A sentence when its busy threads outnumbered the free cores in some round."""
+        return _contention.oversubscription(self.contention)
 
     @property
     def rank_medians_ns(self) -> tuple[float, ...]:
@@ -224,6 +243,7 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "scaling_efficiency": self.scaling_efficiency,
             "verdict": self.verdict,
             "step_change_ns": dict(self.step_change_ns),
+            "contention": msgspec.json.decode(msgspec.json.encode(self.contention)),
         }
 
 
@@ -268,6 +288,11 @@ class RunResult(msgspec.Struct, frozen=True):
     def nothing_ran(self) -> bool:
         """Every strategy was skipped: the run measured nothing."""
         return bool(self.strategies) and len(self.skipped) == len(self.strategies)
+
+    @property
+    def contention(self) -> _contention.RunContention | None:
+        """What competed with the run's timed rounds, every strategy's together."""
+        return _contention.of_run([r for s in self.strategies for r in s.contention])
 
     @property
     def exit_status(self) -> int:
@@ -360,11 +385,12 @@ def decode_run(doc: Any, source: str | Path) -> RunResult:
 
 def add_repeat(s: StrategyResult, samples_ns: Sequence[int],
                per_rank_samples_ns: Sequence[Sequence[int]] = (),
-               phase_samples_ns: Mapping[str, Sequence[int]] | None = None) -> StrategyResult:
+               phase_samples_ns: Mapping[str, Sequence[int]] | None = None,
+               contention: RoundContention | None = None) -> StrategyResult:
     """``s`` with one more independent round's samples: the statistics and throughput
     pool every round's samples, ``repeat_samples_ns`` keeps them apart for the noise
     verdicts between runs, and each rank's and each phase's samples grow alike (so the
-    phases still add up to the step)."""
+    phases still add up to the step), as does the record of what competed with them."""
     repeats = (*(s.repeat_samples_ns or (s.samples_ns,)), tuple(int(v) for v in samples_ns))
     pooled = tuple(v for r in repeats for v in r)
     st = stats(pooled)
@@ -378,7 +404,8 @@ def add_repeat(s: StrategyResult, samples_ns: Sequence[int],
         s, samples_ns=pooled, stats=st, repeat_samples_ns=repeats,
         per_rank_samples_ns=per_rank, phase_samples_ns=phase_samples,
         phases={name: stats(v) for name, v in phase_samples.items() if v} or s.phases,
-        throughput_items_per_s=throughput(s.items_per_step, st.median_ns))
+        throughput_items_per_s=throughput(s.items_per_step, st.median_ns),
+        contention=(*s.contention, contention) if contention is not None else s.contention)
 
 
 def against_baseline(strategies: Sequence[StrategyResult], baseline: str
@@ -408,10 +435,24 @@ def _rounds(s: StrategyResult) -> tuple[tuple[int, ...], ...]:
 
 
 def _speedup_noise(base: StrategyResult, s: StrategyResult) -> NoiseVerdict:
-    """Whether ``s``'s speedup over ``base`` (same point) is beyond noise."""
+    """Whether ``s``'s speedup over ``base`` (same point) is beyond noise: not judged where
+    the two ran under different contention and the slower side had it worse (an unstable
+    side is judged in ``noise``); where the faster side had it worse, the verdict stands
+    with the reason, since quiet the gap would only grow."""
     work = (s.items_per_step / base.items_per_step
             if s.items_per_step > 0 and base.items_per_step > 0 else 1.0)
-    return _judged(_rounds(base), _rounds(s), work)
+    v = _judged(_rounds(base), _rounds(s), work)
+    if v.doubt:
+        return v
+    diff = _contention.different(base.contention, s.contention)
+    if diff is None:
+        return v
+    faster = (_contention.STRATEGY_SIDE if (v.ci_low_fraction or 0) > 0 else
+              _contention.BASELINE_SIDE if (v.ci_high_fraction or 0) < 0 else None)
+    if v.beyond_noise and diff.harder == faster:
+        return msgspec.structs.replace(v, reason=f"{v.reason}; {diff.reason}; the faster "
+                                       "side had it worse, so the gain stands")
+    return doubted(v, CONTENDED, diff.reason)
 
 
 @functools.lru_cache(maxsize=256)

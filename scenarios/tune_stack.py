@@ -39,7 +39,7 @@ def doubt(n: NoiseVerdict | None) -> str:
     ``unstable`` (a side's rounds disagree, e.g. bimodal baseline rounds of 125.7 / 1.34 /
     123.9 ms on a busy machine) or ``contended`` (the two sides ran beside different
     work); "" when there is none. Such a speedup is never a winner, whatever its size."""
-    return str(getattr(n, "doubt", "") or "") if n is not None else ""
+    return n.doubt if n is not None else ""
 
 
 def _computes_the_same(s: Any) -> bool:

@@ -26,12 +26,15 @@ MAY_IMPORT: dict[str, set[str]] = {
     "render": {"render", "analysis", "results", "noise", "ddp_benchmark", "scenario_info",
                "errors", "trace", "__init__"},
     "noise": {"noise"},
+    "contention": {"contention"},
 }
-NEVER_TORCH = {"trace", "analysis", "ddp_benchmark", "render", "results", "noise", "scenario",
+NEVER_TORCH = {"trace", "analysis", "ddp_benchmark", "render", "results", "noise", "contention",
+               "scenario",
                "errors", "artifacts", "outputs", "scenario_info", "cli", "api", "commands"}
 # what workloads import from the launcher stays light: torch is imported by the workload
 TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
-NEVER_RENDER = {"trace", "analysis", "ddp_benchmark", "measure", "results", "noise", "scenario",
+NEVER_RENDER = {"trace", "analysis", "ddp_benchmark", "measure", "results", "noise",
+                "contention", "scenario",
                 "errors", "artifacts", "outputs", "scenario_info"}
 
 

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from profiler_kit.render import run_console
 from profiler_kit.render.run_markdown import render_markdown
-from profiler_kit.results import Equivalence, RunResult, StrategyResult, stats
+from profiler_kit.results import Equivalence, RunResult, StrategyResult, add_repeat, stats
 
 
 def _ok(name: str, samples: list[int], speedup: float, point: str = "") -> StrategyResult:
@@ -104,12 +104,17 @@ def test_progress_bars_report_each_strategy_as_it_finishes() -> None:
         bars.strategy_started("sequential")
         bars.progress("timing", 1, 2)
         bars.progress("timing", 2, 2)
-        bars.strategy_finished(_ok("sequential", [2_000_000] * 3, 1.0))
+        first = _ok("sequential", [2_000_000] * 3, 1.0)
+        bars.strategy_finished(first)
         bars.strategy_started("streams")
         bars.strategy_finished(StrategyResult(name="streams", status="skipped",
                                               reason="needs CUDA; this machine has none"))
+        bars.strategy_started("sequential 2/3")
+        # the second round's own median (6 ms), not the pool of both rounds (4 ms)
+        bars.strategy_finished(add_repeat(first, [6_000_000] * 3))
     out = buf.getvalue()
-    assert "sequential" in out and "ok 2 ms" in out
+    assert "sequential" in out and "ok round 1: median 2 ms" in out
+    assert "ok round 2: median 6 ms" in out
     assert "streams" in out and "skipped needs CUDA; this machine has none" in out
 
 

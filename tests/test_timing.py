@@ -27,6 +27,7 @@ def test_every_sample_is_bracketed_by_a_sync_of_every_device(monkeypatch) -> Non
         assert log[i + 1] == ("sync", ("cpu", "cpu"))
 
 
+@pytest.mark.timing
 def test_phases_are_timed_separately_and_sum_to_the_step() -> None:
     import time
 

@@ -157,9 +157,13 @@ def _status(result: Any, baseline: str) -> int:
 def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
     """The ranked table (each knob once), the stacking decisions and the recommended
     settings as code; the same, as data, goes to tune.json."""
+    from profiler_kit.render.run_answer import contention_line
     from profiler_kit.render.tune_console import ranked_table
     from profiler_kit.scenarios import tune_stack
 
+    busy = contention_line(result)
+    if busy:  # first: the verdicts below were judged beside other work
+        console.print(f"Busy machine: {busy}", style="yellow", markup=False, highlight=False)
     rows = result.at("")
     best, _, notes = tune_stack.walk(rows, tune.BASELINE)
     name = best.name if best is not None else None

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
 from profiler_kit.artifacts import write_text_atomic
+from profiler_kit.contention import RoundContention
+from profiler_kit.measure import contention_watch, memory_categories, memory_snapshot
 from profiler_kit.measure import devices as dev
-from profiler_kit.measure import memory_categories, memory_snapshot
 from profiler_kit.measure.timing import Progress, time_phases
 from profiler_kit.scenario import Workload
 
@@ -70,6 +72,8 @@ class Measurement:
     # under torchrun, on rank 0: why this rank's traces and key averages are not in the run
     # folder (its host dropped out while sending them); "" when they are, or never had to be
     files_lost: str = ""
+    # what competed with the timing pass (other processes, own threads, clocks)
+    contention: RoundContention | None = None
 
 
 def measure(
@@ -87,7 +91,11 @@ def measure(
     phases = _phases(workload)
 
     dev.reset_peak_memory(devices)
+    contention_watch.mark_root()
+    watch = contention_watch.Watch(devices)
+    watch.start()
     samples = time_phases(phases, devices, options.iterations, options.warmup, progress, "timing")
+    contention = watch.stop(torch.get_num_threads())
     peak = dev.peak_memory(devices)
 
     trace_files: tuple[str, ...] = ()
@@ -116,6 +124,7 @@ def measure(
         items_per_step=int(workload.items_per_step),
         info=_info(workload, options),
         key_averages_files=ka_files,
+        contention=contention,
     )
 
 

@@ -486,7 +486,7 @@ def _repeat(state: _Run, scenario: Scenario, strategy: Strategy, config: RunConf
                    else per_rank[0].samples_ns)
         result = results.add_repeat(current, samples,
                                     [m.samples_ns for m in per_rank] if multi else (),
-                                    per_rank[0].phase_samples_ns)
+                                    per_rank[0].phase_samples_ns, per_rank[0].contention)
     state.put(result)
     if observer:
         observer.strategy_finished(result)
@@ -583,6 +583,7 @@ def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,
         peak_memory=memory, info=info, trace_files=traces,
         key_averages_files=ka_files, hotspots=shares, hotspot_basis=basis, equivalence=check,
         per_rank_samples_ns=tuple(tuple(m.samples_ns) for m in per_rank) if multi else (),
+        contention=(first.contention,) if first.contention is not None else (),
         **common,
     )
 

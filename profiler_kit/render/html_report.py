@@ -29,6 +29,7 @@ from profiler_kit.render import (
     html_run_charts,
     html_scenario_charts,
     html_trace_charts,
+    run_answer,
     units,
 )
 from profiler_kit.render.analysis_console import recommendation_lines, value
@@ -119,7 +120,7 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
         sections.setdefault(c.section, []).append(c)
     order = [s for s in SECTION_ORDER if s in sections] + [
         s for s in sections if s not in SECTION_ORDER]
-    body: list[str] = []
+    body: list[str] = [_answer_html(r) for r in runs]
     nav: list[tuple[str, str]] = []
     for i, name in enumerate(order):
         anchor = f"s{i}"
@@ -246,6 +247,18 @@ def _recommendations_html(analyses: Sequence[TraceAnalysis]) -> str:
         name = html_trace_charts.name_of(a)
         parts.append(f"<h3>{_e(name)}</h3><ul class=\"recs\">{''.join(items)}</ul>")
     return "\n".join(parts)
+
+
+def _answer_html(run: RunResult) -> str:
+    """The run's answer first, and what competed with its timing when anything did."""
+    lines = [f'<p class="answer"><strong>{_e(run_answer.answer(run, p))}</strong></p>'
+             for p in run.point_labels]
+    lines += [f'<p class="busy">{_e(line)}</p>' for p in run.point_labels
+              for line in run_answer.oversubscribed(run, p)]
+    busy = run_answer.contention_line(run)
+    if busy:
+        lines.insert(0, f'<p class="busy"><strong>Busy machine:</strong> {_e(busy)}</p>')
+    return "\n".join(lines)
 
 
 def _not_measured_html(run: RunResult) -> str:

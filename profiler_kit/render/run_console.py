@@ -13,7 +13,7 @@ from rich.text import Text
 
 from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
-from profiler_kit.render import speedup_noise, units
+from profiler_kit.render import run_answer, speedup_noise, units
 from profiler_kit.render.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import (
     FAILED,
@@ -66,7 +66,8 @@ class ProgressBars:
     def strategy_finished(self, result: StrategyResult) -> None:
         note = ""
         if result.status == OK and result.stats:
-            note = units.duration(result.stats.median_ns)
+            median = result.last_round_median_ns or result.stats.median_ns
+            note = f"round {result.rounds}: median {units.duration(median)}"
             lost = len(result.info.get("files_lost", ()))
             if lost:  # said in full at the end, with the run's report errors
                 note += f" (without the traces of {lost} rank{'s' if lost > 1 else ''})"
@@ -183,6 +184,13 @@ def render(console: Console, result: RunResult, charts: str = "") -> None:
     def heading(text: str) -> None:
         console.print(Text(text, style="bold"))
 
+    busy = run_answer.contention_line(result)
+    if busy:
+        console.print(Text("Busy machine: " + busy, style="yellow"), highlight=False)
+    for point in result.point_labels:
+        console.print(Text(run_answer.answer(result, point), style="bold"), highlight=False)
+        for line in run_answer.oversubscribed(result, point):
+            console.print(Text(line, style="yellow"), highlight=False)
     for point in result.point_labels:
         heading(f"{result.scenario} on {result.device}" + (f"  [{point}]" if point else ""))
         console.print(results_table(result, point))
@@ -205,7 +213,7 @@ def render(console: Console, result: RunResult, charts: str = "") -> None:
                 console.print(line, highlight=False, markup=False)
         verdicts = [s.verdict for s in result.at(point) if s.verdict]
         if verdicts:
-            heading("Verdict (against the baseline's trace, per step)")
+            heading("Why (the profiled steps' traces against the baseline's, mean per step)")
             for line in verdicts:
                 console.print(line, highlight=False, markup=False)
     sweep = sweep_table(result)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from profiler_kit.analysis.hotspot_summary import CLASSES
-from profiler_kit.render import speedup_noise, units
+from profiler_kit.render import run_answer, speedup_noise, units
 from profiler_kit.render.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import OK, RunResult, StrategyResult, best
 
@@ -95,6 +95,14 @@ def render_markdown(result: RunResult) -> str:
     lines = [f"# profkit run: {result.scenario}", "", result.description, ""]
     if result.interrupted:
         lines += ["**Interrupted**: only the strategies below finished.", ""]
+    busy = run_answer.contention_line(result)
+    if busy:
+        lines += [f"**Busy machine**: {busy}.", ""]
+    for point in result.point_labels:
+        lines += [f"**{run_answer.answer(result, point)}**", ""]
+        lines += [f"- {line}" for line in run_answer.oversubscribed(result, point)]
+    if lines[-1] != "":
+        lines.append("")
     params = ", ".join(f"{k}={_param(v)}" for k, v in result.params.items() if v != "")
     lines += [
         f"- run: `{result.run_dir.name}` ({result.started_at} to {result.finished_at or '-'})",
@@ -126,7 +134,8 @@ def render_markdown(result: RunResult) -> str:
             lines += ["Ranks (from the traces):", ""] + [f"- {line}" for line in jobs] + [""]
         verdicts = [s.verdict for s in result.at(point) if s.verdict]
         if verdicts:
-            lines += ["Verdict (against the baseline's trace, per step):", ""]
+            lines += ["Why (the profiled steps' traces against the baseline's, mean per "
+                      "step):", ""]
             lines += [f"- {v}" for v in verdicts] + [""]
     problems = [f"- skipped `{s.label}`: {s.reason}" for s in result.skipped]
     problems += [f"- failed `{s.label}`: {s.error}" for s in result.failed]

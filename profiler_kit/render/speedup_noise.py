@@ -33,10 +33,12 @@ def interval(n: NoiseVerdict | None) -> str:
     if n is None:
         return "-"
     if n.beyond_noise is None:
-        return f"not judged ({n.reason})" if n.reason else "not judged"
+        head = f"not judged, {n.doubt}" if n.doubt else "not judged"
+        return f"{head} ({n.reason})" if n.reason else head
     word = "beyond noise" if n.beyond_noise else "within noise"
-    return (f"{word} [{units.signed_percent(n.ci_low_fraction)}, "
+    text = (f"{word} [{units.signed_percent(n.ci_low_fraction)}, "
             f"{units.signed_percent(n.ci_high_fraction)}]")
+    return f"{text}, {n.doubt} ({n.reason})" if n.doubt else text
 
 
 def legend(rows: Sequence[StrategyResult], baseline: str, best_found: bool) -> str:
@@ -49,7 +51,9 @@ def legend(rows: Sequence[StrategyResult], baseline: str, best_found: bool) -> s
     paired = [n for n in verdicts if n.method == PAIRED_BY_ROUND]
     within = [n for n in verdicts if n.method == WITHIN_RUN]
     if paired:
-        parts.append(f"noise paired by round ({paired[0].reason}: 95 % t interval of the "
+        rounds = min((s.rounds for s in rows if s.noise is not None
+                      and s.noise.method == PAIRED_BY_ROUND), default=0)
+        parts.append(f"noise paired by round ({rounds} rounds: 95 % t interval of the "
                      f"per-round ratio of medians, so drift both share cancels): beyond "
                      f"noise when the interval lies beyond ±{_margin(paired)}")
     if within:
@@ -57,7 +61,8 @@ def legend(rows: Sequence[StrategyResult], baseline: str, best_found: bool) -> s
                      f"change; run-to-run noise unknown, --repeats N measures it): beyond "
                      f"noise when the interval lies beyond ±{_margin(within)}")
     text = (f"speedup against {baseline}, {'; '.join(parts)}; {WITHIN} within noise, "
-            f"{UNKNOWN} not judged")
+            f"{UNKNOWN} not judged (unstable: the rounds disagree; contended: the slower "
+            "side ran beside more other work)")
     timed = [s for s in rows if s.status == OK and s.stats]
     if not best_found and len(timed) > 1:
         text += "; no strategy is best beyond noise"

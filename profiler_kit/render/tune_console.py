@@ -13,7 +13,6 @@ from rich.text import Text
 from profiler_kit.render import speedup_noise, units
 from profiler_kit.render.run_console import ProgressBars
 from profiler_kit.results import OK, SKIPPED, RunResult, StrategyResult
-from profiler_kit.scenarios.tune_stack import doubt
 
 
 class Progress(ProgressBars):
@@ -56,11 +55,10 @@ def verdict(n: Any) -> str:
     noise, however large the speedup."""
     if n is None:
         return "baseline"
-    why = doubt(n)
-    if why == "unstable":
+    if n.doubt == "unstable":
         return "unstable rounds: not judged (rerun on a quieter machine)"
-    if why:
-        return f"{why}: not judged"
+    if n.doubt:
+        return f"{n.doubt}: not judged (rerun on a quieter machine)"
     if n.beyond_noise is None:
         return "not judged"
     return "beyond noise" if n.beyond_noise else "within noise"

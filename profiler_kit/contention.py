@@ -1,0 +1,211 @@
+"""What competed with each timed round, and whether it should change a verdict.
+
+A timing on a shared machine (a laptop with a browser, a VM with noisy neighbours, a GPU
+node with other jobs) measures the strategy *and* the other work. The measuring side
+(:mod:`profiler_kit.measure.contention_watch`) records, for every timed round, the CPU
+time other processes used, profkit's own busy threads against the cores it had, the load
+average, the CPU frequency, and on CUDA other processes on the GPU and clock throttling.
+This module, torch-free like :mod:`profiler_kit.results`, judges those records:
+
+- a round is **contended** when other processes used a meaningful share of the cores;
+- a round is **oversubscribed** when profkit's busy threads (intra-op threads times
+  concurrent workers) outnumber the cores left free by the other work: threads then wait
+  for each other's time slices and a step can take many times longer than when quiet;
+- two sides of a comparison **ran under different contention** when the other work's
+  share differed between them, or when only one side was oversubscribed by it.
+
+Where the slower side had it worse, a speedup is "not judged" rather than "beyond noise":
+the difference may be the machine's, not the strategy's, and need not hold on a quiet
+machine. Where the faster side had it worse, the verdict stands (quiet, the gain would
+be larger, not reversed), and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+# other processes' CPU use below this many cores is background (daemons, the shell)
+CONTENDED_MIN_CORES = 0.25
+CONTENDED_MIN_FRACTION = 0.10  # ... or below this share of the cores
+# the two sides' mean use of the cores by other work may differ by this much
+DIFFERENT_MIN_CORES = 0.35
+DIFFERENT_MIN_FRACTION = 0.15
+# a thread counts as busy in a round when it ran this share of the round's wall time
+BUSY_THREAD_FRACTION = 0.10
+SHOWN_MIN_CORES = 0.05  # other processes named in the run's summary use at least this
+
+
+class Competitor(msgspec.Struct, frozen=True):
+    """A process (or processes of one name) that used the machine during a round."""
+
+    name: str  # "python (pytest)", "chrome"
+    cores: float  # CPU time used / the round's wall time
+
+
+class RoundContention(msgspec.Struct, frozen=True):
+    """The machine during one timed round of one strategy."""
+
+    wall_s: float
+    cores: int  # cores profkit may run on (its CPU affinity)
+    others_cores: float  # CPU time other processes used / wall time
+    # CPU time the hypervisor gave to other machines (steal) / wall time: a VM's neighbours
+    steal_cores: float = 0.0
+    busiest: tuple[Competitor, ...] = ()  # other processes by CPU use, largest first
+    own_cores: float = 0.0  # CPU time of profkit's own processes / wall time
+    own_threads: int = 0  # profkit's threads busy for >= BUSY_THREAD_FRACTION of the round
+    intra_op_threads: int | None = None  # torch.get_num_threads() in the measuring process
+    load_avg_1m: float | None = None  # at the round's end
+    cpu_freq_fraction: float | None = None  # current / maximum CPU frequency
+    cpu_governor: str | None = None  # "powersave" and "ondemand" scale the frequency
+    gpu_others: tuple[Competitor, ...] = ()  # other processes on the GPU (cores: 0)
+    gpu_throttle: tuple[str, ...] = ()  # NVML clock-throttle reasons seen at the round's end
+
+    @property
+    def taken_cores(self) -> float:
+        """The cores other work took: other processes, and other machines (steal)."""
+        return self.others_cores + self.steal_cores
+
+    @property
+    def free_cores(self) -> float:
+        return max(self.cores - self.taken_cores, 0.0)
+
+    @property
+    def contended(self) -> bool:
+        """Other work used a meaningful share of the cores, or the GPU was shared."""
+        return (self.taken_cores >= max(CONTENDED_MIN_CORES,
+                                        CONTENDED_MIN_FRACTION * self.cores)
+                or bool(self.gpu_others) or bool(self.gpu_throttle))
+
+    @property
+    def oversubscribed(self) -> bool:
+        """Several busy threads of profkit's, more than the cores left free by the other
+        work (at least one core short, so that a thread doing a moment's bookkeeping does
+        not count). One thread on a busy machine is slowed, not oversubscribed: it waits
+        for no other thread of its own."""
+        return self.own_threads >= 2 and self.own_threads >= self.free_cores + 1.0
+
+
+class SideContention(msgspec.Struct, frozen=True):
+    """One side of a comparison over its rounds."""
+
+    rounds: int
+    contended_rounds: int
+    oversubscribed_rounds: int
+    others_cores: float  # mean over the rounds, steal included
+    own_threads: int  # the most busy threads in a round
+    free_cores: float  # the least free cores in a round
+    cores: int
+
+
+def side(rounds: Sequence[RoundContention]) -> SideContention | None:
+    if not rounds:
+        return None
+    return SideContention(
+        rounds=len(rounds),
+        contended_rounds=sum(r.contended for r in rounds),
+        oversubscribed_rounds=sum(r.oversubscribed for r in rounds),
+        others_cores=sum(r.taken_cores for r in rounds) / len(rounds),
+        own_threads=max(r.own_threads for r in rounds),
+        free_cores=min(r.free_cores for r in rounds),
+        cores=max(r.cores for r in rounds),
+    )
+
+
+BASELINE_SIDE = "baseline"
+STRATEGY_SIDE = "strategy"
+
+
+class Difference(msgspec.Struct, frozen=True):
+    """How the two sides' contention differed, and which side had it worse."""
+
+    reason: str
+    harder: str  # BASELINE_SIDE or STRATEGY_SIDE
+
+
+def different(base: Sequence[RoundContention], other: Sequence[RoundContention]
+              ) -> Difference | None:
+    """How the two sides did not run under the same contention, or None when they did
+    (or when either side has no record). The sentence names both sides' figures."""
+    a, b = side(base), side(other)
+    if a is None or b is None:
+        return None
+    cores = max(a.cores, b.cores)
+    gap = abs(a.others_cores - b.others_cores)
+    if gap >= max(DIFFERENT_MIN_CORES, DIFFERENT_MIN_FRACTION * cores):
+        return Difference(
+            f"other processes used {a.others_cores:.1f} of {cores} cores while the "
+            f"baseline ran and {b.others_cores:.1f} while this strategy ran",
+            BASELINE_SIDE if a.others_cores > b.others_cores else STRATEGY_SIDE)
+    # the same other work, but it starved only one side's threads
+    if (a.oversubscribed_rounds > 0) != (b.oversubscribed_rounds > 0) and (
+            a.contended_rounds or b.contended_rounds):
+        harder, worse, s = ((BASELINE_SIDE, "the baseline", a) if a.oversubscribed_rounds
+                            else (STRATEGY_SIDE, "this strategy", b))
+        return Difference(
+            f"{worse} ran {s.own_threads} busy threads on {s.free_cores:.1f} free cores "
+            f"(other processes used {s.others_cores:.1f} of {s.cores}): oversubscribed, so "
+            "its time is the other work's as much as its own", harder)
+    return None
+
+
+def oversubscription(rounds: Sequence[RoundContention]) -> str | None:
+    """A sentence naming a strategy's oversubscription, or None: its busy threads
+    (intra-op threads times concurrent workers) against the cores the other work left."""
+    s = side(rounds)
+    if s is None or not s.oversubscribed_rounds:
+        return None
+    intra = next((r.intra_op_threads for r in rounds if r.intra_op_threads), None)
+    threads = f"{s.own_threads} busy threads"
+    if intra:
+        threads += f" ({intra} intra-op threads per worker)"
+    where = (f"{s.free_cores:.1f} free of {s.cores} cores" if s.others_cores >= 0.05
+             else f"{s.cores} cores")
+    return (f"oversubscribed in {s.oversubscribed_rounds} of {s.rounds} rounds: "
+            f"{threads} on {where}")
+
+
+class RunContention(msgspec.Struct, frozen=True):
+    """The whole run: how many rounds other work competed in, and with what."""
+
+    rounds: int
+    contended_rounds: int
+    others_cores: float  # mean over the contended rounds (other processes)
+    steal_cores: float  # mean over the contended rounds (other machines, on a VM)
+    cores: int
+    busiest: tuple[Competitor, ...]  # mean use over the contended rounds, largest first
+    gpu_others: tuple[str, ...] = ()
+    gpu_throttle: tuple[str, ...] = ()
+    frequency_scaled: bool = False  # a governor that scales the clock, or a lowered clock
+
+    @property
+    def mattered(self) -> bool:
+        return self.contended_rounds > 0 or self.frequency_scaled
+
+
+def of_run(all_rounds: Sequence[RoundContention], top: int = 3) -> RunContention | None:
+    """Every timed round of a run summarized; None where none was recorded."""
+    if not all_rounds:
+        return None
+    hit = [r for r in all_rounds if r.contended]
+    by_name: dict[str, float] = {}
+    for r in hit:
+        for c in r.busiest:
+            by_name[c.name] = by_name.get(c.name, 0.0) + c.cores / len(hit)
+    busiest = sorted((Competitor(n, c) for n, c in by_name.items() if c >= SHOWN_MIN_CORES),
+                     key=lambda c: -c.cores)
+    scaled = any((r.cpu_governor or "") in ("powersave", "ondemand", "conservative")
+                 or (r.cpu_freq_fraction is not None and r.cpu_freq_fraction < 0.9)
+                 for r in all_rounds)
+    return RunContention(
+        rounds=len(all_rounds),
+        contended_rounds=len(hit),
+        others_cores=sum(r.others_cores for r in hit) / len(hit) if hit else 0.0,
+        steal_cores=sum(r.steal_cores for r in hit) / len(hit) if hit else 0.0,
+        cores=max(r.cores for r in all_rounds),
+        busiest=tuple(busiest[:top]),
+        gpu_others=tuple(sorted({c.name for r in all_rounds for c in r.gpu_others})),
+        gpu_throttle=tuple(sorted({t for r in all_rounds for t in r.gpu_throttle})),
+        frequency_scaled=scaled,
+    )
