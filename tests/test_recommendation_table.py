@@ -130,15 +130,30 @@ EXPECTED: dict[str, dict[str, str]] = {
                             "(80 % of its idle); the plugin's own advice is the DataLoader",
         "reduced_precision_unused": "fp32 training on a V100, no autocast",
     },
-    # CPU-only traces: no GPU rules, and none of the CPU-side rules crosses its threshold
-    "cpu_concurrent_sequential.pt.trace.json.gz": {},
-    "cpu_concurrent_sequential_amp.pt.trace.json.gz": {},
-    "cpu_concurrent_threads.pt.trace.json.gz": {},
-    "cpu_only_gloo.json.gz": {},
+    # CPU-only traces: no GPU rules; the CPU rules of cpu_advice (tests/test_cpu_advice.py
+    # says, per trace, which must stay silent and why)
+    "cpu_concurrent_sequential.pt.trace.json.gz": {
+        "cpu_ops_waiting": "the same convolution with the same inputs takes 0.36 ms in one "
+                           "step and 167 ms in the other; 83 % of the op time is beyond "
+                           "what the work needs (a shared 2-core machine)",
+    },
+    "cpu_concurrent_sequential_amp.pt.trace.json.gz": {
+        "cpu_ops_waiting": "as without autocast: bf16 convolutions, batch norms and casts "
+                           "wait; 87 % of the op time is beyond the work",
+    },
+    "cpu_concurrent_threads.pt.trace.json.gz": {
+        "cpu_fp32_matmul_conv": "fp32 mkldnn_convolution and addmm are 80 % of the op time "
+                                "on two threads, at steady times; the trace does not say "
+                                "whether the CPU has bf16 units",
+    },
+    "cpu_only_gloo.json.gz": {},  # no op in its step: ten gloo:all_reduce spans on 2 threads
     # a small CPU run: three 16 KiB all-reduces and a sleep, nothing to recommend
     "gloo_straggler/rank0.pt.trace.json.gz": {},
     "gloo_straggler/rank1.pt.trace.json.gz": {},
-    "cpu_torch_profiler.pt.trace.json.gz": {},
+    "cpu_torch_profiler.pt.trace.json.gz": {
+        "cpu_ops_waiting": "every op of a tiny model takes milliseconds in both steps: a "
+                           "125 kFLOP aten::mm takes 16 ms; 78 % of the op time is waiting",
+    },
     "no_rank_info.json.gz": {},
 }
 

@@ -19,6 +19,7 @@ import numpy as np
 from profiler_kit.analysis.arrays import distinct
 from profiler_kit.analysis.attribution import attribute_gpu
 from profiler_kit.analysis.collectives import RankSummary, summarize_rank
+from profiler_kit.analysis.cpu_advice import with_cpu_findings
 from profiler_kit.analysis.critical_path import MAX_EVENTS, CriticalPath, critical_path
 from profiler_kit.analysis.hotspots import (
     Breakdown,
@@ -158,6 +159,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         if in_steps is not None and steps.device is not None else None
     findings = recommend(table, tree, gpu, gpu_bd, timeline, steps, precision, memory,
                          launches, step_device_ns, idle)
+    findings = with_cpu_findings(findings, table, tree, gpu, steps)
     perf, instances = measure(table, tree, gpu)
     meta = table.meta
     notes = list(findings.notes)
