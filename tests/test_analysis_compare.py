@@ -81,7 +81,8 @@ def test_files_named_directly_keep_their_own_name():
 
 def test_achieved_flops_and_mfu_per_trace_h100_against_mi300():
     """The same BERT-small inference on H100 and MI300X: modelled FLOPs per second of the
-    modelled ops' GPU time, and model FLOP utilization against each part's bf16 dense peak."""
+    modelled ops' GPU time and its share of each part's bf16 dense peak, and model FLOP
+    utilization: the matrix FLOPs per second of the steps' device-side time."""
     from profiler_kit.trace.loader import load
 
     data = Path(__file__).parent / "data"
@@ -90,9 +91,12 @@ def test_achieved_flops_and_mfu_per_trace_h100_against_mi300():
     c = compare(runs)
     achieved = _metric(c, "modelled_flops_per_s")
     mfu = _metric(c, "model_flops_utilization")
+    running = _metric(c, "flops_per_s_peak_share")
     for i, a in enumerate(runs):
         assert a.perf.flops == runs[0].perf.flops  # same model, same shapes
         assert achieved.values[i] == a.perf.flops / (a.perf.time_ns * 1e-9)
         peak = {"h100": 989.5e12, "mi300": 1307.4e12}[a.label]
-        assert mfu.values[i] == pytest.approx(achieved.values[i] / peak)
+        assert running.values[i] == pytest.approx(achieved.values[i] / peak)
+        assert mfu.values[i] == pytest.approx(a.perf.mfu_flops / (a.step_device_ns * 1e-9)
+                                              / peak)
     assert achieved.unit == "FLOP/s" and achieved.best == 0  # H100 is busy for less time

@@ -457,8 +457,12 @@ def test_a_pytorch_18_training_trace_models_its_cudnn_backward(tmp_path: Path) -
     assert forward.op == "aten::conv2d"
     assert forward.flops == conv_flops and forward.total_ns == 400 * 1000
     assert perf.modelled_share == 1.0 and perf.unmodelled == ()
-    assert perf.model_flops_utilization == pytest.approx(
+    assert perf.flops_per_s_peak_share == pytest.approx(
         3 * conv_flops / 1600e-6 / perf.mfu_peak_flops_per_s)
+    # no steps: MFU over the trace's GPU window, the first kernel's start to the last's end
+    assert perf.mfu_window == "trace" and perf.mfu_time_ns == 2200 * 1000
+    assert perf.model_flops_utilization == pytest.approx(
+        3 * conv_flops / 2200e-6 / perf.mfu_peak_flops_per_s)
     # without the backward op there is nothing to take the output from: no model
     alone = tmp_path / "forward_only.pt.trace.json"
     doc = _json.loads(path.read_text())

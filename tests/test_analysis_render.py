@@ -60,7 +60,7 @@ def test_short_names_drop_arguments_but_keep_meaning():
 
 def test_json_document_follows_the_schema(analyses):
     doc = json.loads(analysis_json.dumps(analyses, compare(analyses)))
-    assert doc["schema"] == "profkit.analysis/2"
+    assert doc["schema"] == "profkit.analysis/3"
     ddp, cpu = doc["traces"]
     assert set(ddp) >= {"label", "path", "rank", "devices", "steps", "gpu_hotspots",
                         "cpu_hotspots", "kernels", "timeline", "precision", "memory",

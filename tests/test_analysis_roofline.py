@@ -142,7 +142,7 @@ def test_attention_and_roofline_side(bert) -> None:
     assert g.intensity_flops_per_byte < 989.5 / 3.35 and g.bound == "memory"
 
 
-def test_model_flop_utilization_by_hand(bert) -> None:
+def test_flops_while_kernels_run_by_hand(bert) -> None:
     """All modelled FLOPs / the modelled ops' GPU time / the bf16 dense peak. In this trace
     every GPU activity belongs to a modelled op but one device-to-host copy (``.item()``'s
     ``_local_scalar_dense``), so their time is every kernel's and memset's."""
@@ -163,7 +163,7 @@ def test_model_flop_utilization_by_hand(bert) -> None:
     assert bert.modelled_share == pytest.approx(
         modelled_us / sum(e["dur"] for e in acts), rel=1e-6)
     assert bert.mfu_dtype == "bf16" and not bert.mfu_partial
-    assert bert.model_flops_utilization == pytest.approx(
+    assert bert.flops_per_s_peak_share == pytest.approx(
         bert.flops / (modelled_us * 1e-6) / 989.5e12, rel=1e-3)
 
 
@@ -172,6 +172,7 @@ def test_unknown_device_gets_rates_without_peak() -> None:
     table.meta = msgspec.structs.replace(table.meta, device_properties=[{"name": "Mystery GPU"}])
     perf = perf_of(table)
     assert perf.peak is None and perf.model_flops_utilization is None
+    assert perf.flops_per_s_peak_share is None
     assert perf.flops > 0 and all(g.flops_per_s is not None for g in perf.groups)
     assert all(g.compute_peak_share is None and g.bound is None for g in perf.groups)
     assert any("'Mystery GPU' is not in the peak table" in n for n in perf.notes)
@@ -181,7 +182,7 @@ def test_cpu_only_trace_gets_flops_and_gflops() -> None:
     """CPU trace: each op's time is its own duration, less the modelled ops inside it."""
     table = load(DATA / "cpu_torch_profiler.pt.trace.json.gz")
     perf = perf_of(table)
-    assert perf.time_source == "cpu" and perf.peak is None and perf.gpu_busy_ns == 0
+    assert perf.time_source == "host" and perf.peak is None and perf.gpu_busy_ns == 0
     g = next(g for g in perf.groups if g.op == "aten::addmm")
     assert g.flops == 2 * 4 * 1568 * 10
     doc = raw("cpu_torch_profiler.pt.trace.json.gz")

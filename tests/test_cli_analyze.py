@@ -27,7 +27,7 @@ def test_analyze_never_imports_torch():
             "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["schema"] == "profkit.analysis/2"
+    assert json.loads(r.stdout)["schema"] == "profkit.analysis/3"
 
 
 def test_analyze_prints_the_console_report():

@@ -88,7 +88,7 @@ def test_json_before_an_input_reads_it_and_writes_to_stdout(traces: Path,
     assert r.returncode in (0, 1), r.stderr  # memory: a trace without memory events is 1
     doc = json.loads(r.stdout)
     if argv[0] == "analyze":
-        assert doc["schema"] == "profkit.analysis/2"
+        assert doc["schema"] == "profkit.analysis/3"
         named = [a for a in argv[1:] if not a.startswith("-") and a != "3"]
         want = {A.name, B.name} if "." in named else set(named)
         assert {Path(t["path"]).name for t in doc["traces"]} == want
@@ -139,7 +139,7 @@ def test_dash_is_stdout(traces: Path) -> None:
     r = profkit("analyze", A.name, "--markdown", "-", cwd=traces)
     assert r.returncode == 0 and r.stdout.startswith("# profkit analysis")
     r = profkit("compare", A.name, B.name, "--json", cwd=traces)
-    assert r.returncode == 0 and json.loads(r.stdout)["schema"] == "profkit.analysis/2"
+    assert r.returncode == 0 and json.loads(r.stdout)["schema"] == "profkit.analysis/3"
 
 
 def test_diff_output_is_checked(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def _peak(a: TraceAnalysis, field: str) -> Value:
 
 def _achieved_flops(a: TraceAnalysis) -> Value:
     """Modelled FLOPs per second of the modelled ops' own time (GPU time of their kernels,
-    or op time on a CPU trace): what MFU divides by the peak."""
+    or op time on a CPU trace): FLOP/s while the kernels run."""
     return a.perf.flops_per_s if a.perf.ops else None
 
 
@@ -94,6 +94,8 @@ _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...
      _achieved_flops),
     ("model_flops_utilization", "model FLOP utilization", "fraction", "higher",
      lambda a: a.perf.model_flops_utilization),
+    ("flops_per_s_peak_share", "% of peak while kernels run", "fraction", "higher",
+     lambda a: a.perf.flops_per_s_peak_share),
     ("kernels", "GPU kernels launched", "count", "lower",
      _gpu(lambda a: sum(k.count for k in a.kernels if k.category == "kernel"))),
     ("peak_allocated_bytes", "peak memory allocated", "bytes", "lower",

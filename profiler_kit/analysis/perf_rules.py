@@ -39,7 +39,7 @@ HALF = frozenset({"fp16", "bf16"})
 def perf_recommendations(table: EventTable, tree: OpTree, gpu_bd: Breakdown, perf: PerfModel,
                          instances: Instances) -> tuple[Recommendation, ...]:
     """The perf-model rules that fire (GPU traces with recorded shapes only)."""
-    if perf.time_source != "gpu" or not perf.groups:
+    if perf.time_source != "device" or not perf.groups:
         return ()
     gemms = [g for g in perf.groups if g.family == "gemm"]
     out: list[Recommendation] = []

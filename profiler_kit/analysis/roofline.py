@@ -1,13 +1,25 @@
 """How close each op runs to the hardware's limits: achieved FLOP/s and bytes/s per op and shape.
 
 Each op instance with a model (:mod:`perf_model`) gets the GPU time of every kernel,
-memcpy and memset in its subtree (the activities linked to it or to an op below it);
-on a CPU-only trace, the op's own duration. When modelled ops nest
+memcpy and memset in its subtree (the activities linked to it or to an op below it):
+``time_source`` "device"; on a CPU-only trace, the op's own duration: "host". Shares of
+a peak, the bound and MFU are computed from device time only: a trace whose GPU work
+went unrecorded (:mod:`device_activity`) gets FLOPs and bytes, no rate. When modelled ops nest
 (``aten::linear`` > ``aten::addmm``), the innermost one counts, so no FLOP or
 nanosecond is counted twice. Instances are grouped by (op, input shapes, dtypes,
 scalar arguments); each group gets its rates, arithmetic intensity, the side of the
 roofline it sits on and its share of the device's peaks (:mod:`device_peaks`).
 GPU activity under no modelled op is listed by the op that launched it, never guessed.
+
+Two utilizations, both against the dense peak of the dtype with the most matrix FLOPs:
+
+- ``model_flops_utilization`` (MFU, as PaLM defines it): the model's FLOPs (GEMM,
+  convolution and attention, as ``torch.utils.flop_counter`` counts them, causal
+  attention in full) of the ops run in the steps, per second of the steps' wall time
+  (their device-side time; without steps, the trace's GPU window), over the peak of the
+  devices. Idle GPU time lowers it.
+- ``flops_per_s_peak_share``: every modelled FLOP per second of the modelled ops' own
+  kernel time (``flops_per_s``), over the peak: how fast the work runs while it runs.
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ from profiler_kit.analysis.precision import tf32_kernel
 from profiler_kit.trace.table import EventTable, RecordedInputs
 
 MFU_MIN_COVERAGE = 0.5  # modelled ops' share of the GPU time below which MFU is left out
+DEVICE, HOST = "device", "host"  # time_source: GPU activity time, or CPU op duration
 _BACKWARD = re.compile(r"Backward\d*$|^autograd::engine::evaluate_function")
 
 
@@ -53,18 +66,21 @@ class ShapeGroup(msgspec.Struct, frozen=True):
     arguments: list[object]  # as recorded ("Concrete Inputs")
     backward: bool  # under an autograd backward node
     count: int
-    total_ns: int  # GPU time of the subtrees (CPU op time on a CPU-only trace)
+    total_ns: int  # GPU time of the subtrees (time_source "device"), else CPU op time
     mean_ns: float
     flops: int  # per instance
     bytes: int  # per instance
-    flops_per_s: float | None  # achieved: count * flops / total time
+    # achieved: count * flops / total time (None where the time is not the work's: GPU
+    # activity unrecorded)
+    flops_per_s: float | None
     bytes_per_s: float | None
     mean_instance_flops_per_s: float | None  # mean of each instance's rate (TraceLens's mean)
     mean_instance_bytes_per_s: float | None
     intensity_flops_per_byte: float | None
-    bound: str | None  # "compute" or "memory" at this intensity; None without device peaks
+    # "compute" or "memory" at this intensity; None without device peaks or device time
+    bound: str | None
     peak_flops_per_s: float | None  # the peak for this dtype and family
-    compute_peak_share: float | None  # achieved FLOP/s / peak FLOP/s
+    compute_peak_share: float | None  # achieved FLOP/s / peak FLOP/s (device time only)
     memory_peak_share: float | None  # achieved bytes/s / peak bandwidth
     tf32: bool  # fp32 matrix work on tensor-core kernels (see precision.tf32_kernel): TF32 peak
     causal: bool  # causal attention: FLOPs are half the full products (see perf_model)
@@ -95,7 +111,9 @@ class Unmodelled(msgspec.Struct, frozen=True):
 
 
 class PerfModel(msgspec.Struct, frozen=True):
-    time_source: str  # "gpu" (kernel time of each op's subtree) or "cpu" (op duration)
+    # where the times come from: "device" (GPU time of each op's kernels) or "host" (the
+    # op's CPU duration: a CPU-only trace, or one whose GPU activity went unrecorded)
+    time_source: str
     device: str | None  # deviceProperties name
     peak: DevicePeak | None  # None: unknown device, CPU trace, or no shapes
     shapes_recorded: bool  # the trace has "Input Dims"
@@ -106,7 +124,8 @@ class PerfModel(msgspec.Struct, frozen=True):
     flops_per_s: float | None
     bytes_per_s: float | None
     gpu_busy_ns: int  # union of all GPU activity (0 on a CPU trace)
-    # flops / the modelled ops' GPU time / mfu peak; None without a peak or when partial
+    # MFU: mfu_flops / mfu_time_ns / (mfu_devices x mfu peak); None without a peak, without
+    # device time, or when partial
     model_flops_utilization: float | None
     mfu_dtype: str | None  # the dtype with the most FLOPs, whose peak MFU uses
     mfu_peak_flops_per_s: float | None
@@ -118,6 +137,25 @@ class PerfModel(msgspec.Struct, frozen=True):
     # modelled ops' GPU time / GPU time outside communication (None: CPU trace)
     modelled_share: float | None = None
     mfu_partial: bool = False  # MFU left out: modelled ops cover < MFU_MIN_COVERAGE
+    # flops / time_ns / mfu peak (FLOP/s while the modelled ops' kernels run, as a share
+    # of the peak); None without a peak, without device time, or when partial
+    flops_per_s_peak_share: float | None = None
+    mfu_flops: int = 0  # matrix FLOPs of the ops in the MFU window, as flop_counter counts
+    mfu_time_ns: int | None = None  # the MFU window's wall time (device side)
+    mfu_window: str | None = None  # "steps" (their device-side time) or "trace" (GPU window)
+    mfu_devices: int = 0  # GPUs the window spans (the peak counts once per GPU)
+    # the GPU work went unrecorded (launches, no kernels): FLOPs and bytes only
+    device_time_missing: bool = False
+
+
+class MfuWindow(msgspec.Struct, frozen=True):
+    """The wall time MFU divides by, and which ops' FLOPs it counts."""
+
+    source: str  # "steps" or "trace"
+    wall_ns: int  # the steps' device-side time, summed; or the trace's GPU window
+    devices: int  # GPUs with activity in it
+    # CPU-side step spans (start, end): the ops that start in one count; None: every op
+    spans: tuple[tuple[int, int], ...] | None = None
 
 
 class Instances(msgspec.Struct, frozen=True):
@@ -142,7 +180,7 @@ NO_INSTANCES = Instances(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)
 def empty(table: EventTable, has_gpu: bool, note: str) -> PerfModel:
     name, peak = device_of(table.meta.device_properties)
     return PerfModel(
-        time_source="gpu" if has_gpu else "cpu", device=name, peak=peak,
+        time_source=DEVICE if has_gpu else HOST, device=name, peak=peak,
         shapes_recorded=bool(table.inputs), ops=0, flops=0, bytes=0, time_ns=0,
         flops_per_s=None, bytes_per_s=None, gpu_busy_ns=0, model_flops_utilization=None,
         mfu_dtype=None, mfu_peak_flops_per_s=None, families=(), groups=(), unmodelled=(),
@@ -154,8 +192,15 @@ def analyze_roofline(table: EventTable, tree: OpTree, gpu: GpuActivity) -> PerfM
     return measure(table, tree, gpu)[0]
 
 
-def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfModel, Instances]:
-    """The perf model and the instances it counted."""
+def measure(table: EventTable, tree: OpTree, gpu: GpuActivity,
+            window: MfuWindow | None = None, device_time_missing: bool = False
+            ) -> tuple[PerfModel, Instances]:
+    """The perf model and the instances it counted.
+
+    ``window``: the wall time and the ops MFU counts (None: MFU over the trace's GPU
+    window). ``device_time_missing``: the trace ran work on a GPU but recorded none of it
+    (:mod:`device_activity`): its ops' host durations are only their launch times, so
+    FLOPs and bytes are counted and no rate, share of a peak, bound or MFU is given."""
     has_gpu = len(gpu) > 0
     if not table.inputs:
         return empty(table, has_gpu, "no input shapes in the trace (record_shapes=False): "
@@ -204,7 +249,13 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
         unmod = _cpu_unmodelled(table, tree, owner_of_node)
 
     name, peak = device_of(table.meta.device_properties)
+    # shares of a peak, bounds and MFU take device time only: a CPU op's duration on a GPU
+    # machine is not the GPU's time
+    rated = peak if has_gpu else None
     notes: list[str] = []
+    if device_time_missing:
+        notes.append("no GPU time recorded: FLOPs and bytes from the recorded shapes, no "
+                     "rate, % of peak or MFU (an op's CPU time is only its launches')")
     if has_gpu and peak is None:
         notes.append(f"device {name!r} is not in the peak table: rates without % of peak"
                      if name else "no deviceProperties: rates without % of peak")
@@ -213,7 +264,9 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
     if idle:
         notes.append(f"{idle} modelled op instances ran no GPU work (CPU-side tensors): "
                      f"left out" if has_gpu else f"{idle} modelled ops took no time: left out")
-    groups = _groups(table, tree, counted_nodes, node_key, keys, time_ns, tf32, peak)
+    groups = _groups(table, tree, counted_nodes, node_key, keys, time_ns, tf32, rated)
+    if device_time_missing:
+        groups = tuple(_unrated(g) for g in groups)
     if any(g.causal for g in groups):
         notes.append("causal attention counted at half the full QK^T and PV products "
                      "(as FlashAttention and TraceLens count it; torch.utils.flop_counter "
@@ -231,25 +284,77 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[PerfMode
             by_dtype[g.dtype] = by_dtype.get(g.dtype, 0) + g.flops * g.count
     mfu_dtype = max(by_dtype, key=by_dtype.__getitem__) if by_dtype else None
     mfu_peak = None
-    if peak is not None and mfu_dtype is not None:
-        mfu_peak = compute_peak(peak, mfu_dtype, True,
+    if rated is not None and mfu_dtype is not None:
+        mfu_peak = compute_peak(rated, mfu_dtype, True,
                                 any(g.tf32 for g in groups if g.dtype == mfu_dtype))
-    # MFU over the modelled ops' own time, and only where they cover most of the GPU time:
-    # over the whole busy time, unmodelled kernels would read as idle tensor cores
+    # both utilizations only where the modelled ops cover most of the GPU time: the FLOPs
+    # of unmodelled kernels would read as idle tensor cores
     compute = _compute_ns(table, gpu) if has_gpu else 0
     covered = min(1.0, total / compute) if compute > 0 else None
     partial = covered is not None and covered < MFU_MIN_COVERAGE
-    mfu = flops / (total * 1e-9) / mfu_peak if mfu_peak and total > 0 and not partial \
-        else None
+    usable = mfu_peak is not None and not partial
+    instances = _instances(tree, counted_nodes, node_key, keys, time_ns, rated, tf32)
+    if has_gpu and window is None:
+        window = MfuWindow("trace", _gpu_window(table, gpu),
+                           len(distinct(table.device[gpu.row])))
+    mfu_flops, mfu_time, mfu = 0, None, None
+    if window is not None:
+        mfu_flops = _counter_flops(tree, instances, keys, node_key, window.spans)
+        mfu_time = window.wall_ns
+        if usable and mfu_time > 0 and window.devices > 0:
+            mfu = mfu_flops / (mfu_time * 1e-9) / (window.devices * mfu_peak)
     model = PerfModel(
-        time_source="gpu" if has_gpu else "cpu", device=name, peak=peak, shapes_recorded=True,
+        time_source=DEVICE if has_gpu else HOST, device=name, peak=peak, shapes_recorded=True,
         ops=sum(g.count for g in groups), flops=flops, bytes=nbytes, time_ns=total,
-        flops_per_s=_rate(flops, total), bytes_per_s=_rate(nbytes, total), gpu_busy_ns=busy,
+        flops_per_s=None if device_time_missing else _rate(flops, total),
+        bytes_per_s=None if device_time_missing else _rate(nbytes, total), gpu_busy_ns=busy,
         model_flops_utilization=mfu, mfu_dtype=mfu_dtype, mfu_peak_flops_per_s=mfu_peak,
         modelled_share=covered, mfu_partial=partial and mfu_peak is not None,
-        families=_families(groups, peak), groups=groups, unmodelled=unmodelled,
-        unmodelled_ns=sum(u.total_ns for u in unmodelled), notes=tuple(notes))
-    return model, _instances(tree, counted_nodes, node_key, keys, time_ns, peak, tf32)
+        families=_families(groups, rated, device_time_missing), groups=groups,
+        unmodelled=unmodelled, unmodelled_ns=sum(u.total_ns for u in unmodelled),
+        notes=tuple(notes),
+        flops_per_s_peak_share=flops / (total * 1e-9) / mfu_peak
+        if usable and total > 0 else None,
+        mfu_flops=mfu_flops, mfu_time_ns=mfu_time,
+        mfu_window=window.source if window is not None else None,
+        mfu_devices=window.devices if window is not None else 0,
+        device_time_missing=device_time_missing)
+    return model, instances
+
+
+def _gpu_window(table: EventTable, gpu: GpuActivity) -> int:
+    """First start to last end of the trace's GPU activity."""
+    start = table.ts_ns[gpu.row]
+    return int((start + table.dur_ns[gpu.row]).max() - start.min()) if len(gpu) else 0
+
+
+def _counter_flops(tree: OpTree, instances: Instances, keys: _Keys, node_key: np.ndarray,
+                   spans: tuple[tuple[int, int], ...] | None) -> int:
+    """The matrix FLOPs (GEMM, convolution, attention) of the counted instances whose op
+    starts in one of ``spans`` (all of them for None), as torch.utils.flop_counter counts
+    them: causal attention in full, twice the work its kernels do."""
+    if not len(instances):
+        return 0
+    per_key = np.array([c.flops * (2 if c.causal else 1)
+                        if c is not None and c.family in MATRIX_FAMILIES else 0
+                        for c in keys.cost], dtype=np.int64)
+    flops = per_key[node_key[instances.node]]
+    if spans is not None:
+        start = tree.start_ns[instances.node]
+        lo = np.array([s for s, _ in spans], dtype=np.int64)
+        hi = np.array([e for _, e in spans], dtype=np.int64)
+        order = np.argsort(lo, kind="stable")
+        idx = np.searchsorted(lo[order], start, side="right") - 1
+        inside = (idx >= 0) & (start < hi[order][np.maximum(idx, 0)])
+        flops = flops[inside]
+    return int(flops.sum())
+
+
+def _unrated(g: ShapeGroup) -> ShapeGroup:
+    """A group whose time is not its work's (GPU activity unrecorded): no rate."""
+    return msgspec.structs.replace(g, flops_per_s=None, bytes_per_s=None,
+                                   mean_instance_flops_per_s=None,
+                                   mean_instance_bytes_per_s=None)
 
 
 def _fit_convolutions_from_backward(table: EventTable, tree: OpTree, key_ids: dict,
@@ -534,7 +639,8 @@ def _group(op: str, cost: Cost, dims: list, types: list, args: list, backward: b
         tf32=uses_tf32 and cost.dtype == "fp32" and matrix, causal=cost.causal)
 
 
-def _families(groups: tuple[ShapeGroup, ...], peak: DevicePeak | None) -> tuple[FamilyRate, ...]:
+def _families(groups: tuple[ShapeGroup, ...], peak: DevicePeak | None,
+              unrated: bool = False) -> tuple[FamilyRate, ...]:
     out = []
     for family in FAMILIES:
         mine = [g for g in groups if g.family == family]
@@ -547,7 +653,8 @@ def _families(groups: tuple[ShapeGroup, ...], peak: DevicePeak | None) -> tuple[
                          if g.peak_flops_per_s)
         out.append(FamilyRate(
             family=family, count=sum(g.count for g in mine), total_ns=total, flops=flops,
-            bytes=nbytes, flops_per_s=_rate(flops, total), bytes_per_s=_rate(nbytes, total),
+            bytes=nbytes, flops_per_s=None if unrated else _rate(flops, total),
+            bytes_per_s=None if unrated else _rate(nbytes, total),
             compute_peak_share=flops / attainable if attainable and flops else None,
             memory_peak_share=(nbytes / (total * 1e-9) / peak.memory_bytes_per_s
                                if peak is not None and total else None)))

@@ -7,6 +7,11 @@ Windows: with ``ProfilerStep#`` spans, the GPU figures (``gpu``, ``timeline``,
 ``phases``, ``launches``) cover the GPU activities launched in the steps, over the
 GPU-side steps window, and the ``trace_*`` fields the whole trace; without steps both
 describe the whole trace (``window`` says which).
+
+A trace whose GPU work went unrecorded (launch calls or a GPU in use, no kernel, memcpy
+or memset: :mod:`device_activity`) is named in ``gpu_activity_missing`` and the first
+note; its step breakdown, critical path, GPU rules and every rate against a peak are
+withheld, since the CPU-side durations of its launches are not GPU time.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from profiler_kit.analysis.attribution import attribute_gpu
 from profiler_kit.analysis.collectives import RankSummary, summarize_rank
 from profiler_kit.analysis.cpu_advice import with_cpu_findings
 from profiler_kit.analysis.critical_path import MAX_EVENTS, CriticalPath, critical_path
+from profiler_kit.analysis.device_activity import MissingGpuActivity, missing_gpu_activity
 from profiler_kit.analysis.hotspots import (
     Breakdown,
     NameTotal,
@@ -38,7 +44,7 @@ from profiler_kit.analysis.perf_rules import perf_recommendations
 from profiler_kit.analysis.phases import Phases, analyze_phases
 from profiler_kit.analysis.precision import Precision, analyze_precision
 from profiler_kit.analysis.recommend import Recommendation, recommend
-from profiler_kit.analysis.roofline import PerfModel, measure
+from profiler_kit.analysis.roofline import MfuWindow, PerfModel, measure
 from profiler_kit.analysis.step_diff import StepTerms, decompose
 from profiler_kit.analysis.step_timeline import StepTimeline, step_timeline
 from profiler_kit.analysis.steps import Steps, analyze_steps, cpu_steps, step_of_activities
@@ -106,6 +112,8 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     # of 13 s with 2 µs of GPU work is 0.00002 busy, although its GPU window is all busy
     step_gpu_busy_share: float | None = None
     step_device_ns: int | None = None  # the steps' device-side time, summed
+    # launches or a GPU in use but no GPU activity recorded: what shows it (None: not so)
+    gpu_activity_missing: MissingGpuActivity | None = None
 
     @property
     def has_gpu(self) -> bool:
@@ -116,7 +124,11 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
     """Run every analysis on one event table."""
     tree = build_op_tree(table)
     gpu = attribute_gpu(table, tree)
+    missing = missing_gpu_activity(table, gpu)
     steps = analyze_steps(table, gpu)
+    if missing is not None:  # a split without the GPU's work says nothing of the step
+        steps = msgspec.structs.replace(steps, breakdown=None, steps=tuple(
+            msgspec.structs.replace(st, breakdown=None) for st in steps.steps))
     in_steps = None  # mask of the activities launched in the steps
     window = "trace"
     unlinked_steps = False
@@ -160,17 +172,20 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
     findings = recommend(table, tree, gpu, gpu_bd, timeline, steps, precision, memory,
                          launches, step_device_ns, idle)
     findings = with_cpu_findings(findings, table, tree, gpu, steps)
-    perf, instances = measure(table, tree, gpu)
+    perf, instances = measure(table, tree, gpu, _mfu_window(steps, timeline, step_device_ns),
+                              device_time_missing=missing is not None)
     meta = table.meta
     notes = list(findings.notes)
+    if missing is not None:  # the line says why the GPU rules did not run
+        notes = [missing.line] + [n for n in notes if not n.startswith("CPU-only trace")]
     if steps.source == "window":
         notes.insert(0, "no ProfilerStep# spans: step and GPU figures describe the whole "
                         "trace window")
     if unlinked_steps:
         notes.insert(0, "no GPU activity is linked to a launch inside the steps (no runtime "
                         "correlation): GPU figures describe the whole trace window")
-    path = critical_path(table, gpu, steps, top=max(top, 10))
-    if path is None:
+    path = critical_path(table, gpu, steps, top=max(top, 10)) if missing is None else None
+    if path is None and missing is None:
         notes.append(f"critical path left out: its window holds more than {MAX_EVENTS:,} "
                      "events (profile with a schedule to get ProfilerStep# spans)")
     return TraceAnalysis(
@@ -216,7 +231,18 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         idle=idle,
         step_gpu_busy_share=_busy_share(timeline, step_device_ns),
         step_device_ns=step_device_ns,
+        gpu_activity_missing=missing,
     )
+
+
+def _mfu_window(steps: Steps, timeline: Timeline, step_device_ns: int | None
+                ) -> MfuWindow | None:
+    """MFU's wall time: the steps' device-side time where the steps' GPU work is known
+    (their ops' FLOPs count); else None, and the perf model takes the trace's GPU window."""
+    if not step_device_ns or not timeline.devices:
+        return None
+    return MfuWindow("steps", step_device_ns, len(timeline.devices),
+                     tuple((st.start_ns, st.start_ns + st.dur_ns) for st in steps.steps))
 
 
 def _int_or_none(value: Any) -> int | None:

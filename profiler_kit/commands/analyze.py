@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                   help="write the analysis as JSON (schema profkit.analysis/2) to FILE, "
+                   help="write the analysis as JSON (schema profkit.analysis/3) to FILE, "
                         "or to stdout when FILE is left out")
     p.add_argument("--markdown", metavar="FILE", help="also write a Markdown report to FILE")
     p.add_argument("--html", metavar="FILE",

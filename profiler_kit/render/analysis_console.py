@@ -414,14 +414,18 @@ def _recommendations(a: TraceAnalysis) -> Text:
         head, body = recommendation_lines(r)
         t.append(f"{i}. {head}\n", style="yellow")
         t.append(f"   {body}\n")
+    shown = a.gpu_activity_missing.line if a.gpu_activity_missing is not None else None
     for n in a.notes:
-        t.append(f"note: {n}\n", style="dim")
+        if n != shown:  # at the top already
+            t.append(f"note: {n}\n", style="dim")
     return t
 
 
 def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
     """One trace's sections; ``width`` is the console width the name columns must fit."""
     parts: list = [_title(a), _steps(a)]
+    if a.gpu_activity_missing is not None:
+        parts.append(Text(a.gpu_activity_missing.line, style="yellow"))
     for what, counts in (("skipped", a.skipped), ("kept after a fix", a.normalized)):
         if counts:
             detail = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(counts.items()))

@@ -1,4 +1,4 @@
-"""JSON for ``profkit analyze --json``: schema ``profkit.analysis/2`` (see docs/analysis-json.md).
+"""JSON for ``profkit analyze --json``: schema ``profkit.analysis/3`` (see docs/analysis-json.md).
 
 The document is the analyses' own fields, raw units (ns, bytes, fractions), with
 ``klass`` spelled ``class``. Fields are only ever added within one schema version.
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the job view's module is needed only when there is a job
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.trace.source import Unreadable
 
-SCHEMA = "profkit.analysis/2"
+SCHEMA = "profkit.analysis/3"
 
 
 def _plain(value: Any) -> Any:
@@ -43,6 +43,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "steps": _plain(a.steps),
         "step_gpu_busy_share": a.step_gpu_busy_share,
         "step_device_ns": a.step_device_ns,
+        "gpu_activity_missing": _plain(a.gpu_activity_missing),
         "gpu_hotspots": _plain(a.gpu),
         "gpu_hotspots_by_device": [
             {"device": dev, **_plain(bd)} for dev, bd in a.gpu_by_device

@@ -55,6 +55,8 @@ def _breakdown(title: str, bd: Breakdown, what: str) -> list[str]:
 def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
     out = [f"## {a.label}", "", f"`{a.path}` — {a.events:,} events"
            + (f", rank {a.rank}" if a.rank is not None else ""), ""]
+    if a.gpu_activity_missing is not None:
+        out += [f"**{a.gpu_activity_missing.line}.**", ""]
     for what, counts in (("skipped", a.skipped), ("kept after a fix", a.normalized)):
         if counts:
             detail = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(counts.items()))
@@ -144,7 +146,8 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
     for r in a.recommendations:
         head, body = recommendation_lines(r)
         out.append(f"- **{head}**  \n  {body}")
-    out += [f"- _note: {n}_" for n in a.notes] + [""]
+    shown = a.gpu_activity_missing.line if a.gpu_activity_missing is not None else None
+    out += [f"- _note: {n}_" for n in a.notes if n != shown] + [""]
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from profiler_kit.analysis.roofline import DEVICE
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import Chart, axis, class_color
@@ -43,7 +44,7 @@ def roofline_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
                                  "%{customdata[3]} calls, %{customdata[4]}<extra></extra>",
             })
         data += _roofs(perf, groups)
-        time_of = "the GPU time of each op's kernels" if perf.time_source == "gpu" else \
+        time_of = "the GPU time of each op's kernels" if perf.time_source == DEVICE else \
             "each op's CPU time"
         where = (f"under {perf.peak.name}'s memory roof and compute ceilings "
                  f"({perf.peak.source.split(',')[0]})" if perf.peak is not None
@@ -70,10 +71,14 @@ def _coverage(perf) -> str:
            f"compute time"
     if perf.mfu_partial:
         return text + "; too little for a model FLOP utilization (at least 50 % needed)."
+    parts = []
     if perf.model_flops_utilization is not None:
-        return text + (f"; model FLOP utilization {units.percent(perf.model_flops_utilization)}"
-                       f" of the {perf.mfu_dtype} peak.")
-    return text + "."
+        parts.append(f"model FLOP utilization {units.percent(perf.model_flops_utilization)} "
+                     f"of the {perf.mfu_dtype} peak (per second of step wall time)")
+    if perf.flops_per_s_peak_share is not None:
+        parts.append(f"{units.percent(perf.flops_per_s_peak_share)} of it while their "
+                     f"kernels run")
+    return text + "".join(f"; {p}" for p in parts) + "."
 
 
 def _roofs(perf, groups) -> list[dict]:

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from profiler_kit.analysis.roofline import PerfModel, ShapeGroup
+from profiler_kit.analysis.roofline import DEVICE, HOST, PerfModel, ShapeGroup
 from profiler_kit.render import units
 
 
 def rate_unit(perf: PerfModel) -> str:
-    """TFLOP/s on a GPU trace, GFLOP/s on a CPU trace (numbers are printed in this unit)."""
-    return "GFLOP/s" if perf.time_source == "cpu" else "TFLOP/s"
+    """TFLOP/s over device time, GFLOP/s over host time (numbers are printed in this unit)."""
+    return "GFLOP/s" if perf.time_source == HOST else "TFLOP/s"
 
 
 def flop_rate(perf: PerfModel, per_s: float | None, with_unit: bool = True) -> str:
     if per_s is None:
         return "-"
-    scale = 1e9 if perf.time_source == "cpu" else 1e12
+    scale = 1e9 if perf.time_source == HOST else 1e12
     return f"{per_s / scale:.3g}" + (f" {rate_unit(perf)}" if with_unit else "")
 
 
 def bw_unit(perf: PerfModel) -> str:
-    return "GB/s" if perf.time_source == "cpu" else "TB/s"
+    return "GB/s" if perf.time_source == HOST else "TB/s"
 
 
 def bandwidth(perf: PerfModel, per_s: float | None) -> str:
-    scale = 1e9 if perf.time_source == "cpu" else 1e12
+    scale = 1e9 if perf.time_source == HOST else 1e12
     return "-" if per_s is None else f"{per_s / scale:.3g}"
 
 
@@ -41,7 +41,11 @@ def summary_lines(perf: PerfModel) -> list[str]:
     """What was modelled, on which peaks, and the whole-trace figures."""
     if not perf.shapes_recorded:
         return ["Perf model: no input shapes in the trace (profile with record_shapes=True)."]
-    where = "GPU time of each op's kernels" if perf.time_source == "gpu" else \
+    if perf.device_time_missing:  # a note says why there is no rate
+        return [f"Perf model: {perf.ops:,} op instances modelled, "
+                f"{units.count(perf.flops, 'FLOP')} and {units.count(perf.bytes, 'B')} from "
+                f"the recorded shapes."] + [f"note: {n}" for n in perf.notes]
+    where = "GPU time of each op's kernels" if perf.time_source == DEVICE else \
         "CPU time of each op"
     covers = f", {units.percent(perf.modelled_share)} of the GPU compute time" \
         if perf.modelled_share is not None else ""
@@ -51,29 +55,46 @@ def summary_lines(perf: PerfModel) -> list[str]:
              f"{flop_rate(perf, perf.flops_per_s)}, "
              f"{units.decimal_rate(perf.bytes_per_s, 'B')}."]
     p = perf.peak
-    if p is not None:
+    if p is not None and perf.time_source == DEVICE:
         matrix = ", ".join(f"{k} {units.decimal_rate(v, 'FLOP')}"
                            for k, v in p.matrix_flops_per_s.items())
         lines.append(f"Peaks of {p.name} (dense, from the datasheet): {matrix}; vector fp32 "
                      f"{units.decimal_rate(p.fp32_flops_per_s, 'FLOP')}; memory "
                      f"{units.decimal_rate(p.memory_bytes_per_s, 'B')}.")
-    if perf.model_flops_utilization is not None:
-        lines.append(f"Model FLOP utilization: {units.percent(perf.model_flops_utilization)} "
-                     f"(modelled FLOPs / their GPU time {units.duration(perf.time_ns)} / "
-                     f"{_mfu_peak_name(perf)} peak "
-                     f"{units.decimal_rate(perf.mfu_peak_flops_per_s, 'FLOP')}; they cover "
-                     f"{units.percent(perf.modelled_share)} of the GPU compute time; "
-                     f"a multiply-add is 2 FLOPs, as torch.utils.flop_counter counts).")
-    elif perf.mfu_partial:
-        lines.append(f"Model FLOP utilization: partial: modelled ops cover "
-                     f"{units.percent(perf.modelled_share)} of the GPU compute time "
-                     f"(at least 50 % needed); see the ops without a model below.")
+    lines += utilization_lines(perf)
     if perf.unmodelled:
         top = ", ".join(f"{u.op} {units.duration(u.total_ns)}" for u in perf.unmodelled[:4])
-        what = "GPU time" if perf.time_source == "gpu" else "CPU time"
+        what = "GPU time" if perf.time_source == DEVICE else "CPU time"
         lines.append(f"Without a model: {units.duration(perf.unmodelled_ns)} of {what} "
                      f"({top}{', …' if len(perf.unmodelled) > 4 else ''}).")
     lines += [f"note: {n}" for n in perf.notes]
+    return lines
+
+
+def utilization_lines(perf: PerfModel) -> list[str]:
+    """MFU (model FLOPs per second of step wall time) and the FLOP/s while the kernels
+    run, each against the same peak; or why they are left out."""
+    if perf.mfu_partial:
+        return [f"Model FLOP utilization: partial: modelled ops cover "
+                f"{units.percent(perf.modelled_share)} of the GPU compute time "
+                f"(at least 50 % needed); see the ops without a model below."]
+    peak = (f"{_mfu_peak_name(perf)} peak "
+            f"{units.decimal_rate(perf.mfu_peak_flops_per_s, 'FLOP')}")
+    lines = []
+    if perf.model_flops_utilization is not None and perf.mfu_time_ns:
+        wall = ("the steps' device-side time" if perf.mfu_window == "steps"
+                else "the trace's GPU window")
+        gpus = f" x {perf.mfu_devices} GPUs" if perf.mfu_devices > 1 else ""
+        lines.append(f"Model FLOP utilization: {units.percent(perf.model_flops_utilization)} "
+                     f"({units.count(perf.mfu_flops, 'FLOP')} of GEMM, convolution and "
+                     f"attention as torch.utils.flop_counter counts them / {wall} "
+                     f"{units.duration(perf.mfu_time_ns)} / {peak}{gpus}).")
+    if perf.flops_per_s_peak_share is not None:
+        lines.append(f"FLOP/s while kernels run, % of peak: "
+                     f"{units.percent(perf.flops_per_s_peak_share)} (all modelled FLOPs / "
+                     f"their kernels' time {units.duration(perf.time_ns)} / {peak}; they "
+                     f"cover {units.percent(perf.modelled_share)} of the GPU compute time; "
+                     f"a multiply-add is 2 FLOPs).")
     return lines
 
 
