@@ -11,7 +11,6 @@ import msgspec
 import pytest
 
 from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.device_peaks import compute_peak, match_device
 from profiler_kit.analysis.nesting import build_op_tree
 from profiler_kit.analysis.roofline import analyze_roofline
 from profiler_kit.analysis.trace_analysis import analyze_table
@@ -33,38 +32,6 @@ def perf_of(table):
 @pytest.fixture(scope="module")
 def bert():
     return perf_of(load(DATA / "h100_bert_small.json.gz"))
-
-
-@pytest.mark.parametrize(("name", "gib", "expected"), [
-    ("NVIDIA H100 80GB HBM3", 79, "H100 SXM"), ("NVIDIA H100 PCIe", 80, "H100 PCIe"),
-    ("NVIDIA H200", 141, "H200 SXM"), ("NVIDIA B200", 180, "B200"),
-    ("NVIDIA A100-SXM4-80GB", 80, "A100 80GB SXM"), ("NVIDIA A100-SXM4-40GB", 40, "A100 40GB SXM"),
-    ("NVIDIA A100-PG509-200", 39.4, "A100 40GB SXM"), ("NVIDIA A100 80GB PCIe", 80,
-                                                      "A100 80GB PCIe"),
-    ("NVIDIA A100-PCIE-40GB", 40, "A100 40GB PCIe"), ("Tesla V100-SXM2-32GB", 32, "V100 SXM2"),
-    ("Tesla V100-PCIE-16GB", 16, "V100 PCIe"), ("NVIDIA L4", 22, "L4"),
-    ("NVIDIA L40S", 45, "L40S"), ("NVIDIA GeForce RTX 4090", 24, "GeForce RTX 4090"),
-    ("AMD Instinct MI210", 64, "MI210"), ("AMD Instinct MI250X", 64, "MI250X"),
-    ("AMD Instinct MI250X/MI250", 64, "MI250X"), ("AMD Instinct MI300X", 192, "MI300X"),
-    ("AMD Instinct MI300X VF", 191, "MI300X"), ("AMD Instinct MI325X", 256, "MI325X"),
-    ("NVIDIA GeForce GTX 1080", 8, None), ("", 0, None),
-])
-def test_devices_match_by_name(name: str, gib: float, expected: str | None) -> None:
-    peak = match_device(name, int(gib * 2**30))
-    assert (peak.name if peak else None) == expected
-    if peak is not None:
-        assert peak.source.startswith(("NVIDIA", "AMD")) and "http" in peak.source
-
-
-def test_peak_by_dtype() -> None:
-    h100 = match_device("NVIDIA H100 80GB HBM3")
-    assert compute_peak(h100, "bf16", True, False) == 989.5e12
-    assert compute_peak(h100, "fp8", True, False) == 1979e12
-    assert compute_peak(h100, "fp32", True, True) == 494.5e12  # TF32 kernels
-    assert compute_peak(h100, "fp32", True, False) == 67e12
-    assert compute_peak(h100, "bf16", False, False) == 67e12  # elementwise: vector rate
-    v100 = match_device("Tesla V100-SXM2-16GB")
-    assert compute_peak(v100, "bf16", True, False) == 15.7e12  # no bf16 tensor cores
 
 
 @pytest.mark.parametrize(("trace", "device"), [

@@ -143,10 +143,16 @@ def classify_op(name: str) -> str:
     return OTHER
 
 
+# cuDNN's tensor-core convolutions, named for their instruction shape
+# (``volta_fp16_s884cudnn_fp16_..._relu_..._nhwc2nchw_tn_v1``, ``turing_fp16_s1688cudnn_...``):
+# their names also hold an activation and an output layout.
+_CUDNN_TENSOR_OP = re.compile(r"[hsi]\d{3,6}cudnn")
+
 # Kernel-name rules, most specific first; each is tried on the kernel's own name, then on
 # its functor (see :func:`kernel_parts`). Copies come before the rest: a copy kernel's
 # name often also says ``elementwise``.
 KERNEL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_CUDNN_TENSOR_OP, CONVOLUTION),
     (_COPY, COPY),
     *_SPECIFIC_RULES,
     (_REDUCTION, REDUCTION),

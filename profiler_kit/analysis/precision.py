@@ -6,10 +6,13 @@ transpose or a split-K reduction inside a convolution or matmul does no matrix m
 
 The data type comes from the launching op's inputs (``Input type``, recorded with
 shapes) when the trace has it, else from the kernel name: ``bf16``/``f16``/``half``/
-``fp8``/... (reduced precision). Tensor/matrix cores: reduced precision (such GEMMs and
-convolutions run on them wherever they exist), TF32, or a kernel name naming an
-instruction family that uses them (``tensorop``/``xmma``/``hmma``/``s1688`` on NVIDIA,
-``MFMA``/``xdlops``/``_MI16x16`` on AMD). Anything else is plain fp32 (SIMT) math.
+``fp8``/... (reduced precision). Tensor/matrix cores: what the kernel's family says in
+:data:`~profiler_kit.analysis.tensor_cores.FAMILIES` (``s1688``/``tensorop``/``wgmma``/
+``nvjet`` on NVIDIA, ``MFMA``/``xdlops``/``_MI16x16x1`` on AMD: yes; ``sgemm``/
+``scudnn``/``ffma``/``gemv``, Tensile kernels without an MI token: no); where the name does
+not say (Triton, unknown libraries), reduced precision counts as tensor cores, as such
+GEMMs and convolutions run on them wherever they exist. ``fp32_simt`` is the time
+neither in reduced precision nor on tensor cores: fp32 math on SIMT (CUDA) cores.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 import msgspec
 import numpy as np
 
-from profiler_kit.analysis import classify
+from profiler_kit.analysis import classify, tensor_cores
 from profiler_kit.analysis.arrays import dense_ids
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.trace.table import INPUT_TYPE_SEP, Cat, EventTable
@@ -30,21 +33,20 @@ _LOW = re.compile(
     r"h884|h1688|h16816|_(?:HHS|BBS|HSS|BSS|B_BS|H_HS)_",
     re.IGNORECASE,
 )
-# TF32 and instruction families that run on tensor/matrix cores whatever the data type.
-_TENSOR_CORE = re.compile(
-    r"tf32|tfloat32|tensorop|xmma|hmma|wmma|\bmma|_mma|s1688|s16816|s884|mfma|xdlops|_xdl_|xdl|"
-    r"_MI\d+x\d+x\d+|nvjet|gmma|wgmma|sm90_|gtcx",
-    re.IGNORECASE,
-)
-# Kernels classed GEMM/convolution by their op that do no matrix math themselves.
-_HELPER = re.compile(r"helper|computeoffsets|splitk|epilogue|globalkernel|subtensorop",
-                     re.IGNORECASE)
+# Kernels classed GEMM/convolution by their op that do no matrix math themselves: cuDNN's
+# offset computations (computeOffsetsKernel, computeWgradSplitKOffsetsKernel), split-K
+# reductions (splitKreduce_kernel; a split-K convolution, ..._splitK_..., does the math),
+# cuBLASLt epilogues, MIOpen's SubTensorOp.
+_HELPER = re.compile(r"helper|compute\w*offsets|splitkreduce|epilogue|globalkernel|"
+                     r"subtensorop", re.IGNORECASE)
 # Floating-point types in ``Input type`` lists, and those of 16 bits or fewer.
 _FLOAT_TYPE = re.compile(r"float|double|half|bfloat16|float8|complex", re.IGNORECASE)
 _LOW_TYPE = re.compile(r"half|bfloat16|float8|qint8|quint8", re.IGNORECASE)
 # Kernel-name classes that do the GEMM/convolution work (OTHER: a library kernel with an
 # unreadable name, e.g. a mangled one).
 _MATH_NAME_CLASSES = (classify.GEMM, classify.CONVOLUTION, classify.OTHER)
+
+_VERDICT = {True: 1, False: 0, None: -1}
 
 INPUT_TYPE = "input_type"
 KERNEL_NAME = "kernel_name"
@@ -55,8 +57,10 @@ class Precision(msgspec.Struct, frozen=True):
 
     eligible_ns: int  # GEMM + convolution kernels that do the math
     low_precision_ns: int  # 16-bit or narrower types (fp16, bf16, fp8, int8)
-    tensor_core_ns: int  # low precision, tf32, or a tensor/matrix-core instruction family
-    fp32_simt_ns: int  # eligible time in neither
+    # kernels whose family runs on tensor/matrix cores (tensor_cores.FAMILIES), and low
+    # precision in kernels whose name does not say
+    tensor_core_ns: int
+    fp32_simt_ns: int  # eligible time neither low precision nor on tensor cores
     gemm_ns: int
     gemm_fp32_simt_ns: int  # GEMM kernels neither low precision nor on tensor cores
     fp32_simt_top: tuple[tuple[str, int], ...]  # (kernel name, total ns), largest first
@@ -66,8 +70,8 @@ class Precision(msgspec.Struct, frozen=True):
     from_input_type_ns: int = 0
     from_kernel_name_ns: int = 0
     source: str = "none"  # "input_type", "kernel_name", "mixed", "none" (no eligible time)
-    # eligible time whose kernel name alone names a tensor-core family (the TensorBoard
-    # plugin's definition of tensor-core use), for comparison
+    # eligible time whose kernel name alone says tensor cores: its family does, or (no
+    # family) it names a 16-bit type; the TensorBoard plugin's kind of count, for comparison
     tensor_core_by_name_ns: int = 0
     # GEMM/convolution-class time left out: transposes, copies, reductions and helpers
     excluded_ns: int = 0
@@ -86,21 +90,26 @@ def is_low_precision(kernel_name: str) -> bool:
 
 
 def is_tensor_core(kernel_name: str) -> bool:
-    name = kernel_name[:classify.PARSE_CHARS]
-    return bool(_LOW.search(name) or _TENSOR_CORE.search(name))
+    """From the name alone: the kernel's family runs on tensor/matrix cores, or (a name
+    no family row decides) it names a 16-bit or narrower type."""
+    verdict = tensor_cores.uses_tensor_cores(kernel_name)
+    return is_low_precision(kernel_name) if verdict is None else verdict
 
 
 def tf32_kernel(kernel_name: str) -> bool:
-    """Whether fp32 matrix math on this kernel runs as TF32 on tensor cores: a name that
-    says tf32, or names a tensor-core instruction family (CUTLASS ``tensorop_s1688``/
-    ``s16816``, cuBLAS ``ampere_s1688gemm``, ``sm80_xmma_gemm_f32f32_tf32...``) without a
-    16-bit type (``h1688``, ``bf16_s1688``: those inputs are not fp32)."""
-    name = kernel_name[:classify.PARSE_CHARS]
-    return bool(_TENSOR_CORE.search(name)) and not _LOW.search(name)
+    """Whether fp32 matrix math on this kernel runs as TF32 on tensor cores: its family
+    says so (CUTLASS ``tensorop_s1688``, cuDNN/cuBLAS ``xmma ... tf32f32``, ``nvjet``,
+    Hopper ``wgmma``) and the name has no 16-bit type (``h1688``, ``bf16_s1688``: those
+    inputs are not fp32). FFMA kernels (``..._ffma``), SIMT ``sgemm`` and AMD MFMA (fp32
+    stays fp32 there) are not."""
+    row = tensor_cores.family_of(kernel_name)
+    return row is not None and bool(row.tensor_core) and row.tf32 \
+        and not is_low_precision(kernel_name)
 
 
 def names_tensor_core_family(kernel_name: str) -> bool:
-    return bool(_TENSOR_CORE.search(kernel_name[:classify.PARSE_CHARS]))
+    """The kernel's family, in :data:`tensor_cores.FAMILIES`, runs on tensor cores."""
+    return tensor_cores.uses_tensor_cores(kernel_name) is True
 
 
 def input_dtype_is_low(types: str) -> bool | None:
@@ -142,15 +151,16 @@ def analyze_precision(table: EventTable, gpu: GpuActivity, top: int = 5) -> Prec
     uniq, inverse = dense_ids(table.name[rows])
     inverse = inverse.reshape(-1)
     name_low = np.array([is_low_precision(table.names[int(u)]) for u in uniq], dtype=bool)
-    name_tc = np.array([names_tensor_core_family(table.names[int(u)]) for u in uniq],
-                       dtype=bool)
+    # per name: 1 its family runs on tensor cores, 0 it does not, -1 the name does not say
+    verdict = np.array([_VERDICT[tensor_cores.uses_tensor_cores(table.names[int(u)])]
+                        for u in uniq], dtype=np.int8)
     low = name_low[inverse] if len(uniq) else np.zeros(0, dtype=bool)
-    family = name_tc[inverse] if len(uniq) else np.zeros(0, dtype=bool)
+    says = verdict[inverse] if len(uniq) else np.zeros(0, dtype=np.int8)
     typed = _low_from_input_types(table, gpu.op_row[sel])
     from_types = typed >= 0
     low = np.where(from_types, typed == 1, low)
-    tensor = low | family
-    simt = ~tensor
+    tensor = np.where(says < 0, low, says == 1)
+    simt = ~tensor & ~low
     from_types_ns = int(dur[from_types].sum())
     from_names_ns = int(dur[~from_types].sum())
     if not len(dur) or int(dur.sum()) == 0:
@@ -173,8 +183,8 @@ def analyze_precision(table: EventTable, gpu: GpuActivity, top: int = 5) -> Prec
         from_input_type_ns=from_types_ns,
         from_kernel_name_ns=from_names_ns,
         source=source,
-        tensor_core_by_name_ns=int(dur[family | (name_low[inverse] if len(uniq) else family)
-                                       ].sum()),
+        tensor_core_by_name_ns=int(dur[(says == 1) | ((says < 0) & (
+            name_low[inverse] if len(uniq) else low))].sum()),
         excluded_ns=excluded,
     )
 

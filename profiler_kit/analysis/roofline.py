@@ -32,7 +32,7 @@ import numpy as np
 from profiler_kit.analysis import classify, intervals
 from profiler_kit.analysis.arrays import dense_ids, distinct
 from profiler_kit.analysis.attribution import GpuActivity
-from profiler_kit.analysis.device_peaks import DevicePeak, compute_peak, device_of
+from profiler_kit.analysis.device_peaks import DevicePeak, compute_peak, device_of_table
 from profiler_kit.analysis.nesting import OpTree
 from profiler_kit.analysis.nesting import _nearest_self_or_ancestor as nearest_self_or_ancestor
 from profiler_kit.analysis.perf_model import (
@@ -178,7 +178,7 @@ NO_INSTANCES = Instances(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)
 
 
 def empty(table: EventTable, has_gpu: bool, note: str) -> PerfModel:
-    name, peak = device_of(table.meta.device_properties)
+    name, peak, _ = device_of_table(table)
     return PerfModel(
         time_source=DEVICE if has_gpu else HOST, device=name, peak=peak,
         shapes_recorded=bool(table.inputs), ops=0, flops=0, bytes=0, time_ns=0,
@@ -248,7 +248,7 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity,
         tf32 = np.zeros(n, dtype=bool)
         unmod = _cpu_unmodelled(table, tree, owner_of_node)
 
-    name, peak = device_of(table.meta.device_properties)
+    name, peak, device_note = device_of_table(table)
     # shares of a peak, bounds and MFU take device time only: a CPU op's duration on a GPU
     # machine is not the GPU's time
     rated = peak if has_gpu else None
@@ -256,9 +256,8 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity,
     if device_time_missing:
         notes.append("no GPU time recorded: FLOPs and bytes from the recorded shapes, no "
                      "rate, % of peak or MFU (an op's CPU time is only its launches')")
-    if has_gpu and peak is None:
-        notes.append(f"device {name!r} is not in the peak table: rates without % of peak"
-                     if name else "no deviceProperties: rates without % of peak")
+    if has_gpu and device_note:  # unknown device (peaks withheld), or one inferred
+        notes.append(device_note)
     counted_nodes = np.flatnonzero(counted & (time_ns > 0))
     idle = int((counted & (time_ns == 0)).sum())
     if idle:
