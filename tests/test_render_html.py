@@ -461,3 +461,33 @@ def test_a_roofline_of_a_fifth_of_the_work_says_so():
     assert b200.perf.mfu_partial and b200.perf.modelled_share == pytest.approx(0.22, abs=0.01)
     assert "cover 22.0 % of the GPU compute time; too little for a model FLOP utilization" \
         in chart.caption
+
+
+def test_the_page_starts_with_the_answer_and_what_competed() -> None:
+    """A run timed beside other work: the page's first lines are the busy-machine line
+    (the competitor and its share of the cores) and the answer, before any chart."""
+    from profiler_kit.contention import Competitor, RoundContention
+    from profiler_kit.results import against_baseline, stats
+
+    busy = RoundContention(wall_s=1.0, cores=2, others_cores=1.6, own_threads=2,
+                           intra_op_threads=2, busiest=(Competitor("python (cpu_hog)", 1.5),))
+
+    def timed(name: str, ms: float) -> StrategyResult:
+        rounds = tuple(tuple(int(ms * 1e6 * (1 + 0.01 * (i % 3))) for i in range(8))
+                       for _ in range(3))
+        pooled = tuple(v for r in rounds for v in r)
+        return StrategyResult(name=name, status="ok", samples_ns=pooled, stats=stats(pooled),
+                              repeat_samples_ns=rounds, items_per_step=1,
+                              throughput_items_per_s=1e9 / stats(pooled).median_ns,
+                              contention=(busy,) * 3)
+
+    strategies = against_baseline((timed("sequential", 20.0), timed("threads", 10.0)),
+                                  "sequential")
+    text = html_report.render("busy", [], runs=[make_run("concurrent", list(strategies))])
+    body = text[text.index("<main"):]
+    first_chart = body.index("<h2")
+    busy_at = body.index("Busy machine:")
+    answer_at = body.index('<p class="answer"><strong>Answer: threads is fastest, 2.00×')
+    assert busy_at < answer_at < first_chart
+    assert ("other processes used 1.6 of 2 cores during 6 of 6 timed rounds: "
+            "python (cpu_hog) 1.5") in body[busy_at:answer_at]
