@@ -2,6 +2,12 @@
 
 Each metric says which direction is better, so the best value can be highlighted;
 deltas are relative to the baseline's value ((value - baseline) / baseline).
+
+Two sides (two run folders, or two folders of the same strategies): each trace of the
+other side is also matched with the trace of the same strategy (and sweep point, and
+worker) on the baseline's side, and its step-time waterfall, its verdict and the
+regression gate measure it against that trace rather than the baseline (see
+:func:`sides_of`).
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ class Comparison(msgspec.Struct, frozen=True):
     windows: tuple[str, ...] = ()
     ops: OpDiff | None = None  # op and kernel names added, removed, changed
     steps: StepDiff | None = None  # the step-time change of each trace, term by term
+    # two sides paired strategy by strategy: the traces with no match on the other side
+    unpaired: tuple[str, ...] = ()
 
 
 def _step(a: TraceAnalysis) -> Value:
@@ -105,12 +113,20 @@ _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...
 )
 
 
-def compare(analyses: Sequence[TraceAnalysis], baseline: str | int | None = None) -> Comparison:
-    """Put ``analyses`` side by side; ``baseline`` is a label or an index (default: the first)."""
+def compare(analyses: Sequence[TraceAnalysis], baseline: str | int | None = None,
+            sides: Sequence[tuple[int, str]] | None = None) -> Comparison:
+    """Put ``analyses`` side by side; ``baseline`` is a label or an index (default: the first).
+
+    ``sides`` (from :func:`sides_of`): per analysis, its side (0 or 1) and its key (the
+    strategy folder under the side's root, and the worker). Each trace of the side
+    without the baseline is then measured against the trace of the same key on the
+    baseline's side (the waterfalls, verdicts and regression gate), not the baseline;
+    traces on one side only get none and are listed in ``unpaired``."""
     if not analyses:
         raise UsageError("nothing to compare: no traces")
     labels = tuple(a.label for a in analyses)
     base = _baseline_index(labels, analyses, baseline)
+    against, unpaired = _pairs(labels, base, sides) if sides else (None, ())
     metrics = []
     for key, label, unit, better, fn in _METRICS:
         values = tuple(fn(a) for a in analyses)
@@ -129,9 +145,58 @@ def compare(analyses: Sequence[TraceAnalysis], baseline: str | int | None = None
             metrics.append(_metric(key, label, "ns", "lower", values, base))
     ops = op_diff(labels, [a.names for a in analyses], base)
     steps = step_diff(labels, [a.step_terms for a in analyses], base, ops,
-                      [a.idle for a in analyses])
+                      [a.idle for a in analyses], against)
     return Comparison(labels=labels, baseline=base, metrics=tuple(metrics),
-                      windows=tuple(a.window for a in analyses), ops=ops, steps=steps)
+                      windows=tuple(a.window for a in analyses), ops=ops, steps=steps,
+                      unpaired=unpaired)
+
+
+def _pairs(labels: Sequence[str], base: int, sides: Sequence[tuple[int, str]]
+           ) -> tuple[list[int | None], tuple[str, ...]]:
+    """Per trace, the index of the trace of the same key on the baseline's side (None on
+    that side and where the key is missing there), and the labels of the traces whose key
+    the other side lacks."""
+    if len(sides) != len(labels):
+        raise ValueError("sides: one (side, key) per analysis")
+    home = sides[base][0]
+    at_home = {key: i for i, (side, key) in enumerate(sides) if side == home}
+    away = {key for side, key in sides if side != home}
+    against = [None if side == home else at_home.get(key) for side, key in sides]
+    unpaired = tuple(labels[i] for i, (side, key) in enumerate(sides)
+                     if (key not in away if side == home else key not in at_home))
+    return against, unpaired
+
+
+def sides_of(roots: Sequence[Path], files: Sequence[Path]) -> list[tuple[int, str]] | None:
+    """Two folders given as two sides (two run folders, or two folders of the same
+    strategies): per file, its side (the index of the root it lies under) and its key,
+    the path of its folder under that root (a run's strategy folder: sweep point and
+    strategy) and, where the folder holds several traces, the worker (the file name
+    without the trace handler's time stamp). None unless there are exactly two roots,
+    both folders, neither inside the other, every file under one of them, and at least
+    one key on both sides; None too when each side holds one trace, which the baseline
+    pairs already."""
+    if len(roots) != 2 or not all(r.is_dir() for r in roots):
+        return None
+    a, b = (r.resolve() for r in roots)
+    if a == b or a in b.parents or b in a.parents:
+        return None
+    found = []
+    for f in files:
+        full = f.resolve()
+        side = 0 if a in full.parents else 1 if b in full.parents else None
+        if side is None:
+            return None
+        found.append((side, full.parent.relative_to((a, b)[side]).as_posix()))
+    stems = _short_stems(list(files))
+    per_folder = Counter(found)
+    keys = [(side, folder if per_folder[(side, folder)] == 1 else f"{folder}/{stem}")
+            for (side, folder), stem in zip(found, stems, strict=True)]
+    if max(Counter(s for s, _ in keys).values(), default=0) < 2:
+        return None
+    if not {k for s, k in keys if s == 0} & {k for s, k in keys if s == 1}:
+        return None
+    return keys
 
 
 def _baseline_index(

@@ -313,6 +313,13 @@ def _diff_rows(tables: Sequence[dict[tuple[str, ...], NameStat | LaunchStat | Sh
     return tuple(rows)
 
 
+def status_against(row: DiffRow, index: int, ref: int) -> str:
+    """``row``'s status in trace ``index`` against trace ``ref`` rather than the baseline
+    (``added``, ``removed``, ``changed``, ``same`` or ``absent``, as ``status``)."""
+    return _status(row.count_per_step[ref], row.ns_per_step[ref], row.count_per_step[index],
+                   row.ns_per_step[index])
+
+
 def _status(base_count: float, base_ns: float, count: float, ns: float) -> str:
     if base_count == 0 and count == 0:
         return "absent"

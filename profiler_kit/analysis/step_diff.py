@@ -29,7 +29,7 @@ from profiler_kit.analysis import classify, intervals
 from profiler_kit.analysis.attribution import GpuActivity
 from profiler_kit.analysis.idle_attribution import KIND_LABELS, KINDS, IdleAttribution
 from profiler_kit.analysis.nesting import OpTree
-from profiler_kit.analysis.op_diff import DiffRow, OpDiff
+from profiler_kit.analysis.op_diff import DiffRow, OpDiff, status_against
 from profiler_kit.analysis.step_windows import (
     activity_steps,
     cpu_spans,
@@ -144,7 +144,8 @@ class Term(msgspec.Struct, frozen=True):
 
 
 class Waterfall(msgspec.Struct, frozen=True):
-    """One trace against the baseline: the change in step time, term by term.
+    """One trace against the baseline (or, when the comparison pairs two sides, against
+    the same strategy on the other side): the change in step time, term by term.
 
     ``sum(t.delta_ns for t in terms) == delta_ns`` (exactly, up to float rounding of the
     per-step division). ``terms`` are ordered by size, largest first.
@@ -156,6 +157,9 @@ class Waterfall(msgspec.Struct, frozen=True):
     after_ns: float
     delta_ns: float
     terms: tuple[Term, ...]
+    # the label of the trace it is measured against when the comparison pairs two sides
+    # strategy by strategy (see ``StepDiff.against``); "" when it is the baseline
+    against: str = ""
 
     @property
     def verdict_terms(self) -> tuple[Term, ...]:
@@ -164,31 +168,45 @@ class Waterfall(msgspec.Struct, frozen=True):
 
 
 class StepDiff(msgspec.Struct, frozen=True):
-    """Waterfalls of every trace against the baseline (``None`` where sides differ)."""
+    """Waterfalls of every trace against the baseline (``None`` where sides differ), or
+    against the trace ``against`` names."""
 
     baseline: int
     side: str
     waterfalls: tuple[Waterfall | None, ...]  # indexed like the labels; None at the baseline
+    # per trace, the index of the trace its waterfall is measured against (None: it has
+    # none); empty when every trace is measured against the baseline
+    against: tuple[int | None, ...] = ()
 
 
 def step_diff(labels: Sequence[str], terms: Sequence[StepTerms], baseline: int,
               ops: OpDiff | None = None,
-              idle: Sequence[IdleAttribution | None] | None = None) -> StepDiff:
+              idle: Sequence[IdleAttribution | None] | None = None,
+              against: Sequence[int | None] | None = None) -> StepDiff:
     """Each trace's step-time change against the baseline, split into terms; with ``idle``
-    (each trace's idle attribution), the idle term names the causes that moved most."""
+    (each trace's idle attribution), the idle term names the causes that moved most.
+    ``against``: per trace, the index of the trace to measure it against instead (None:
+    no waterfall), as when two runs are compared strategy by strategy."""
     base = terms[baseline]
+    refs = (list(against) if against is not None
+            else [None if i == baseline else baseline for i in range(len(terms))])
     falls: list[Waterfall | None] = []
     for i, t in enumerate(terms):
-        if i == baseline or t.side != base.side:
+        ref = refs[i]
+        if ref is None or ref == i or t.side != terms[ref].side:
             falls.append(None)
             continue
-        causes = _idle_causes(idle[baseline], idle[i], base.steps, t.steps) if idle else ()
-        falls.append(_waterfall(labels[i], i, base, t, ops, causes))
-    return StepDiff(baseline=baseline, side=base.side, waterfalls=tuple(falls))
+        causes = (_idle_causes(idle[ref], idle[i], terms[ref].steps, t.steps)
+                  if idle else ())
+        falls.append(_waterfall(labels[i], i, terms[ref], t, ops, causes, ref,
+                                labels[ref] if against is not None else ""))
+    return StepDiff(baseline=baseline, side=base.side, waterfalls=tuple(falls),
+                    against=tuple(refs) if against is not None else ())
 
 
 def _waterfall(label: str, index: int, base: StepTerms, t: StepTerms,
-               ops: OpDiff | None, idle_causes: tuple[Evidence, ...] = ()) -> Waterfall:
+               ops: OpDiff | None, idle_causes: tuple[Evidence, ...] = (),
+               ref: int | None = None, against: str = "") -> Waterfall:
     def per(a: StepTerms, value: int) -> float:
         return value / a.steps
 
@@ -196,14 +214,15 @@ def _waterfall(label: str, index: int, base: StepTerms, t: StepTerms,
     for klass in classify.CLASSES:
         b, a = per(base, base.busy_ns.get(klass, 0)), per(t, t.busy_ns.get(klass, 0))
         if a or b:
-            terms.append(Term(klass, b, a, a - b, _evidence(ops, index, klass, base.side)))
+            terms.append(Term(klass, b, a, a - b,
+                              _evidence(ops, index, klass, base.side, ref)))
     b, a = per(base, base.overlap_ns), per(t, t.overlap_ns)
     terms.append(Term(OVERLAP, b, a, b - a))
     b, a = per(base, base.idle_ns), per(t, t.idle_ns)
     terms.append(Term(IDLE, b, a, a - b, idle_causes))
     terms.sort(key=lambda x: -abs(x.delta_ns))
     before, after = per(base, base.window_ns), per(t, t.window_ns)
-    return Waterfall(label, t.side, before, after, after - before, tuple(terms))
+    return Waterfall(label, t.side, before, after, after - before, tuple(terms), against)
 
 
 def _idle_causes(base: IdleAttribution | None, other: IdleAttribution | None,
@@ -220,18 +239,22 @@ def _idle_causes(base: IdleAttribution | None, other: IdleAttribution | None,
     return tuple(found[:EVIDENCE_NAMES])
 
 
-def _evidence(ops: OpDiff | None, index: int, klass: str, side: str) -> tuple[Evidence, ...]:
-    """The names of this class whose time per step moved most (kernels, or CPU ops)."""
+def _evidence(ops: OpDiff | None, index: int, klass: str, side: str,
+              ref: int | None = None) -> tuple[Evidence, ...]:
+    """The names of this class whose time per step moved most (kernels, or CPU ops),
+    against trace ``ref`` (default: the baseline)."""
     if ops is None:
         return ()
+    ref = ops.baseline if ref is None else ref
     rows: Sequence[DiffRow] = ops.kernels if side == "device" else ops.ops
     found = []
     for r in rows:
         # the CPU side counts self time, so nested ops are not counted twice
-        d = r.self_ns_per_step[index] - r.self_ns_per_step[ops.baseline]
+        d = r.self_ns_per_step[index] - r.self_ns_per_step[ref]
         if r.klass != klass or not d:
             continue
-        found.append(Evidence(r.name, r.category, r.status[index], d,
-                              r.count_per_step[ops.baseline], r.count_per_step[index]))
+        status = r.status[index] if ref == ops.baseline else status_against(r, index, ref)
+        found.append(Evidence(r.name, r.category, status, d,
+                              r.count_per_step[ref], r.count_per_step[index]))
     found.sort(key=lambda e: -abs(e.delta_ns))
     return tuple(found[:EVIDENCE_NAMES])

@@ -15,7 +15,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="traces, strategy folders or run folders to put side by side")
     add_output_arguments(p)
     regression.add_argument(p, "a trace's step time (device-side, per step; a single trace "
-                               "has no repeats, so the margin itself stands for noise)")
+                               "has no repeats, so the margin itself stands for noise; of "
+                               "two run folders, each strategy of the second against the "
+                               "same strategy of the first)")
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -31,6 +33,8 @@ def compare(args: argparse.Namespace) -> int:
     lines = regression.compare_regressions(comparison, args.fail_on_regression)
     for line in lines:
         print(f"profkit: {line}", file=sys.stderr)
+    if comparison.unpaired:
+        print(f"profkit: {regression.unpaired_line(comparison)}", file=sys.stderr)
     return 1 if lines else status
 
 

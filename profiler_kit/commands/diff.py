@@ -38,11 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "when FILE is left out")
     p.add_argument("--min-effect", type=regression.percentage(100), metavar="PCT",
                    help="smallest change, in %%, that may be called beyond noise: the 95 %% "
-                        "interval must lie beyond +-PCT (default 5 with repeats, 10 with one "
-                        "run a side)")
+                        "interval between runs must lie beyond +-PCT (default 5; one run a "
+                        "side is not judged)")
     p.add_argument("--force", action="store_true",
                    help="replace a diff JSON profkit wrote earlier (never the reports read)")
-    regression.add_argument(p, "any p50-p95 step time of any configuration")
+    regression.add_argument(p, "any p50-p95 step time of any configuration",
+                            " (with one run a side noise cannot be judged: a change over "
+                            "PCT is then named in one line, and does not fail)")
 
 
 DIFF_SCHEMA = "profkit.diff/1"
@@ -63,7 +65,9 @@ def diff(args: argparse.Namespace) -> int:
     status = 0
     if args.fail_on_regression is not None:
         lines = regression.diff_regressions(result, args.fail_on_regression)
-        for line in lines:
+        notes = (regression.diff_unjudged(result, args.fail_on_regression),
+                 regression.diff_unpaired(result))
+        for line in [*lines, *(n for n in notes if n)]:
             print(f"profkit: {line}", file=sys.stderr)
         status = 1 if lines else 0
     if args.json is not None:

@@ -4,9 +4,10 @@ Reads profkit's ``ddp_report.json`` and PyTorch's own benchmark reports alike (t
 latter only have ``ranks`` and ``measurements``; reduced reports may only have
 percentiles under ``times``). For each model and configuration it compares the p50 to
 p95 seconds per iteration and the aggregate examples/s they imply. Noise is judged on
-the raw samples when both sides have them, between repeated runs where the reports hold
-repeats (``repeat_measurements``), else within one run (see ``noise``); with percentiles
-only, the verdict is "n/a". No torch.
+the raw samples when both sides have them, between repeated runs where a report holds
+repeats (``repeat_measurements``; one side's repeats stand for both when the other has
+one run); with one run a side there is no verdict (the drift between runs is unknown,
+see ``noise``), and with percentiles only it is "n/a". No torch.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from profiler_kit.noise import (
     MIN_EFFECT_ONE_RUN,
     MIN_EFFECT_REPEATED,
     NOT_TESTED,
-    WITHIN_RUN,
+    ONE_RUN_EACH,
     NoiseVerdict,
     mann_whitney_p,
     percentile_verdict,
@@ -55,10 +56,10 @@ class ConfigurationDiff(msgspec.Struct, frozen=True):
     test_samples: int | None
     percentiles: tuple[PercentileDiff, ...]
     mann_whitney_p: float | None  # two-sided, on the raw samples of one run per side
-    beyond_noise: bool | None  # the median's verdict; None when not testable
+    beyond_noise: bool | None  # the median's verdict; None when not testable (one run a side)
     base_repeats: int = 1  # independent runs of the configuration behind each side
     test_repeats: int = 1
-    noise_model: str = NOT_TESTED  # BETWEEN_RUNS, WITHIN_RUN or NOT_TESTED
+    noise_model: str = NOT_TESTED  # BETWEEN_RUNS, ONE_RUN_EACH or NOT_TESTED
     base_examples_per_s: float | None = None  # aggregate, at the median step
     test_examples_per_s: float | None = None
     examples_change_fraction: float | None = None  # > 0 is more throughput
@@ -90,6 +91,8 @@ class ReportDiff(msgspec.Struct, frozen=True):
     benchmarks: tuple[BenchmarkDiff, ...]
     unmatched: tuple[str, ...]  # benchmarks in only one of the reports
     alpha: float = ALPHA
+    # kept in the schema; nothing is judged within one run since one run a side gets no
+    # verdict (noise.ONE_RUN_EACH)
     min_effect_one_run_fraction: float = MIN_EFFECT_ONE_RUN
     min_effect_repeated_fraction: float = MIN_EFFECT_REPEATED
 
@@ -199,7 +202,7 @@ def diff_reports(
     min_effect: float | None = None,
 ) -> ReportDiff:
     """Compare two DDP benchmark reports (profkit's or PyTorch's). ``min_effect`` (a
-    fraction) replaces both noise models' default minimum effect."""
+    fraction) replaces the between-runs model's default minimum effect."""
     pairs, unmatched = _pair_benchmarks(base, test)
     benchmarks = []
     for ba, bb in pairs:
@@ -239,7 +242,8 @@ def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int,
             continue
         va, vb = a.percentiles_s[p], b.percentiles_s[p]
         change = vb / va - 1 if va > 0 else math.nan
-        noise = (percentile_verdict(a.repeats_s, b.repeats_s, p, seed + p, min_effect)
+        noise = (percentile_verdict(a.repeats_s, b.repeats_s, p, seed + p, min_effect,
+                                    within_one_run=False)
                  if raw else NoiseVerdict(NOT_TESTED, None,
                                           reason="percentiles only: no raw samples"))
         ex_a, ex_b = _examples_per_s(batch, a.world_size, va), _examples_per_s(
@@ -258,10 +262,9 @@ def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int,
     model = head.noise.method if head else NOT_TESTED
     p_value = None
     beyond = head.noise.beyond_noise if head else None
-    if model == WITHIN_RUN:
+    if model == ONE_RUN_EACH:  # shown, not a verdict: it cannot see the drift between runs
         assert a.samples_s is not None and b.samples_s is not None
         p_value = mann_whitney_p(a.samples_s, b.samples_s)
-        beyond = bool(beyond and p_value < ALPHA)
     return ConfigurationDiff(
         configuration=a.name,
         world_size=a.world_size,

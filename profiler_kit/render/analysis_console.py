@@ -23,6 +23,7 @@ from profiler_kit.render import perf_tables, units
 from profiler_kit.render.diff_views import (
     diff_table,
     shape_table,
+    unpaired_line,
     verdict_lines,
     waterfall_table,
 )
@@ -574,7 +575,8 @@ def comparison_view(c: Comparison, top: int = 10, width: int = 120,
     parts: list = list(comparison_tables(c, width))
     if c.steps is not None:
         base = c.labels[c.baseline]
-        parts += [waterfall_table(w, base) for w in c.steps.waterfalls if w is not None]
+        parts += [waterfall_table(w, w.against or base) for w in c.steps.waterfalls
+                  if w is not None]
     for kind in ("kernels", "ops"):
         table = diff_table(c, kind, top, width)
         if table is not None:
@@ -589,6 +591,8 @@ def comparison_view(c: Comparison, top: int = 10, width: int = 120,
         for line in lines:
             verdict.append(f"{line}\n")
         parts.append(verdict)
+    if c.unpaired:
+        parts.append(Text(unpaired_line(c) + "\n", style="dim"))
     return Group(*parts)
 
 

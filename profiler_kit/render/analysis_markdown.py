@@ -212,8 +212,9 @@ def diff_sections(c: Comparison, top: int) -> list[str]:
             rows.append(["**step**", units.duration(w.before_ns), units.duration(w.after_ns),
                          signed_duration(w.delta_ns)])
             side = "device side" if w.side == "device" else "CPU side"
-            out += [f"### Step time, {w.label} against {base} ({side}, per step)", ""]
-            out += _table(["term", base, w.label, "change"], rows)
+            ref = w.against or base
+            out += [f"### Step time, {w.label} against {ref} ({side}, per step)", ""]
+            out += _table(["term", ref, w.label, "change"], rows)
     if c.ops is not None:
         for kind, rows_ in (("kernels", c.ops.kernels), ("ops", c.ops.ops)):
             if not rows_:

@@ -17,7 +17,7 @@ from profiler_kit.ddp_benchmark.diff import (
     NoiseVerdict,
     ReportDiff,
 )
-from profiler_kit.noise import BETWEEN_RUNS, NOT_TESTED, WITHIN_RUN
+from profiler_kit.noise import BETWEEN_RUNS, NOT_TESTED, ONE_RUN_EACH
 from profiler_kit.render import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "title_justify": "left",
@@ -136,14 +136,16 @@ def _legend(d: ReportDiff) -> str:
             f"Beyond noise, between runs: the {level} Welch t interval of the change of the "
             f"repeats' percentiles (shown, in %) lies beyond "
             f"+-{100 * d.min_effect_repeated_fraction:g} % (the drift between runs that "
-            f"repeats run back to back cannot measure; --min-effect sets it).")
-    if WITHIN_RUN in models:
+            f"repeats run back to back cannot measure; --min-effect sets it); with one run "
+            f"on a side, the other side's spread between runs stands for both (a t interval "
+            f"with its runs - 1 degrees of freedom).")
+    if ONE_RUN_EACH in models:
         lines.append(
-            f"Beyond noise, within one run: the {level} bootstrap interval of the change "
-            f"(shown, in %) lies beyond +-{100 * d.min_effect_one_run_fraction:g} %; with "
-            f"one run per side, run-to-run "
-            f"noise is unknown (profkit run --repeats N measures it). MW p: Mann-Whitney U "
-            f"test of the whole distributions (< {d.alpha:g}: they differ).")
+            "n/a with 1/1 runs: one run a side is not judged, since the drift between runs "
+            "is unknown and dwarfs what one run's samples show; run profkit run --repeats 3 "
+            "on both sides (or give several runs a side). MW p: Mann-Whitney U test of the "
+            f"whole distributions of the two runs (< {d.alpha:g}: they differ, which a drift "
+            "between runs does too).")
     if NOT_TESTED in models or not models:
         lines.append("n/a: a report has percentiles only.")
     return "\n".join(lines)

@@ -44,7 +44,8 @@ def _evidence(e: Evidence) -> str:
 
 
 def verdict_line(w: Waterfall) -> str:
-    """``threads+amp: step −32 ms (−23.0 %): gemm −41 ms (new …, no …), idle +3 ms``."""
+    """``threads+amp: step −32 ms (−23.0 %): gemm −41 ms (new …, no …), idle +3 ms``;
+    ``B/sequential against A/sequential: ...`` when two sides are paired."""
     where = "device step" if w.side == "device" else "CPU step"
     rel = f" ({units.signed_percent(w.delta_ns / w.before_ns)})" if w.before_ns else ""
     parts = []
@@ -53,8 +54,15 @@ def verdict_line(w: Waterfall) -> str:
         if t.evidence:
             text += " (" + "; ".join(_evidence(e) for e in t.evidence) + ")"
         parts.append(text)
-    head = f"{w.label}: {where} {signed_duration(w.delta_ns)}{rel}"
+    against = f" against {w.against}" if w.against else ""
+    head = f"{w.label}{against}: {where} {signed_duration(w.delta_ns)}{rel}"
     return head + (": " + ", ".join(parts) if parts else ": no term moved")
+
+
+def unpaired_line(c: Comparison) -> str:
+    """The traces of two paired sides that have no match on the other side."""
+    return ("on one side only, not compared with the other side: "
+            + ", ".join(c.unpaired))
 
 
 def verdict_lines(c: Comparison) -> list[str]:

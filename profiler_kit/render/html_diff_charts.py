@@ -10,14 +10,15 @@ STEP_CHANGE = "Why the step time differs"
 
 
 def waterfall_charts(comparison: Comparison | None) -> list[Chart]:
-    """One waterfall per trace against the baseline (none where the sides differ)."""
+    """One waterfall per trace against the baseline, or against the same strategy of the
+    other side when two sides are paired (none where the sides differ)."""
     if comparison is None or comparison.steps is None:
         return []
-    base = comparison.labels[comparison.steps.baseline]
     charts = []
     for fall in comparison.steps.waterfalls:
         if fall is None:
             continue
+        base = fall.against or comparison.labels[comparison.steps.baseline]
         moved = [t for t in fall.terms if t.delta_ns != 0]
         side = ("device side (GPU activities)" if fall.side == "device"
                 else "CPU side (op self time)")

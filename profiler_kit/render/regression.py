@@ -3,11 +3,16 @@
 
 compare: each trace against the baseline, by its device-side (or CPU) step time per step,
 the waterfall's total; a single trace a side carries no repeated sample, so "beyond noise"
-there is beyond PCT itself, and the line names the waterfall terms that moved most.
+there is beyond PCT itself, and the line names the waterfall terms that moved most. Of two
+run folders (or two folders of the same strategies) each trace of the second is measured
+against the same strategy's trace in the first, as the comparison pairs them; traces on
+one side only are named in one line (``unpaired_line``) and not gated.
 diff: every p50-p95 of every configuration, regressed when slower by more than PCT *and*
-beyond noise by the diff's own verdict (between runs with several runs or repeats a side,
-within one run otherwise); a change that could not be tested (percentiles only) counts
-when it passes PCT, and the line says it was not tested.
+beyond noise by the diff's own verdict (between runs, with repeats on at least one side);
+a change that could not be tested (percentiles only) counts when it passes PCT, and the
+line says it was not tested. With one run a side the diff gives no verdict, and the gate
+does not fail on such changes: one line says it could not judge them and why
+(``diff_unjudged``), and the exit status stays 0.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from collections.abc import Callable
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.ddp_benchmark.diff import ReportDiff
+from profiler_kit.noise import ONE_RUN_EACH, ONE_RUN_EACH_REASON
+
+UNJUDGED_SHOWN = 3  # configurations the could-not-judge line names
 
 
 def percentage(upper: float) -> Callable[[str], float]:
@@ -32,11 +40,11 @@ def percentage(upper: float) -> Callable[[str], float]:
     return parse
 
 
-def add_argument(p: argparse.ArgumentParser, what: str) -> None:
+def add_argument(p: argparse.ArgumentParser, what: str, unjudged: str = "") -> None:
     p.add_argument("--fail-on-regression", type=percentage(1000), metavar="PCT",
                    help=f"exit 1 when {what} is slower than the baseline by more than PCT %% "
                         "(beyond noise where noise can be judged), with one line naming "
-                        "what regressed; exit 0 otherwise")
+                        f"what regressed; exit 0 otherwise{unjudged}")
 
 
 def compare_regressions(c: Comparison, limit: float) -> list[str]:
@@ -50,13 +58,19 @@ def compare_regressions(c: Comparison, limit: float) -> list[str]:
             if w is not None and w.before_ns > 0 and w.delta_ns / w.before_ns > limit]
 
 
+def unpaired_line(c: Comparison) -> str:
+    """One line naming the traces that are on one side only, which the gate skips."""
+    return "not gated, on one side only: " + ", ".join(c.unpaired)
+
+
 def diff_regressions(d: ReportDiff, limit: float) -> list[str]:
     """One line per configuration with a p50-p95 slower by more than ``limit`` beyond noise."""
     lines = []
     for b in d.benchmarks:
         for c in b.configurations:
             worse = [p for p in c.percentiles if p.change_fraction > limit
-                     and p.noise.beyond_noise is not False]
+                     and p.noise.beyond_noise is not False
+                     and p.noise.method != ONE_RUN_EACH]
             if not worse:
                 continue
             parts = []
@@ -67,3 +81,36 @@ def diff_regressions(d: ReportDiff, limit: float) -> list[str]:
             lines.append(f"regression beyond {limit:.0%}: {b.model} batch {b.batch_size} "
                          f"{c.configuration}: " + ", ".join(parts))
     return lines
+
+
+def diff_unpaired(d: ReportDiff) -> str | None:
+    """One line naming the benchmarks and configurations in one report only, which the
+    gate skips; None when every one has its match."""
+    found = [line.replace(": only in", " (only in") + ")" for line in d.unmatched]
+    for b in d.benchmarks:
+        found += [f"{b.model} batch {b.batch_size} {n} (only in the base report)"
+                  for n in b.only_in_base]
+        found += [f"{b.model} batch {b.batch_size} {n} (only in the test report)"
+                  for n in b.only_in_test]
+    return "not gated, on one side only: " + ", ".join(found) if found else None
+
+
+def diff_unjudged(d: ReportDiff, limit: float) -> str | None:
+    """One line naming the configurations slower by more than ``limit`` that the gate
+    could not judge (one run a side: no noise verdict), with the reason; None when there
+    are none. Such changes do not fail the gate."""
+    found = []
+    for b in d.benchmarks:
+        for c in b.configurations:
+            worse = [p for p in c.percentiles
+                     if p.change_fraction > limit and p.noise.method == ONE_RUN_EACH]
+            if worse:
+                top = max(worse, key=lambda p: p.change_fraction)
+                found.append(f"{b.model} batch {b.batch_size} {c.configuration} "
+                             f"p{top.percentile} {top.change_fraction:+.1%}")
+    if not found:
+        return None
+    more = len(found) - UNJUDGED_SHOWN
+    named = ", ".join(found[:UNJUDGED_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    return (f"regression gate could not judge {named} (slower by more than {limit:.0%}): "
+            f"{ONE_RUN_EACH_REASON}; not failed")
