@@ -30,7 +30,8 @@ def test_reduced_precision_unused_and_fp32_matmul_on_ampere():
     events = [op("aten::mm", 0, 100), launch(1, corr=1),
               kernel("ampere_sgemm_128x64_nn", 10, 80, corr=1)]
     got = fired(make_table(events, device_properties=A100))
-    assert got["reduced_precision_unused"].measured == 0.0
+    # all the GPU time is aten::mm, which autocast runs in 16 bits, still fp32
+    assert got["reduced_precision_unused"].measured == 1.0
     tf32 = got["fp32_matmul_on_tensor_core_gpu"]
     assert tf32.measured == 1.0
     assert any(e.name == "ampere_sgemm_128x64_nn" for e in tf32.evidence)
@@ -48,26 +49,46 @@ def test_fp32_matmul_rule_needs_tensor_core_gpu():
                                                                     device_properties=v100))
 
 
-def test_launch_bound_fires_on_measured_host_wait_and_launch_calls():
+def test_host_bound_not_launch_bound_when_the_cpu_runs_code_before_each_launch():
     n = rules.LAUNCH_BOUND_MIN_LAUNCHES
     # each kernel (5 ns) starts 5 ns after its launch call (10 ns) ends; the next call
-    # starts long after: the GPU waits on the host
+    # starts long after, inside aten::add: the GPU waits on model code, not on launches
     starved = [op("aten::add", 0, n * 1000)]
     for i in range(n):
         starved += [launch(i * 1000, corr=i + 1, dur=10), kernel("k", i * 1000 + 15, 5, corr=i + 1)]
-    r = fired(make_table(starved))["launch_bound"]
-    assert r.measured >= rules.HOST_WAIT_SHARE and r.scope == "gpu:0"
-    ev = {e.label: e.value for e in r.evidence}
-    assert ev["median launch call (CPU)"] == 10 and ev["median kernel"] == 5
-    assert ev["median launch delay"] == 5
+    got = fired(make_table(starved))
+    r = got["host_bound"]
+    assert r.measured >= rules.HOST_BOUND_SHARE and r.scope == "gpu:0"
+    ev = {(e.label, e.name): e.value for e in r.evidence}
     # each gap (995) is 980 before the next launch call starts and 15 after it
-    assert ev["idle in short gaps while the CPU launched work"] == (n - 1) * 980
+    assert ev[("GPU idle while the CPU ran model code (ops, ranges, Python)", "")] == \
+        (n - 1) * 980
+    assert ev[("idle while the CPU ran ops", "aten::add")] == (n - 1) * 980
+    assert ev[("GPU idle inside the launch calls themselves", "")] == (n - 1) * 10
+    assert "launch_bound" not in got
     # the same launches, queued ahead of long kernels: no host wait, no rule
     fed = [op("aten::add", 0, n * 20)]
     for i in range(n):
         fed += [launch(i * 20, corr=i + 1, dur=10),
                 kernel("k", 100_000 + i * 20_000, 20_000, corr=i + 1)]
-    assert "launch_bound" not in fired(make_table(fed))
+    assert not {"host_bound", "launch_bound"} & set(fired(make_table(fed)))
+
+
+def test_launch_bound_when_the_launch_calls_themselves_are_the_wait():
+    n = rules.LAUNCH_BOUND_MIN_LAUNCHES
+    # each launch call starts as the previous kernel ends and takes 985 ns; its 10 ns
+    # kernel starts 5 ns after it returns: the GPU idles inside the launch calls
+    events = [op("aten::add", 0, n * 1000)]
+    for i in range(n):
+        events += [launch(i * 1000, corr=i + 1, dur=985),
+                   kernel("k", i * 1000 + 990, 10, corr=i + 1)]
+    got = fired(make_table(events))
+    r = got["launch_bound"]
+    ev = {e.label: e.value for e in r.evidence}
+    assert ev["GPU idle inside the launch calls"] == (n - 1) * 985
+    assert ev["median launch call (CPU)"] == 985 and ev["median kernel"] == 10
+    assert r.measured >= rules.LAUNCH_CALL_SHARE
+    assert "host_bound" not in got
 
 
 def test_launch_bound_is_quiet_on_a_busy_gpu():

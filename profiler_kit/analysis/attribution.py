@@ -7,6 +7,8 @@ open on that call's thread; when the runtime call is missing, the activity's
 (or the nearest ancestor that has one); name rules decide when no op says, and a
 kernel whose own name says it copies or communicates is a copy or communication
 whatever op launched it (a layout transpose inside a convolution is a copy).
+Communication is never inherited by compute: a kernel is communication when its name
+says so, a collective op launched it, or it is that collective's own copy.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from profiler_kit.analysis import classify
 from profiler_kit.analysis.arrays import dense_ids
+from profiler_kit.analysis.bandwidth import ALLREDUCE, REDUCE, REDUCE_SCATTER, collective_kind
 from profiler_kit.analysis.nesting import OpTree, innermost_at, thread_keys_for
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -115,7 +118,54 @@ def _classes(table: EventTable, rows: np.ndarray, node: np.ndarray, tree: OpTree
                                     classify.CLASS_INDEX[classify.COMMUNICATION]])
     need = (klass == other) | decisive
     klass[need] = name_klass[need]
+    if len(tree):
+        _communication(table, rows, node, tree, name_klass, klass)
     cat = table.cat[rows]
     klass[cat == Cat.MEMCPY] = classify.CLASS_INDEX[classify.MEMCPY]
     klass[cat == Cat.MEMSET] = classify.CLASS_INDEX[classify.MEMSET]
     return klass
+
+
+def _communication(table: EventTable, rows: np.ndarray, node: np.ndarray, tree: OpTree,
+                   name_klass: np.ndarray, klass: np.ndarray) -> None:
+    """Communication is what communicates: kernels whose own name says so (NCCL, RCCL,
+    ...), kernels a collective op launches itself (an unreadable name, a copy, or a
+    reduction under a reducing collective: vLLM's ``cross_device_reduce_1stage`` under
+    ``vllm::all_reduce``), and the
+    copy kernels of a collective (an ``aten::copy_`` right inside ``c10d::allgather_``).
+    A compute kernel launched inside a range named for a collective (TorchRec's ``##
+    KJTAllToAllTensorsAwaitable wait() ##`` around its ``fbgemm`` permutes and cub scans)
+    is compute: it takes the class its own name gives. Changes ``klass`` in place."""
+    comm = classify.CLASS_INDEX[classify.COMMUNICATION]
+    copy = classify.CLASS_INDEX[classify.COPY]
+    other = classify.CLASS_INDEX[classify.OTHER]
+    reduction = classify.CLASS_INDEX[classify.REDUCTION]
+    op = np.where(node >= 0, tree.op_node[np.maximum(node, 0)], -1)
+    own = np.where(op >= 0, tree.own_klass[np.maximum(op, 0)], other)
+    inherited = (klass == comm) & (name_klass != comm)
+    by_collective = (own == comm) & (np.isin(name_klass, [other, copy])
+                                      | ((name_klass == reduction) & _reducing(table, tree, op)))
+    klass[inherited & ~by_collective] = name_klass[inherited & ~by_collective]
+    # copy kernels of an aten copy op directly inside a collective op
+    copies = np.flatnonzero((klass == copy) & (own == copy)
+                            & (table.cat[rows] == Cat.KERNEL))
+    if len(copies):
+        up = tree.parent[op[copies]]
+        outer = np.where(up >= 0, tree.op_node[np.maximum(up, 0)], -1)
+        inside = (outer >= 0) & (tree.own_klass[np.maximum(outer, 0)] == comm)
+        klass[copies[inside]] = comm
+
+
+def _reducing(table: EventTable, tree: OpTree, op: np.ndarray) -> np.ndarray:
+    """Per activity: its launching op (``op``, -1: none) is a reducing collective
+    (all-reduce, reduce-scatter, reduce)."""
+    out = np.zeros(len(op), dtype=bool)
+    has = np.flatnonzero(op >= 0)
+    if not len(has):
+        return out
+    names = table.name[tree.row[op[has]]]
+    uniq, inverse = dense_ids(names)
+    lut = np.array([collective_kind(table.names[int(u)]) in (ALLREDUCE, REDUCE_SCATTER, REDUCE)
+                    for u in uniq], dtype=bool)
+    out[has] = lut[inverse.reshape(-1)]
+    return out

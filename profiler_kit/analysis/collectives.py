@@ -30,7 +30,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis import intervals
-from profiler_kit.analysis.arrays import percentile
+from profiler_kit.analysis.arrays import dense_ids, distinct, percentile
 from profiler_kit.analysis.attribution import GpuActivity, attribute_gpu
 from profiler_kit.analysis.bandwidth import (
     P2P,
@@ -39,13 +39,15 @@ from profiler_kit.analysis.bandwidth import (
     message_bytes,
 )
 from profiler_kit.analysis.classify import COMMUNICATION, classify_op
-from profiler_kit.analysis.comm_calls import cpu_calls, gpu_calls
+from profiler_kit.analysis.comm_calls import CallSource, cpu_calls, gpu_calls
+from profiler_kit.analysis.comm_context import context_of, kernel_contexts, uses_ddp
 from profiler_kit.analysis.nesting import OpTree, build_op_tree
 from profiler_kit.analysis.steps import Steps, analyze_steps
 from profiler_kit.trace.table import Cat, EventTable
 
 SCHEMA = "profkit.rank-summary/1"
 DEFAULT_GROUP = "0"  # torch's name for the default (world) process group
+LEAD_IN_PIECES = 16  # pieces kept of each call's lead-in (the latest)
 
 
 class Call(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -60,6 +62,19 @@ class Call(msgspec.Struct, frozen=True, array_like=True, gc=False):
     dtype: str | None
     step: int | None  # ProfilerStep number the call started in
     exposed: tuple[int, ...] = ()  # flattened [start, end) pairs with no computation beside
+    context: str = ""  # what the call is for (comm_context: "ddp_gradient", "embedding", ...)
+
+
+class Piece(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """What the rank did shortly before one of its calls (its lead-in), on its clock: a
+    stretch of time in one range (the GPU computing work launched in it, or idle while
+    the thread that runs the steps was in it), and how much of it the GPU computed."""
+
+    call: int  # index into RankSummary.calls
+    start_ns: int
+    end_ns: int
+    label: int  # index into RankSummary.labels; -1: no range (Python or untraced code)
+    gpu_ns: int = 0  # of it, the GPU computing (kernels other than the calls)
 
 
 class GroupInfo(msgspec.Struct, frozen=True):
@@ -111,6 +126,12 @@ class RankSummary(msgspec.Struct, frozen=True):
     exposed_ns: int  # communication time with no computation beside it (union)
     kinds: tuple[KindTotal, ...] = ()  # per collective type, from this rank alone
     schema: str = SCHEMA
+    # the latest LEAD_IN_PIECES pieces of each call's lead-in (from the end of the rank's
+    # previous call to its start), named by the outermost range below ProfilerStep# on the
+    # thread that runs the steps
+    activity: tuple[Piece, ...] = ()
+    labels: tuple[str, ...] = ()
+    device_name: str | None = None  # the first GPU's name in deviceProperties
 
 
 def summarize_rank(table: EventTable, label: str | None = None,
@@ -143,7 +164,8 @@ def summarize_rank(table: EventTable, label: str | None = None,
     arg_sizes: dict[str, int] = {}  # "Group size" of groups whose ranks are not recorded
     exposed_starts: list[np.ndarray] = []
     exposed_ends: list[np.ndarray] = []
-    for ev in sources:
+    contexts = _contexts(table, tree, gpu, sources, on_device)
+    for ev, context in zip(sources, contexts, strict=True):
         args = ev.group
         kind = ev.kind
         group = args.get("Process Group Name")
@@ -174,7 +196,7 @@ def summarize_rank(table: EventTable, label: str | None = None,
         flat = tuple(int(v) for pair in zip(pieces[0].tolist(), pieces[1].tolist(),
                                             strict=True) for v in pair)
         calls.append(Call(kind, group, seq if seq is not None else order, start, end, size,
-                          ev.dtype, step, flat))
+                          ev.dtype, step, flat, context))
     if exposed_starts:
         exposed = intervals.length(np.concatenate(exposed_starts), np.concatenate(exposed_ends))
     else:
@@ -199,7 +221,134 @@ def summarize_rank(table: EventTable, label: str | None = None,
         calls=tuple(calls),
         exposed_ns=exposed,
         kinds=kind_totals(calls, group_sizes),
+        **_lead_ins(table, tree, gpu, calls, on_device,
+                    np.array([c.row for c in sources if c.row >= 0], dtype=np.int64)),
+        device_name=next((str(p["name"]) for p in meta.device_properties
+                          if isinstance(p.get("name"), str)), None),
     )
+
+
+def _contexts(table: EventTable, tree: OpTree, gpu: GpuActivity, sources: list[CallSource],
+              on_device: bool) -> list[str]:
+    """What each call is for (:mod:`.comm_context`); backend spans on the CPU run on the
+    backend's threads, away from the ranges that called them: their type alone says."""
+    if not on_device:
+        ddp = uses_ddp(table)
+        return [context_of(ev.kind, [], ddp) for ev in sources]
+    idx = np.searchsorted(gpu.row, np.array([ev.row for ev in sources], dtype=np.int64))
+    return kernel_contexts(table, tree, gpu, idx, [ev.kind for ev in sources])
+
+
+def _lead_ins(table: EventTable, tree: OpTree, gpu: GpuActivity, calls: list[Call],
+              on_device: bool, call_rows: np.ndarray) -> dict[str, Any]:
+    """The latest pieces of what the rank did before each call (``activity``, ``labels``
+    of RankSummary): from the end of its previous call (or the trace's start) to the
+    call's start, the GPU computing (kernels other than the calls, named by the range the
+    steps' thread was in when they were launched) or idle (named by the range that thread
+    was in then). Ranges are the outermost below ``ProfilerStep#``."""
+    if not calls or not len(tree):
+        return {}
+    level_s, level_e, level_name = _step_thread_level(table, tree)
+    # the level's distinct names are the labels; each span's label index
+    label_names, level_label = dense_ids(level_name) if len(level_name) else (
+        np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    level_label = level_label.reshape(-1).astype(np.int64)
+
+    def label_of(at: np.ndarray) -> np.ndarray:
+        """The label index of the range open at each time (-1: none)."""
+        if not len(level_s):
+            return np.full(len(at), -1, dtype=np.int64)
+        i = np.searchsorted(level_s, at, side="right") - 1
+        ok = (i >= 0) & (at < level_e[np.maximum(i, 0)])
+        return np.where(ok, level_label[np.maximum(i, 0)], -1)
+
+    # the lead-in windows: from the end of the rank's previous call to each call's start
+    order = np.argsort(np.array([c.start_ns for c in calls], dtype=np.int64), kind="stable")
+    starts = np.array([calls[i].start_ns for i in order.tolist()], dtype=np.int64)
+    ends = np.array([calls[i].end_ns for i in order.tolist()], dtype=np.int64)
+    t0 = int(table.ts_ns.min()) if len(table) else 0
+    prev_end = np.maximum.accumulate(np.concatenate([[t0], ends[:-1]]))
+    lo, hi = np.minimum(prev_end, starts), starts
+    keep = hi > lo
+    win_call, lo, hi = order[keep], lo[keep], hi[keep]
+    if not len(lo):
+        return {}
+    # the GPU computing (kernels other than the calls), as disjoint pieces labelled by the
+    # range the steps' thread was in when each was launched
+    gs = ge = gl = np.zeros(0, dtype=np.int64)
+    if on_device:
+        kernel = np.flatnonzero(table.cat[gpu.row] == Cat.KERNEL)
+        kernel = kernel[~np.isin(gpu.row[kernel], call_rows)]
+        k_s = table.ts_ns[gpu.row[kernel]]
+        k_e = k_s + table.dur_ns[gpu.row[kernel]]
+        launch = gpu.launch_row[kernel]
+        launched_at = np.where(launch >= 0, table.ts_ns[np.maximum(launch, 0)], k_s)
+        by_start = np.argsort(k_s, kind="stable")
+        gs, ge, gl = _coverage(k_s[by_start], k_e[by_start], label_of(launched_at[by_start]))
+    # every window cut wherever a GPU piece or a range starts or ends: each piece is the
+    # GPU computing (its label) or idle (the range open then)
+    cuts = distinct(np.concatenate([lo, hi, gs, ge, level_s, level_e]))
+    left, right = cuts[:-1], cuts[1:]
+    w = np.searchsorted(lo, left, side="right") - 1
+    inside = (w >= 0) & (left < hi[np.maximum(w, 0)])
+    left, right, w = left[inside], right[inside], w[inside]
+    if not len(left):
+        return {}
+    g = np.searchsorted(gs, left, side="right") - 1
+    computing = (g >= 0) & (left < ge[np.maximum(g, 0)]) if len(gs) else \
+        np.zeros(len(left), dtype=bool)
+    label = np.where(computing, gl[np.maximum(g, 0)] if len(gl) else -1, label_of(left))
+    gpu_ns = np.where(computing, right - left, 0)
+    # consecutive pieces of one window with the same label joined; the latest kept
+    first = np.flatnonzero(np.concatenate([[True], (w[1:] != w[:-1])
+                                           | (label[1:] != label[:-1])]))
+    last = np.concatenate([first[1:], [len(left)]]) - 1
+    mw, ms, me, ml = w[first], left[first], right[last], label[first]
+    mg = np.add.reduceat(gpu_ns, first)
+    latest = np.searchsorted(mw, mw, side="right") - np.arange(len(mw)) <= LEAD_IN_PIECES
+    pieces = [Piece(int(c), s_, e_, l_, g_) for c, s_, e_, l_, g_ in zip(
+        win_call[mw[latest]].tolist(), ms[latest].tolist(), me[latest].tolist(),
+        ml[latest].tolist(), mg[latest].tolist(), strict=True)]
+    names = table.names
+    return {"activity": tuple(pieces), "labels": tuple(names[int(n)] for n in label_names)}
+
+
+def _step_thread_level(table: EventTable, tree: OpTree
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outermost ranges below ``ProfilerStep#`` (or roots) on the thread that runs the
+    steps (else the thread with the most CPU op time): starts, ends, name indices."""
+    names = table.names
+    step_ids = np.array([i for i, n in enumerate(names) if n.startswith("ProfilerStep#")],
+                        dtype=np.int64)
+    is_step = np.isin(table.name[tree.row], step_ids)
+    if is_step.any():
+        key = int(np.bincount(tree.thread[is_step]).argmax())
+    else:
+        key = int(np.bincount(tree.thread, weights=tree.end_ns - tree.start_ns).argmax())
+    lo, hi = int(tree.thread_bounds[key]), int(tree.thread_bounds[key + 1])
+    node = np.arange(lo, hi)
+    parent = tree.parent[node]
+    top = ~is_step[node] & ((parent < 0) | is_step[np.maximum(parent, 0)])
+    node = node[top]
+    s, e = tree.start_ns[node], tree.end_ns[node]
+    name = table.name[tree.row[node]].astype(np.int64)
+    if len(s) > 1:  # siblings: clip an overlap left by clock rounding
+        s = np.concatenate([s[:1], np.maximum(s[1:], np.maximum.accumulate(e)[:-1])])
+        keep = e > s
+        s, e, name = s[keep], e[keep], name[keep]
+    return s, e, name
+
+
+def _coverage(s: np.ndarray, e: np.ndarray, label: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals sorted by start, as disjoint pieces: each keeps the part no earlier
+    interval covers, with its own label."""
+    if not len(s):
+        return s, e, label
+    reach = np.concatenate([[s[0]], np.maximum.accumulate(e)[:-1]])
+    ps = np.maximum(s, reach)
+    keep = e > ps
+    return ps[keep], e[keep], label[keep]
 
 
 def kind_totals(calls: list[Call], sizes: dict[str, int]) -> tuple[KindTotal, ...]:

@@ -24,6 +24,11 @@ stream add up exactly to its idle time.
 A gap that began while the launching thread was blocked in a synchronizing call is also
 counted as *after a synchronization*: the queue ran dry because the CPU waited for the
 GPU, whatever the thread did next.
+
+Of the queued part, the time inside the launch call itself (up to ``LAUNCH_CALL_CAP_NS``
+per gap) is the launch cost (the launch-bound rule); the host part spent in model code
+(ops, ranges, Python) is also given by the outermost ``record_function`` range open
+(the host-bound rule's regions).
 """
 
 from __future__ import annotations
@@ -71,6 +76,12 @@ KIND_LABELS = {
 # launch overhead (the launch-bound rule)
 LAUNCHING_KINDS = (CPU_OP, PHASE, PYTHON, OPTIMIZER)
 LAUNCH_GAP_NS = 1_000_000  # a gap at most this long counts as launch overhead
+# the kinds in which the thread ran the model's own code (ops, ranges, Python): the
+# host-bound rule (the DataLoader, synchronizations and the optimizer have their own)
+HOST_CODE_KINDS = (CPU_OP, PHASE, PYTHON)
+# a launch call counts as launch overhead up to this long: a longer one is loading a module
+# (a first launch) or blocked on a full queue
+LAUNCH_CALL_CAP_NS = 100_000
 
 _DATALOADER = re.compile(r"^enumerate\(DataLoader\)|DataLoader.*__next__")
 _OPTIMIZER = re.compile(r"^Optimizer\.(step|zero_grad)#")
@@ -107,6 +118,12 @@ class IdleCauses(msgspec.Struct, frozen=True):
     after_sync_gaps: int
     # host-side idle in gaps of at most LAUNCH_GAP_NS spent in LAUNCHING_KINDS
     launch_gap_ns: int
+    # of the queued time: the part inside the launch call of the activity that ended the
+    # gap, at most LAUNCH_CALL_CAP_NS a gap (the GPU waited for the launch itself)
+    in_launch_call_ns: int = 0
+    # idle while the thread ran model code (HOST_CODE_KINDS) by the outermost
+    # record_function range open (name "": none), largest first
+    regions: tuple[IdleCause, ...] = ()
 
     def kind_ns(self, kind: str) -> int:
         return sum(c.ns for c in self.causes if c.kind == kind)
@@ -125,6 +142,7 @@ class _Gaps(msgspec.Struct):
     start: np.ndarray  # int64: the GPU went idle
     end: np.ndarray  # int64: the next activity started
     launch_start: np.ndarray  # int64: its launch call started (-1: none)
+    launch_end: np.ndarray  # int64: its launch call ended (-1: none)
     thread: np.ndarray  # int64: thread key of that call (-1: none or no CPU ranges)
 
 
@@ -140,6 +158,7 @@ def attribute_idle(table: EventTable, tree: OpTree, gpu: GpuActivity,
     launch, start, end, device, stream, linked, l_start = (
         acts.launch, acts.start, acts.end, acts.device, acts.stream, acts.linked,
         acts.launch_start)
+    l_end = np.where(linked, l_start + table.dur_ns[np.maximum(launch, 0)], -1)
     thread = np.full(len(start), -1, dtype=np.int64)
     if linked.any():
         thread[linked] = thread_keys_for(tree, table.pid[launch[linked]],
@@ -149,31 +168,31 @@ def attribute_idle(table: EventTable, tree: OpTree, gpu: GpuActivity,
     for dev in distinct(device).tolist():
         on_dev = device == dev
         on = np.flatnonzero(on_dev)
-        gaps = _gaps(start[on], end[on], l_start[on], thread[on], union=True,
+        gaps = _gaps(start[on], end[on], l_start[on], l_end[on], thread[on], union=True,
                      lead_in_from=lead_in_from)
         devices.append(_causes(int(dev), None, gaps, spans))
         for st in distinct(stream[on_dev]).tolist():
             on = np.flatnonzero(on_dev & (stream == st))
-            gaps = _gaps(start[on], end[on], l_start[on], thread[on], union=False)
+            gaps = _gaps(start[on], end[on], l_start[on], l_end[on], thread[on], union=False)
             streams.append(_causes(int(dev), int(st), gaps, spans))
     return IdleAttribution(devices=tuple(devices), streams=tuple(streams))
 
 
-def _gaps(start: np.ndarray, end: np.ndarray, l_start: np.ndarray, thread: np.ndarray,
-          union: bool, lead_in_from: int | None = None) -> _Gaps:
+def _gaps(start: np.ndarray, end: np.ndarray, l_start: np.ndarray, l_end: np.ndarray,
+          thread: np.ndarray, union: bool, lead_in_from: int | None = None) -> _Gaps:
     """Positive gaps between activities in start order, as :mod:`launches` finds them:
     with ``union`` from the end of everything before, else from the previous activity;
     and the lead-in from ``lead_in_from`` to the first activity, when given."""
     order = np.argsort(start, kind="stable")
-    s, e, ls, th = start[order], end[order], l_start[order], thread[order]
+    s, e, ls, le, th = start[order], end[order], l_start[order], l_end[order], thread[order]
     prev_end = np.maximum.accumulate(e)[:-1] if union else e[:-1]
     if lead_in_from is not None and len(s):
         prev_end = np.concatenate([[min(lead_in_from, int(s[0]))], prev_end])
-        s, ls, th = np.concatenate([[s[0]], s]), np.concatenate([[ls[0]], ls]), \
-            np.concatenate([[th[0]], th])
+        s, ls, le, th = np.concatenate([[s[0]], s]), np.concatenate([[ls[0]], ls]), \
+            np.concatenate([[le[0]], le]), np.concatenate([[th[0]], th])
     keep = np.flatnonzero(s[1:] > prev_end)
     return _Gaps(start=prev_end[keep], end=s[1:][keep], launch_start=ls[1:][keep],
-                 thread=th[1:][keep])
+                 launch_end=le[1:][keep], thread=th[1:][keep])
 
 
 class _Level(msgspec.Struct):
@@ -263,6 +282,7 @@ def _inside(level: _Level, points: np.ndarray) -> np.ndarray:
 def _causes(device: int, stream: int | None, gaps: _Gaps, spans: _ThreadSpans
             ) -> IdleCauses:
     totals: dict[tuple[str, int], int] = {}
+    regions: dict[int, int] = {}
 
     def add(kind: str, name: int, ns: int) -> None:
         if ns > 0:
@@ -277,6 +297,10 @@ def _causes(device: int, stream: int | None, gaps: _Gaps, spans: _ThreadSpans
     host = np.flatnonzero(linked & (host_end > gaps.start))
     unknown = host[gaps.thread[host] < 0]  # launched from a thread with no CPU ranges
     add(PYTHON, -1, int((host_end - gaps.start)[unknown].sum()))
+    regions[-1] = int((host_end - gaps.start)[unknown].sum())
+    call_start = np.maximum(gaps.launch_start, gaps.start)
+    call_end = np.minimum(np.minimum(gaps.launch_end, gaps.end), call_start + LAUNCH_CALL_CAP_NS)
+    in_call = int(np.maximum(call_end - call_start, 0)[linked].sum())
     short = widths <= LAUNCH_GAP_NS
     launch_gap_ns = int((host_end - gaps.start)[unknown[short[unknown]]].sum())
     loader_after_sync = 0
@@ -287,6 +311,9 @@ def _causes(device: int, stream: int | None, gaps: _Gaps, spans: _ThreadSpans
         levels = spans.levels(key)
         for (kind, name), ns in _attribute(levels, gaps.start[mine], host_end[mine]).items():
             add(kind, name, ns)
+        if stream is None:
+            for name, ns in _regions(levels, gaps.start[mine], host_end[mine]).items():
+                regions[name] = regions.get(name, 0) + ns
         brief = mine[short[mine]]
         launch_gap_ns += sum(ns for (kind, _), ns in _attribute(
             levels, gaps.start[brief], host_end[brief]).items() if kind in LAUNCHING_KINDS)
@@ -302,11 +329,15 @@ def _causes(device: int, stream: int | None, gaps: _Gaps, spans: _ThreadSpans
          for (kind, n), ns in totals.items()),
         key=lambda c: (-c.ns, KINDS.index(c.kind), c.name),
     )
+    by_region = sorted((IdleCause(PHASE if n >= 0 else PYTHON, names[n] if n >= 0 else _NO_NAME,
+                                  ns) for n, ns in regions.items() if ns > 0),
+                       key=lambda c: (-c.ns, c.name))
     return IdleCauses(
         device=device, stream=stream, idle_ns=int(widths.sum()), gaps=int(len(widths)),
         causes=tuple(causes),
         after_sync_ns=int(widths[after_sync].sum()) - loader_after_sync,
         after_sync_gaps=int(after_sync.sum()), launch_gap_ns=launch_gap_ns,
+        in_launch_call_ns=in_call, regions=tuple(by_region),
     )
 
 
@@ -314,8 +345,43 @@ def _attribute(levels: list[_Level], lo: np.ndarray, hi: np.ndarray
                ) -> dict[tuple[str, int], int]:
     """Time of the intervals [lo, hi) (non-overlapping) by the most specific level open,
     keyed by (kind, name index)."""
-    if not len(lo):
+    left, width, kind, name = _segments(levels, lo, hi)
+    out: dict[tuple[str, int], int] = {}
+    if not len(left):
+        return out
+    key = kind * (int(name.max()) + 2) + (name + 1)
+    uniq, inverse = dense_ids(key)
+    sums = np.bincount(inverse.reshape(-1), weights=width, minlength=len(uniq))
+    base = int(name.max()) + 2
+    for u, ns in zip(uniq.tolist(), sums.tolist(), strict=True):
+        out[(HOST_KINDS[u // base], u % base - 1)] = int(round(ns))
+    return out
+
+
+def _regions(levels: list[_Level], lo: np.ndarray, hi: np.ndarray) -> dict[int, int]:
+    """Time of the intervals [lo, hi) spent in HOST_CODE_KINDS, by the outermost
+    ``record_function`` range open (name index; -1: none)."""
+    left, width, kind, _ = _segments(levels, lo, hi)
+    code = np.isin(kind, [HOST_KINDS.index(k) for k in HOST_CODE_KINDS])
+    left, width = left[code], width[code]
+    if not len(left):
         return {}
+    phase = levels[HOST_KINDS.index(PHASE)]
+    i = _inside(phase, left)
+    region = np.where(i >= 0, phase.name[np.maximum(i, 0)], -1) if len(phase.name) else i
+    uniq, inverse = dense_ids(region)
+    sums = np.bincount(inverse.reshape(-1), weights=width, minlength=len(uniq))
+    return {int(u): int(round(ns)) for u, ns in zip(uniq.tolist(), sums.tolist(), strict=True)}
+
+
+def _segments(levels: list[_Level], lo: np.ndarray, hi: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The intervals [lo, hi) (non-overlapping) cut where any level's span starts or ends:
+    each piece's start, width, kind (index into HOST_KINDS of the most specific level
+    open) and that span's name index (-1: none)."""
+    empty = np.zeros(0, dtype=np.int64)
+    if not len(lo):
+        return empty, empty, empty, empty
     cuts = [lo, hi]
     for lv in levels:
         cuts += [lv.start, lv.end]
@@ -333,13 +399,4 @@ def _attribute(levels: list[_Level], lo: np.ndarray, hi: np.ndarray
         hit = i >= 0
         kind[hit] = k
         name[hit] = lv.name[i[hit]]
-    out: dict[tuple[str, int], int] = {}
-    if not len(left):
-        return out
-    key = kind * (int(name.max()) + 2) + (name + 1)
-    uniq, inverse = dense_ids(key)
-    sums = np.bincount(inverse.reshape(-1), weights=width, minlength=len(uniq))
-    base = int(name.max()) + 2
-    for u, ns in zip(uniq.tolist(), sums.tolist(), strict=True):
-        out[(HOST_KINDS[u // base], u % base - 1)] = int(round(ns))
-    return out
+    return left, width, kind, name

@@ -54,7 +54,9 @@ from profiler_kit.analysis.bandwidth import (
     algbw_bytes_per_s,
     busbw_bytes_per_s,
 )
-from profiler_kit.analysis.collectives import Call, RankStep, RankSummary
+from profiler_kit.analysis.collectives import DEFAULT_GROUP, Call, RankStep, RankSummary
+from profiler_kit.analysis.comm_context import OTHER
+from profiler_kit.analysis.recommend import Recommendation
 
 # an instance counts for the straggler verdict when someone waited this long for it
 MIN_WAIT_NS = 10_000
@@ -64,6 +66,23 @@ STRAGGLER_MIN_STEP_SHARE = 0.01
 # size buckets of the per-type summary: [low, high) in bytes
 SIZE_BUCKETS = ((0, 64 << 10), (64 << 10, 1 << 20), (1 << 20, 16 << 20), (16 << 20, 256 << 20),
                 (256 << 20, 1 << 62))
+
+
+class Doing(msgspec.Struct, frozen=True):
+    """What a late rank did while the others waited for it: time in one range, per step."""
+
+    label: str  # the outermost range below ProfilerStep# ("": none, Python or untraced)
+    ns: float  # per step
+    gpu_ns: float  # of it, its GPU computing (else idle while its CPU was in ``label``)
+
+
+class ContextTotals(msgspec.Struct, frozen=True):
+    """Exposed communication of the calls of one context (comm_context), summed over ranks."""
+
+    context: str
+    calls: int  # matched instances
+    exposed_wait_ns: int
+    exposed_transfer_ns: int
 
 
 class RankTotals(msgspec.Struct, frozen=True):
@@ -81,6 +100,11 @@ class RankTotals(msgspec.Struct, frozen=True):
     last_arrivals: int  # instances in which it arrived last (someone waited)
     caused_wait_per_step_ns: float  # the others' mean wait for it, per step
     host: str | None = None  # the host the trace was written on
+    # while the others waited for it (the instances it arrived last in, from the first
+    # rank's arrival to its own): the time, and what it did then, per step (of its
+    # recorded lead-ins; the rest is before them)
+    late_per_step_ns: float = 0.0
+    late_doing: tuple[Doing, ...] = ()
 
 
 class KindSummary(msgspec.Struct, frozen=True):
@@ -205,6 +229,11 @@ class JobView(msgspec.Struct, frozen=True):
     clock_reference: str | None  # the instance the clocks were aligned at
     warnings: tuple[str, ...]
     pipeline: PipelineView | None = None  # when the ranks send and receive
+    contexts: tuple[ContextTotals, ...] = ()  # exposed communication by what it is for
+    # rules on the job (job_rules): waiting for a late rank, slow transfer, exposed
+    # transfer; and the rules that could not be judged, and why
+    recommendations: tuple[Recommendation, ...] = ()
+    rule_notes: tuple[str, ...] = ()
 
 
 def run_info(job: JobView) -> dict[str, Any]:
@@ -338,7 +367,13 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
     last_counts: Counter[int] = Counter()
     caused: dict[int, float] = defaultdict(float)
     pieces: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # rank -> (s, e, kind)
+    by_context: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)  # (r, s, e, kind)
+    context_calls: Counter[str] = Counter()
     n_inst = Counter()
+    lead_ins = {m.rank: _lead_in_index(m) for m in members}
+    late: dict[int, dict[str, list[float]]] = defaultdict(dict)  # rank -> label -> [ns, gpu]
+    late_ns: Counter[int] = Counter()
+    sizes = _group_sizes(members, world)
     for (group, seq), calls in matched:
         starts = {r: c.start_ns - shift.get(r, 0) for r, c in calls.items()}
         ends = {r: c.end_ns - shift.get(r, 0) for r, c in calls.items()}
@@ -346,6 +381,7 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
         last = starts[last_rank]
         end = max(ends.values())
         first = calls[min(calls)]
+        context = first.context or OTHER  # summaries written before contexts: other
         transfer = max(end - last, 0)
         size = first.size_bytes
         n = len(calls)
@@ -361,13 +397,20 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
                 s, e = ex[i] - off, ex[i + 1] - off
                 if s < last:
                     pieces[r].append((s, min(e, last), 0))
+                    by_context[context].append((r, s, min(e, last), 0))  # type: ignore[arg-type]
                 if e > last:
                     pieces[r].append((max(s, last), e, 1))
+                    by_context[context].append((r, max(s, last), e, 1))  # type: ignore[arg-type]
+        context_calls[context] += 1
         if max_wait >= MIN_WAIT_NS and n > 1:
             last_counts[last_rank] += 1
             others = [w for r, w in wait_i.items() if r != last_rank]
             caused[last_rank] += sum(others) / len(others)
-        busbw = busbw_bytes_per_s(first.kind, size, transfer, n)
+            off = shift.get(last_rank, 0)
+            late_ns[last_rank] += max_wait  # type: ignore[index]
+            _add_lead_in(late[last_rank], lead_ins[last_rank], calls[last_rank],  # type: ignore[index]
+                         min(starts.values()) + off, last + off)
+        busbw = busbw_bytes_per_s(first.kind, size, transfer, sizes.get(group, n))
         alg = algbw_bytes_per_s(size, transfer)
         instances.append(Instance(group, seq, first.kind, size, first.step, min(starts.values()),
                                   last, last_rank, end, max_wait, transfer, busbw))
@@ -393,11 +436,12 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
             transfer_ns=transfers[r], wait_per_step_ns=waits[r] / step_count,
             exposed_ns=m.exposed_ns, exposed_wait_ns=ex_wait, exposed_transfer_ns=ex_transfer,
             last_arrivals=last_counts[r], caused_wait_per_step_ns=caused[r] / step_count,  # type: ignore[index]
-            host=m.host))
+            host=m.host, late_per_step_ns=late_ns[r] / step_count,  # type: ignore[index]
+            late_doing=_doing(late.get(r, {}), step_count)))  # type: ignore[arg-type]
     if mismatched:
         notes.append(f"{mismatched} matched collectives disagree between ranks on type or "
                      "size: the ranks may not have run the same calls in the same order")
-    return JobView(
+    view = JobView(
         name=_job_name(members),
         world_size=world,
         backend=members[0].backend,
@@ -416,7 +460,69 @@ def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) 
         clock_reference=reference,
         warnings=tuple(notes),
         pipeline=_pipeline(members, shift, steps),
+        contexts=_context_totals(by_context, context_calls),
     )
+    from profiler_kit.analysis.job_rules import job_recommendations
+
+    recs, rule_notes = job_recommendations(view, members)
+    return msgspec.structs.replace(view, recommendations=recs, rule_notes=rule_notes)
+
+
+def _group_sizes(members: Sequence[RankSummary], world: int | None) -> dict[str, int]:
+    """Ranks per process group, where the traces say (the default group: the world): the
+    bus factor counts every rank of the group, not only those with a trace here."""
+    out = {g.name: len(g.ranks) for m in members for g in m.groups if g.ranks}
+    if world and DEFAULT_GROUP not in out:
+        out[DEFAULT_GROUP] = world
+    return out
+
+
+def _lead_in_index(m: RankSummary) -> dict[int, list]:
+    """A rank's lead-in pieces by call (keyed by the call object's id)."""
+    by_call: dict[int, list] = defaultdict(list)
+    for p in m.activity:
+        if 0 <= p.call < len(m.calls):
+            by_call[id(m.calls[p.call])].append(p)
+    labels = m.labels
+    return {k: [(p.start_ns, p.end_ns, labels[p.label] if 0 <= p.label < len(labels) else "",
+                 p.gpu_ns) for p in v] for k, v in by_call.items()}
+
+
+def _add_lead_in(into: dict[str, list[float]], index: dict[int, list], call: Call,
+                 lo: int, hi: int) -> None:
+    """Add what the rank did in ``[lo, hi)`` (its clock) before ``call``, by range."""
+    for s, e, label, gpu in index.get(id(call), ()):
+        a, b = max(s, lo), min(e, hi)
+        if b <= a:
+            continue
+        part = (b - a) / (e - s)
+        acc = into.setdefault(label, [0.0, 0.0])
+        acc[0] += b - a
+        acc[1] += gpu * part
+
+
+def _doing(late: dict[str, list[float]], steps: int) -> tuple[Doing, ...]:
+    return tuple(Doing(label, ns / steps, gpu / steps)
+                 for label, (ns, gpu) in sorted(late.items(), key=lambda kv: -kv[1][0]))
+
+
+def _context_totals(by_context: dict[str, list[tuple[int, int, int, int]]],
+                    calls: Counter[str]) -> tuple[ContextTotals, ...]:
+    """Exposed wait and transfer per context: per rank the union of its pieces (a wait
+    that is also another call's transfer counts as transfer), summed over ranks."""
+    out = []
+    for context in calls:
+        rows = by_context.get(context, [])
+        wait = transfer = 0
+        per_rank: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+        for r, s, e, kind in rows:
+            per_rank[r].append((s, e, kind))
+        for ps in per_rank.values():
+            w, t = _exposed_split(ps)
+            wait += w
+            transfer += t
+        out.append(ContextTotals(context, calls[context], wait, transfer))
+    return tuple(sorted(out, key=lambda c: -(c.exposed_wait_ns + c.exposed_transfer_ns)))
 
 
 def _pipeline(members: Sequence[RankSummary], shift: dict[int, int],

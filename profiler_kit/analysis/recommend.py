@@ -13,13 +13,15 @@ import re
 import msgspec
 import numpy as np
 
-from profiler_kit.analysis import classify, intervals
+from profiler_kit.analysis import classify, comm_context, intervals
 from profiler_kit.analysis.attribution import GpuActivity
+from profiler_kit.analysis.autocast_scope import autocast_scope
 from profiler_kit.analysis.hotspots import Breakdown
 from profiler_kit.analysis.idle_attribution import (
     DATALOADER,
+    HOST_CODE_KINDS,
+    KIND_LABELS,
     KIND_WORDS,
-    LAUNCHING_KINDS,
     OPTIMIZER,
     SYNCHRONIZATION,
     IdleAttribution,
@@ -35,15 +37,16 @@ from profiler_kit.trace.table import Cat, EventTable
 
 # Thresholds (fractions unless named otherwise).
 LOW_UTILIZATION = 0.5  # GPU busy / window below this
-LOW_PRECISION_ELIGIBLE = 0.10  # GEMM+conv share of GPU time above which precision matters
-LOW_PRECISION_SHARE = 0.5  # low-precision share of GEMM+conv time below this
-HOST_WAIT_SHARE = 0.2  # idle in short gaps while the CPU launched work / window: launch-bound
+AUTOCAST_MIN_SHARE = 0.20  # GPU time in ops autocast changes, still 32-bit / GPU time
+HOST_BOUND_SHARE = 0.2  # GPU idle while the CPU ran model code (ops, ranges, Python) / window
+LAUNCH_CALL_SHARE = 0.2  # GPU idle inside the launch calls of its next work / window
 EMPTY_QUEUE_DELAY_NS = 50_000  # median launch delay at most this: kernels found the queue empty
 LAUNCH_BOUND_MIN_LAUNCHES = 50  # fewer launches give no stable median delay
 IDLE_CAUSE_SHARE = 0.10  # GPU idle attributed to the DataLoader, a sync or the optimizer / window
 MEMCPY_SHARE = 0.10  # memcpy time / GPU activity time
 DATALOADER_SHARE = 0.10  # data-loader time / steps window
 EXPOSED_COMM_SHARE = 0.10  # communication not overlapped with computation / device window
+EXPOSED_CONTEXT_SHARE = 0.2  # a context with this share of the exposed time gets its advice
 MEMORY_NEAR_CAPACITY = 0.90  # peak / device memory
 FP32_GEMM_SHARE = 0.20  # share of GEMM time in fp32 (non tensor-core) kernels
 FP32_GEMM_MIN_GPU_SHARE = 0.05  # ... and those kernels' share of GPU kernel time
@@ -96,8 +99,9 @@ def recommend(
 ) -> Findings:
     """Evaluate every rule; return those that fired and notes about those that could not run.
 
-    The causes of GPU idle time (DataLoader, synchronization, optimizer, launches) come
-    first, the largest share of the step first; the idle GPU itself, a symptom, after them.
+    The causes of GPU idle time (DataLoader, synchronization, optimizer, host code,
+    launch calls) come first, the largest share of the step first; the idle GPU itself, a
+    symptom, after them.
     """
     causes: list[Recommendation] = []
     recs: list[Recommendation] = []
@@ -106,6 +110,7 @@ def recommend(
         notes.append("CPU-only trace (no GPU kernels, memcpy or memset): GPU rules not evaluated")
         idle = None
     else:
+        causes += _host_bound(idle, timeline, step_device_ns)
         causes += _launch_bound(table, gpu, timeline, launches, idle, step_device_ns)
         causes += _synchronization(idle, timeline, step_device_ns)
         causes += _optimizer(idle, timeline, step_device_ns)
@@ -113,9 +118,9 @@ def recommend(
     causes.sort(key=lambda r: -r.measured)
     if len(gpu):
         recs += _utilization(timeline, step_device_ns, idle)
-        recs += _precision(precision, gpu_breakdown)
+        recs += _precision(table, tree, gpu)
         recs += _memcpy(gpu_breakdown)
-        recs += _exposed_comm(timeline)
+        recs += _exposed_comm(table, tree, gpu, timeline)
         recs += _fp32_matmul(table, precision, gpu_breakdown, notes)
     recs += _memory(memory, notes)
     recs += _conv_bias_bn(table, tree)
@@ -161,33 +166,90 @@ def _idle_evidence(causes: IdleCauses | None) -> list[Evidence]:
             for ns, k in kinds[:3] if ns > 0]
 
 
-def _precision(precision: Precision, gpu_bd: Breakdown) -> list[Recommendation]:
-    if not gpu_bd.total_ns or precision.eligible_ns <= 0:
+def _precision(table: EventTable, tree: OpTree, gpu: GpuActivity) -> list[Recommendation]:
+    """The GPU time autocast could run in 16 bits and does not: kernels of the aten ops it
+    changes (matmuls, linear, convolutions, attention) still in 32 bits, over all GPU
+    time. Custom extension and Triton kernels are out of its reach and never count."""
+    scope = autocast_scope(table, tree, gpu)
+    if not scope.gpu_ns or not scope.scope_ns:
         return []
-    eligible_share = precision.eligible_ns / gpu_bd.total_ns
-    low = precision.low_precision_share or 0.0
-    if eligible_share < LOW_PRECISION_ELIGIBLE or low >= LOW_PRECISION_SHARE:
+    wide = scope.scope_ns - scope.low_precision_ns
+    share = wide / scope.gpu_ns
+    if share < AUTOCAST_MIN_SHARE:
         return []
+    ev = [Evidence("GPU time in ops autocast changes, still 32-bit", wide, "ns"),
+          Evidence("GPU time in ops autocast changes", scope.scope_ns, "ns"),
+          Evidence("already fp16/bf16/fp8", scope.low_precision_ns, "ns"),
+          Evidence("GPU time", scope.gpu_ns, "ns")]
+    if scope.compiled_ns:
+        ev.append(Evidence("of it library GEMM/conv/attention kernels in torch.compile graphs",
+                           scope.compiled_ns, "ns"))
+    if scope.out_of_reach_ns:
+        ev.append(Evidence("GEMM/conv/attention kernels autocast cannot change (custom ops, "
+                           "Triton)", scope.out_of_reach_ns, "ns"))
+    ev += [Evidence("op", ns, "ns", name=name) for name, ns in scope.top_ops]
     return [Recommendation(
         rule="reduced_precision_unused", scope="trace",
-        title="GEMM/convolution time not in reduced precision",
-        advice="Run the model under torch.autocast (bf16 or fp16) so GEMMs and convolutions "
-               "use tensor/matrix cores at 16-bit precision.",
-        measured=low, threshold=LOW_PRECISION_SHARE, fires_when="below", unit="fraction",
-        evidence=(Evidence("GEMM + convolution kernel time", precision.eligible_ns, "ns"),
-                  Evidence("share of GPU time", eligible_share, "fraction"),
-                  Evidence("in fp16/bf16/fp8 kernels", precision.low_precision_ns, "ns")),
+        title="Matmul/convolution/attention time autocast could run in 16 bits",
+        advice=f"Run the model under torch.autocast (bf16, or fp16 with a GradScaler) "
+               f"{'and compile it under autocast ' if scope.compiled_ns else ''}so these "
+               f"ops use tensor/matrix cores at 16 bits: they are {share:.0%} of the GPU "
+               "time, the most autocast can speed up; the rest of the GPU time "
+               "(elementwise, custom and Triton kernels, communication) stays as it is.",
+        measured=share, threshold=AUTOCAST_MIN_SHARE, fires_when="above", unit="fraction",
+        evidence=tuple(ev),
     )]
+
+
+def _host_bound(idle: IdleAttribution | None, timeline: Timeline,
+                step_device_ns: int | None) -> list[Recommendation]:
+    """The GPU waits while the CPU runs the model's own code: idle before the next launch
+    while the launching thread was in ops, ``record_function`` ranges or Python (the
+    DataLoader, synchronizations and the optimizer have rules of their own). Names the
+    ranges (regions) and the ops it was in, and how little of it the launch calls took."""
+    if idle is None:
+        return []
+    windows = {d.device: step_device_ns or d.window_ns for d in timeline.devices}
+    out = []
+    for dc in idle.devices:
+        window = windows.get(dc.device, 0)
+        host = sum(dc.kind_ns(k) for k in HOST_CODE_KINDS)
+        if window <= 0 or host / window < HOST_BOUND_SHARE:
+            continue
+        ev = [Evidence("GPU idle while the CPU ran model code (ops, ranges, Python)", host,
+                       "ns"),
+              Evidence("device-side step time" if step_device_ns else "GPU window", window,
+                       "ns"),
+              Evidence("GPU idle inside the launch calls themselves", dc.in_launch_call_ns,
+                       "ns")]
+        ev += [Evidence("idle while in the region", c.ns, "ns",
+                        name=c.name or "(no record_function range)")
+               for c in dc.regions[:3]]
+        ev += [Evidence(f"idle while {KIND_WORDS[c.kind]}", c.ns, "ns",
+                        name=c.name or KIND_LABELS[c.kind])
+               for c in dc.causes if c.kind in HOST_CODE_KINDS][:4]
+        out.append(Recommendation(
+            rule="host_bound", scope=_dev(dc.device),
+            title="GPU waits while the CPU runs model code (host-bound)",
+            advice="The CPU spends longer issuing each piece of work than the GPU spends "
+                   "running it: cut the host work per step where it is (the regions and ops "
+                   "below): torch.compile removes Python and per-op dispatch, CUDA graphs "
+                   "replay a whole step's launches at once, larger batches give each op "
+                   "more work, and data movement or Python-side bookkeeping can leave the "
+                   "step.",
+            measured=host / window, threshold=HOST_BOUND_SHARE, fires_when="above",
+            unit="fraction", evidence=tuple(ev),
+        ))
+    return out
 
 
 def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline,
                   launches: Launches | None, idle: IdleAttribution | None,
                   step_device_ns: int | None) -> list[Recommendation]:
-    """The GPU waits for the CPU to launch work with an empty queue: much of its time is
-    idle in short gaps while the launching thread ran ops or Python (not the DataLoader
-    or a synchronization, which have rules of their own), and kernels start right after
-    their launch calls (a short median launch delay: nothing was queued ahead of them).
-    A deep queue (long launch delays) means the host is ahead, whatever the idle time."""
+    """The launch calls themselves are the cost: the GPU idles inside the runtime calls
+    (``cudaLaunchKernel``...) that launch its next work, with an empty queue (a short
+    median launch delay). Model code before the calls is the host-bound rule's; a deep
+    queue (long launch delays) means the host is ahead, whatever the idle time."""
     if launches is None or idle is None or launches.launched < LAUNCH_BOUND_MIN_LAUNCHES \
             or launches.cpu_launch is None:
         return []
@@ -201,28 +263,26 @@ def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline,
         window = step_device_ns or d.window_ns
         if dl is None or dc is None or dl.launch_delay is None or window <= 0:
             continue
-        launching = dc.launch_gap_ns
-        share = launching / window
+        share = dc.in_launch_call_ns / window
         delay = dl.launch_delay.p50_ns
-        if share < HOST_WAIT_SHARE or delay > EMPTY_QUEUE_DELAY_NS:
+        if share < LAUNCH_CALL_SHARE or delay > EMPTY_QUEUE_DELAY_NS:
             continue
-        top = [c for c in dc.causes if c.kind in LAUNCHING_KINDS][:3]
-        ev = [Evidence("idle in short gaps while the CPU launched work", launching, "ns"),
+        ev = [Evidence("GPU idle inside the launch calls", dc.in_launch_call_ns, "ns"),
               Evidence("device-side step time" if step_device_ns else "GPU window", window,
                        "ns"),
-              Evidence("median launch delay", delay, "ns"),
-              Evidence("p90 launch delay", dl.launch_delay.p90_ns, "ns"),
               Evidence("median launch call (CPU)", launches.cpu_launch.p50_ns, "ns"),
-              Evidence("median kernel", median_kernel, "ns")]
-        ev += [Evidence("idle while the CPU was in", c.ns, "ns", name=c.name or c.kind)
-               for c in top]
+              Evidence("median kernel", median_kernel, "ns"),
+              Evidence("median launch delay", delay, "ns"),
+              Evidence("launches", launches.launched, "count")]
         out.append(Recommendation(
             rule="launch_bound", scope=_dev(d.device),
-            title="GPU waits for kernel launches (launch-bound)",
-            advice="The CPU cannot launch kernels as fast as the GPU runs them: fuse them "
-                   "(torch.compile), capture them in CUDA graphs, or give each kernel more "
-                   "work (larger batches).",
-            measured=share, threshold=HOST_WAIT_SHARE, fires_when="above",
+            title="GPU waits for the launch calls themselves (launch-bound)",
+            advice="Each kernel runs in less time than the runtime call that launches it: "
+                   "launch fewer, larger kernels. CUDA graphs (torch.compile with "
+                   "mode='reduce-overhead', or torch.cuda.graphs) replay many launches "
+                   "for the cost of one; fusing ops (torch.compile) or larger batches "
+                   "cuts the number of launches.",
+            measured=share, threshold=LAUNCH_CALL_SHARE, fires_when="above",
             unit="fraction", evidence=tuple(ev),
         ))
     return out
@@ -298,26 +358,43 @@ def _memcpy(gpu_bd: Breakdown) -> list[Recommendation]:
     )]
 
 
-def _exposed_comm(timeline: Timeline) -> list[Recommendation]:
+def _exposed_comm(table: EventTable, tree: OpTree, gpu: GpuActivity,
+                  timeline: Timeline) -> list[Recommendation]:
+    """Communication kernels with no computation beside them, over the device window; the
+    advice is that of what the exposed collectives are for (DDP's gradient all-reduce,
+    embedding all-to-all, tensor parallelism, ...: see comm_context). One rank's trace
+    cannot tell waiting for a late rank from transferring: the job view of all ranks can."""
     out = []
     for d in timeline.devices:
         if d.window_ns <= 0 or not d.communication_busy_ns:
             continue
         share = d.exposed_communication_ns / d.window_ns
-        if share >= EXPOSED_COMM_SHARE:
-            out.append(Recommendation(
-                rule="exposed_communication", scope=_dev(d.device),
-                title="Communication not hidden behind computation",
-                advice="Overlap collectives with compute: DDP bucketing (bucket_cap_mb), "
-                       "gradient accumulation with no_sync, or FSDP prefetching.",
-                measured=share, threshold=EXPOSED_COMM_SHARE, fires_when="above",
-                unit="fraction",
-                evidence=(Evidence("communication busy", d.communication_busy_ns, "ns"),
-                          Evidence("overlapped with computation", d.comm_compute_overlap_ns,
-                                   "ns"),
-                          Evidence("exposed", d.exposed_communication_ns, "ns"),
-                          Evidence("GPU window", d.window_ns, "ns")),
-            ))
+        if share < EXPOSED_COMM_SHARE:
+            continue
+        by_context = sorted(comm_context.exposed_by_context(
+            table, tree, gpu, d.device, (d.window_start_ns, d.window_start_ns + d.window_ns)
+        ).items(), key=lambda kv: -kv[1])
+        total = sum(ns for _, ns in by_context) or 1
+        main = [c for c, ns in by_context if ns >= EXPOSED_CONTEXT_SHARE * total] or \
+            [c for c, _ in by_context[:1]]
+        advice = " ".join(comm_context.ADVICE[c] for c in main) + (
+            " From one rank's trace, waiting for a late rank and transferring look the same: "
+            "analyze the traces of all ranks together for the split.")
+        out.append(Recommendation(
+            rule="exposed_communication", scope=_dev(d.device),
+            title="Communication not hidden behind computation: "
+                  + ", ".join(comm_context.LABELS[c] for c in main),
+            advice=advice.strip(),
+            measured=share, threshold=EXPOSED_COMM_SHARE, fires_when="above",
+            unit="fraction",
+            evidence=(Evidence("communication busy", d.communication_busy_ns, "ns"),
+                      Evidence("overlapped with computation", d.comm_compute_overlap_ns,
+                               "ns"),
+                      Evidence("exposed", d.exposed_communication_ns, "ns"),
+                      Evidence("GPU window", d.window_ns, "ns"),
+                      *(Evidence(f"exposed in {comm_context.LABELS[c]}", ns, "ns")
+                        for c, ns in by_context if ns > 0)),
+        ))
     return out
 
 

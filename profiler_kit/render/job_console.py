@@ -14,27 +14,38 @@ from rich.text import Text
 
 from profiler_kit.analysis.collectives import KindTotal
 from profiler_kit.analysis.job import JobView, PipelineView, Straggler
+from profiler_kit.analysis.recommend import Evidence
 from profiler_kit.render import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
-          "title_style": "bold"}
-MAX_STEP_COLUMNS = 8  # beyond this many ranks, steps show only the slowest and the skew
+          "title_style": "bold", "caption_justify": "left"}
+# per-rank step columns, in characters, that still fit an 80-column terminal; beyond,
+# steps show the slowest and the fastest rank and the skew
+STEP_COLUMNS_WIDTH = 40
 MAX_RANK_ROWS = 16  # beyond this many ranks, the per-rank table shows the telling ones
 
 
 def bandwidth(bytes_per_s: float | None) -> str:
-    """Bytes per second in GB/s (decimal, as nccl-tests prints)."""
+    """Bytes per second with a decimal prefix (GB/s as nccl-tests prints, MB/s and kB/s
+    below 1 GB/s, so a cell stays short)."""
     if bytes_per_s is None:
         return "-"
-    return f"{units.significant(bytes_per_s / 1e9, 3)} GB/s"
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bytes_per_s >= scale:
+            return f"{units.significant(bytes_per_s / scale, 3)} {unit}"
+    return f"{units.significant(bytes_per_s, 3)} B/s"
 
 
 def size_bucket(low: int, high: int) -> str:
+    """A message size range, short: ``< 64K``, ``1M-16M``, ``>= 256M`` (binary units)."""
+    def short(n: int) -> str:
+        return units.nbytes(n).replace(" ", "").replace("iB", "")
+
     if low == 0:
-        return f"< {units.nbytes(high)}"
+        return f"< {short(high)}"
     if high >= 1 << 61:
-        return f">= {units.nbytes(low)}"
-    return f"{units.nbytes(low)} - {units.nbytes(high)}"
+        return f">= {short(low)}"
+    return f"{short(low)}-{short(high)}"
 
 
 def straggler_line(s: Straggler | None, step_count: int) -> Text:
@@ -76,42 +87,86 @@ def job_view(j: JobView) -> Panel:
         parts.append(Text("No collective matched across the ranks: no straggler verdict, no "
                           "wait/transfer split", style="dim"))
     if j.instances:
-        per = Table(title="Per rank (matched collectives)", **_TABLE)
-        for col in ("rank", "trace", "collectives", "wait/step", "wait", "transfer", "exposed wait",
-                    "exposed transfer", "last", "others wait for it/step"):
-            per.add_column(col, justify="left" if col == "trace" else "right")
-        shown = j.per_rank
-        if len(shown) > MAX_RANK_ROWS:  # the ranks others wait for, then those that wait most
-            shown = sorted(shown, key=lambda r: (-r.caused_wait_per_step_ns,
-                                                 -r.wait_per_step_ns, r.rank))[:MAX_RANK_ROWS]
-            per.caption = (f"the {MAX_RANK_ROWS} of {len(j.per_rank)} ranks the others wait "
-                           "for most, then those that wait most; every rank in --json")
-        many_hosts = len({r.host for r in j.per_rank if r.host}) > 1
-        for r in shown:
-            per.add_row(f"{r.rank} ({r.host})" if many_hosts and r.host else str(r.rank),
-                        Text(r.label), f"{r.instances:,}",
-                        units.duration(r.wait_per_step_ns), units.duration(r.wait_ns),
-                        units.duration(r.transfer_ns), units.duration(r.exposed_wait_ns),
-                        units.duration(r.exposed_transfer_ns), f"{r.last_arrivals:,}",
-                        units.duration(r.caused_wait_per_step_ns))
-        parts.append(per)
+        parts.extend(_per_rank(j))
     if j.kinds:
-        kinds = Table(title="Collectives by type and size (wait, transfer: per rank, summed)",
-                      **_TABLE)
-        for col in ("type", "size", "count", "wait", "transfer", "algbw (median)",
-                    "busbw (median)"):
+        kinds = Table(title="Collectives by type and size (wait, transfer: per rank, summed; "
+                            "bandwidth: median)", **_TABLE)
+        for col in ("type", "size", "count", "wait", "transfer", "algbw", "busbw"):
             kinds.add_column(col, justify="left" if col in ("type", "size") else "right")
         for k in j.kinds:
             kinds.add_row(k.kind, size_bucket(k.size_low_bytes, k.size_high_bytes),
                           f"{k.count:,}", units.duration(k.wait_ns), units.duration(k.transfer_ns),
                           bandwidth(k.median_algbw_bytes_per_s),
                           bandwidth(k.median_busbw_bytes_per_s))
+        kinds.caption = "algbw: bytes / transfer time; busbw: algbw scaled to compare with " \
+                        "the link (nccl-tests)"
         parts.append(kinds)
     if j.steps:
         parts.append(_steps(j))
     if j.pipeline is not None:
         parts.extend(_pipeline(j.pipeline))
+    parts.extend(_recommendations(j))
     return Panel(Group(*parts), box=box.ROUNDED, expand=True)
+
+
+def _per_rank(j: JobView) -> list[Table]:
+    """Per rank, in two tables narrow enough for 80 columns: who waits and who is waited
+    for, then the time in the matched collectives."""
+    shown = j.per_rank
+    caption = None
+    if len(shown) > MAX_RANK_ROWS:  # the ranks others wait for, then those that wait most
+        shown = tuple(sorted(shown, key=lambda r: (-r.caused_wait_per_step_ns,
+                                                   -r.wait_per_step_ns, r.rank))[:MAX_RANK_ROWS])
+        caption = (f"the {MAX_RANK_ROWS} of {len(j.per_rank)} ranks the others wait for most, "
+                   "then those that wait most; every rank in --json")
+    many_hosts = len({r.host for r in j.per_rank if r.host}) > 1
+    per = "/step" if j.step_count else ""
+    waits = Table(title="Per rank: who waits, who is waited for", caption=caption, **_TABLE)
+    for col in ("rank", "trace", "calls", f"waits{per}", "last", f"waited for{per}"):
+        waits.add_column(col, justify="left" if col == "trace" else "right")
+    times = Table(title="Per rank: time in the matched collectives (summed)", **_TABLE)
+    for col in ("rank", "wait", "transfer", "exposed wait", "exposed transfer"):
+        times.add_column(col, justify="right")
+    for r in shown:
+        rank = f"{r.rank} ({r.host})" if many_hosts and r.host else str(r.rank)
+        waits.add_row(rank, Text(r.label, overflow="fold"), f"{r.instances:,}",
+                      units.duration(r.wait_per_step_ns), f"{r.last_arrivals:,}",
+                      units.duration(r.caused_wait_per_step_ns))
+        times.add_row(rank, units.duration(r.wait_ns), units.duration(r.transfer_ns),
+                      units.duration(r.exposed_wait_ns), units.duration(r.exposed_transfer_ns))
+    legend = Text(f"calls: collectives matched; waits{per}: its wait for the last rank; last: "
+                  f"collectives it arrived last in; waited for{per}: the others' mean wait for "
+                  "it; exposed: with no computation beside it", style="dim")
+    return [waits, times, legend]
+
+
+def _recommendations(j: JobView) -> list[Text]:
+    """The job's rules that fired, with their evidence, and those not judged."""
+    if not j.recommendations and not j.rule_notes:
+        return []
+    t = Text("Recommendations for the job\n" if j.recommendations else
+             "Recommendations for the job: none fired.\n", style="bold")
+    for i, r in enumerate(j.recommendations, 1):
+        cmp = "<" if r.fires_when == "below" else "≥"
+        t.append(f"{i}. {r.title}: {units.percent(r.measured)} {cmp} "
+                 f"{units.percent(r.threshold)} ({r.rule})\n", style="yellow")
+        t.append(f"   {r.advice} Evidence: {_evidence(r.evidence)}\n")
+    for n in j.rule_notes:
+        t.append(f"note: {n}\n", style="dim")
+    return [t]
+
+
+def _evidence(ev: tuple[Evidence, ...]) -> str:
+    def value(e: Evidence) -> str:
+        if e.unit == "ns":
+            return units.duration(e.value)  # type: ignore[arg-type]
+        if e.unit == "bytes/s":
+            return bandwidth(e.value)  # type: ignore[arg-type]
+        if e.unit == "fraction":
+            return units.percent(e.value)  # type: ignore[arg-type]
+        return f"{e.value:,}" if isinstance(e.value, int) else str(e.value)
+
+    return "; ".join(f"{e.label}{' ' + e.name if e.name else ''} {value(e)}" for e in ev)
 
 
 def _pipeline(p: PipelineView) -> list:
@@ -142,31 +197,39 @@ def _pipeline(p: PipelineView) -> list:
 
 
 def _steps(j: JobView) -> Table:
-    t = Table(title="Steps across ranks (CPU side; device side in brackets)", **_TABLE,
-              min_width=60)
+    """Each step's time per rank where the columns fit 80 characters, else the slowest
+    and the fastest rank's."""
+    device = any(d is not None for s in j.steps for d in s.device_dur_ns)
+    show = len(j.ranks) * ((17 if device else 9) + 2) <= STEP_COLUMNS_WIDTH
+    t = Table(title="Steps across ranks (CPU side; device side in brackets)", **_TABLE)
     t.add_column("step", justify="right")
-    show = len(j.ranks) <= MAX_STEP_COLUMNS
     if show:
         for r in j.ranks:
             t.add_column(f"rank {r}", justify="right")
+    else:
+        t.add_column("fastest", justify="right")
     t.add_column("slowest", justify="right")
     t.add_column("skew", justify="right")
+
+    def cell(d: tuple[int, int | None] | None) -> str:
+        if d is None:
+            return "-"
+        return units.duration(d[0]) + (f" ({units.duration(d[1])})" if d[1] is not None else "")
+
     for s in j.steps:
+        by_rank = dict(zip(s.ranks, zip(s.dur_ns, s.device_dur_ns, strict=True), strict=True))
         cells = [str(s.number)]
         if show:
-            by_rank = dict(zip(s.ranks, zip(s.dur_ns, s.device_dur_ns, strict=True), strict=True))
-            for r in j.ranks:
-                d = by_rank.get(r)
-                if d is None:
-                    cells.append("-")
-                else:
-                    cells.append(units.duration(d[0]) + (f" ({units.duration(d[1])})"
-                                                         if d[1] is not None else ""))
+            cells += [cell(by_rank.get(r)) for r in j.ranks]
+            cells.append(f"rank {s.slowest_rank}")
+        else:
+            fastest = s.ranks[min(range(len(s.ranks)), key=lambda i: s.dur_ns[i])]
+            cells.append(f"rank {fastest}: {cell(by_rank[fastest])}")
+            cells.append(f"rank {s.slowest_rank}: {cell(by_rank[s.slowest_rank])}")
         skew = units.duration(s.skew_ns)
         if s.device_skew_ns is not None:
             skew += f" ({units.duration(s.device_skew_ns)})"
-        cells += [f"rank {s.slowest_rank}", skew]
-        t.add_row(*cells)
+        t.add_row(*cells, skew)
     return t
 
 
