@@ -26,6 +26,8 @@ from collections.abc import Sequence
 
 import msgspec
 
+from profiler_kit.noise import CONTENDED, NoiseVerdict, doubted
+
 # other processes' CPU use below this many cores is background (daemons, the shell)
 CONTENDED_MIN_CORES = 0.25
 CONTENDED_MIN_FRACTION = 0.10  # ... or below this share of the cores
@@ -148,6 +150,19 @@ def different(base: Sequence[RoundContention], other: Sequence[RoundContention]
             f"(other processes used {s.others_cores:.1f} of {s.cores}): oversubscribed, so "
             "its time is the other work's as much as its own", harder)
     return None
+
+
+def judged(v: NoiseVerdict, diff: Difference | None, faster: str | None) -> NoiseVerdict:
+    """``v`` in the light of how the two sides' contention differed (``diff``) and which
+    side was faster (``faster``: BASELINE_SIDE, STRATEGY_SIDE or None when unknown): not
+    judged where the slower side had it worse; where the faster side had it worse the
+    verdict stands with the reason, since quiet the gap would only grow."""
+    if diff is None or v.doubt:
+        return v
+    if v.beyond_noise and diff.harder == faster:
+        return msgspec.structs.replace(v, reason=f"{v.reason}; {diff.reason}; the faster "
+                                       "side had it worse, so the change stands")
+    return doubted(v, CONTENDED, diff.reason)
 
 
 def oversubscription(rounds: Sequence[RoundContention]) -> str | None:

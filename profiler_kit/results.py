@@ -24,7 +24,7 @@ from profiler_kit import contention as _contention
 from profiler_kit.artifacts import RUN_JSON, RUN_SCHEMA, point_dir_name
 from profiler_kit.contention import RoundContention
 from profiler_kit.errors import UsageError
-from profiler_kit.noise import CONTENDED, NoiseVerdict, doubted
+from profiler_kit.noise import NoiseVerdict
 
 OK = "ok"
 FAILED = "failed"
@@ -442,17 +442,9 @@ def _speedup_noise(base: StrategyResult, s: StrategyResult) -> NoiseVerdict:
     work = (s.items_per_step / base.items_per_step
             if s.items_per_step > 0 and base.items_per_step > 0 else 1.0)
     v = _judged(_rounds(base), _rounds(s), work)
-    if v.doubt:
-        return v
-    diff = _contention.different(base.contention, s.contention)
-    if diff is None:
-        return v
     faster = (_contention.STRATEGY_SIDE if (v.ci_low_fraction or 0) > 0 else
               _contention.BASELINE_SIDE if (v.ci_high_fraction or 0) < 0 else None)
-    if v.beyond_noise and diff.harder == faster:
-        return msgspec.structs.replace(v, reason=f"{v.reason}; {diff.reason}; the faster "
-                                       "side had it worse, so the gain stands")
-    return doubted(v, CONTENDED, diff.reason)
+    return _contention.judged(v, _contention.different(base.contention, s.contention), faster)
 
 
 @functools.lru_cache(maxsize=256)

@@ -64,7 +64,8 @@ def test_user_scenario_file_runs_like_a_builtin(capsys, tmp_path) -> None:
 
 def _check_verdicts(out_dir: Path, console: str) -> None:
     """Every strategy but the baseline ends with a verdict from the traces, in run.json,
-    summary.md and on the console, and its terms add up to the change in step time."""
+    summary.md and on the console, and its terms add up to the change in step time; or,
+    where the profiled steps contradict the timing, the explanation is withheld."""
     (run_dir,) = (p for p in out_dir.rglob("run.json"))
     doc = json.loads(run_dir.read_text())
     summary = (run_dir.parent / "summary.md").read_text()
@@ -76,9 +77,14 @@ def _check_verdicts(out_dir: Path, console: str) -> None:
             assert s["verdict"] is None and s["step_change_ns"] == {}
             continue
         assert s["verdict"].startswith(f"{s['name']}: ")
-        change = dict(s["step_change_ns"])
-        total = change.pop("step")
-        assert sum(change.values()) == pytest.approx(total, abs=1e-3)
+        if s["verdict"].startswith(f"{s['name']}: explanation withheld: "):
+            # the profiled steps told another story than the timing (a busy machine)
+            assert "where the timed medians say" in s["verdict"]
+            assert s["step_change_ns"] == {}
+        else:
+            change = dict(s["step_change_ns"])
+            total = change.pop("step")
+            assert sum(change.values()) == pytest.approx(total, abs=1e-3)
         assert f"- {s['verdict']}" in summary
         assert " ".join(s["verdict"].split()) in flat
 

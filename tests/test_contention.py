@@ -169,7 +169,7 @@ def test_the_busy_machine_speedup_is_not_judged_and_names_the_oversubscription()
     n = slowed[1].noise
     assert n.beyond_noise is True and n.doubt == ""
     assert n.reason.startswith("3 rounds; this strategy ran 2 busy threads")
-    assert n.reason.endswith("the faster side had it worse, so the gain stands")
+    assert n.reason.endswith("the faster side had it worse, so the change stands")
 
 
 def test_contention_travels_through_run_json(tmp_path) -> None:
@@ -263,3 +263,35 @@ def test_gpu_clock_slowdowns_are_read_from_nvml_masks() -> None:
     assert slowdowns(pynvml.nvmlClocksEventReasonGpuIdle
                      | pynvml.nvmlClocksEventReasonSyncBoost, pynvml) == ()
     assert slowdowns(0, pynvml) == ()
+
+
+def _ddp_report(seconds: float, others: float) -> dict:
+    """A ddp_report.json of one configuration, three rounds of 8 steps, each round timed
+    beside ``others`` cores of other work."""
+    rounds = [[seconds * (1 + 0.01 * (i % 3) + 0.004 * k) for i in range(8)] for k in range(3)]
+    return {"schema": "profkit.ddp-benchmark/1", "benchmark_results": [{
+        "model": "m", "batch_size": 4, "result": [{
+            "configuration": "ddp-w1", "world_size": 1, "ranks": [0],
+            "measurements": [v for r in rounds for v in r], "repeat_measurements": rounds,
+            "contention": [msgspec.to_builtins(_round(others))] * 3}]}]}
+
+
+def test_two_runs_beside_different_work_are_not_judged_by_diff() -> None:
+    """An A/A pair of ddp runs 2.5 minutes apart on a shared machine read -56 % "beyond
+    noise": the first ran beside 1.8 cores of other work, the second beside 0.2."""
+    from profiler_kit.ddp_benchmark.diff import diff_reports
+
+    (c,) = diff_reports(_ddp_report(0.324, 1.8), _ddp_report(0.141, 0.2)).benchmarks[0] \
+        .configurations
+    assert c.beyond_noise is None and c.percentiles[0].noise.doubt == "contended"
+    assert "while the baseline ran and 0.2 while this strategy ran" in \
+        c.percentiles[0].noise.reason
+    # the same runs beside the same work: the change is real
+    (same,) = diff_reports(_ddp_report(0.324, 0.2), _ddp_report(0.141, 0.2)).benchmarks[0] \
+        .configurations
+    assert same.beyond_noise is True
+    # the faster run had the busier machine: quiet, it would only be faster still
+    (harder,) = diff_reports(_ddp_report(0.324, 0.2), _ddp_report(0.141, 1.8)).benchmarks[0] \
+        .configurations
+    assert harder.beyond_noise is True
+    assert harder.percentiles[0].noise.reason.endswith("so the change stands")

@@ -201,9 +201,14 @@ def test_a_a_pair_of_repeated_runs_is_within_noise(tmp_path: Path) -> None:
     assert (c.configuration, c.noise_model, c.base_repeats, c.test_repeats) == (
         "ddp-w1", "between runs", 3, 3)
     # the configuration's verdict (its median); each percentile row has its own 95 %
-    # interval, so over many A/A pairs about one row in twenty lies outside by chance
-    assert c.beyond_noise is False, c
+    # interval, so over many A/A pairs about one row in twenty lies outside by chance.
+    # Beside other work that changed between the two runs, the change is not judged
+    # (contended) rather than called real: never beyond noise.
     (p50,) = [p for p in c.percentiles if p.percentile == 50]
+    if p50.noise.doubt:
+        assert c.beyond_noise is None and p50.noise.doubt == "contended", c
+        return
+    assert c.beyond_noise is False, c
     margin = p50.noise.min_effect_fraction
     assert margin == 0.05
     assert p50.noise.ci_low_fraction <= margin and p50.noise.ci_high_fraction >= -margin

@@ -22,11 +22,12 @@ TORCH = ("torch", "torchvision")
 MAY_IMPORT: dict[str, set[str]] = {
     "trace": {"trace", "errors"},
     "analysis": {"analysis", "trace", "errors"},
-    "ddp_benchmark": {"ddp_benchmark", "results", "noise", "errors", "artifacts", "__init__"},
+    "ddp_benchmark": {"ddp_benchmark", "results", "noise", "contention", "errors", "artifacts",
+                      "__init__"},
     "render": {"render", "analysis", "results", "noise", "ddp_benchmark", "scenario_info",
                "errors", "trace", "__init__"},
     "noise": {"noise"},
-    "contention": {"contention"},
+    "contention": {"contention", "noise"},
 }
 NEVER_TORCH = {"trace", "analysis", "ddp_benchmark", "render", "results", "noise", "contention",
                "scenario",

@@ -19,6 +19,13 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from profiler_kit.contention import (
+    BASELINE_SIDE,
+    STRATEGY_SIDE,
+    RoundContention,
+    different,
+    judged,
+)
 from profiler_kit.noise import (
     ALPHA,
     MIN_EFFECT_ONE_RUN,
@@ -106,6 +113,7 @@ class _Config(msgspec.Struct, frozen=True):
     samples_s: tuple[float, ...] | None
     percentiles_s: Mapping[int, float]
     repeats_s: tuple[tuple[float, ...], ...] = ()  # samples grouped by repeat
+    contention: tuple[RoundContention, ...] = ()  # what competed with each repeat
 
 
 def _configurations(bench: Mapping[str, Any]) -> dict[str, _Config]:
@@ -127,8 +135,18 @@ def _configurations(bench: Mapping[str, Any]) -> dict[str, _Config]:
         grouped = res.get("repeat_measurements") or ([samples] if samples else [])
         repeats = tuple(tuple(float(v) for v in r) for r in grouped if r)
         if pct:
-            found[name] = _Config(name, world, samples, pct, repeats)
+            found[name] = _Config(name, world, samples, pct, repeats,
+                                  _contention_of(res.get("contention")))
     return found
+
+
+def _contention_of(raw: Any) -> tuple[RoundContention, ...]:
+    """A report's record of what competed with each round; () where there is none (a
+    report of PyTorch's own benchmark, or of a profkit run before it was recorded)."""
+    try:
+        return msgspec.convert(raw or [], tuple[RoundContention, ...])
+    except msgspec.ValidationError:
+        return ()
 
 
 def _benchmarks(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -258,6 +276,12 @@ def _diff_configuration(a: _Config, b: _Config, batch: int, seed: int,
             examples_change_fraction=ex_b / ex_a - 1 if ex_a and ex_b else None,
             noise=noise,
         ))
+    # two runs beside different other work: not judged where the slower side had it worse
+    diff = different(a.contention, b.contention)
+    if diff is not None:
+        rows = [msgspec.structs.replace(r, noise=judged(
+            r.noise, diff, STRATEGY_SIDE if r.change_fraction < 0 else
+            BASELINE_SIDE if r.change_fraction > 0 else None)) for r in rows]
     head = next((r for r in rows if r.percentile == HEADLINE_PERCENTILE), None)
     model = head.noise.method if head else NOT_TESTED
     p_value = None
@@ -330,4 +354,5 @@ def _merged_result(first: Mapping[str, Any], results: list[Mapping[str, Any]]
     if not repeats:  # percentiles only: the first run's stand
         return dict(first)
     return {**first, "repeat_measurements": repeats,
-            "measurements": [v for r in repeats for v in r]}
+            "measurements": [v for r in repeats for v in r],
+            "contention": [c for res in results for c in res.get("contention") or ()]}

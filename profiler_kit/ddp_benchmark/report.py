@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from profiler_kit import __version__
@@ -108,6 +109,8 @@ def build(run: RunResult) -> dict[str, Any]:
             "per_rank_measurements": [[ns / 1e9 for ns in r] for r in per_rank],
             "per_rank_sec_per_iter_p50": [float(np.percentile(r, 50)) / 1e9 for r in per_rank],
             "repeat_measurements": [[ns / 1e9 for ns in r] for r in s.repeat_samples_ns],
+            # what competed with each round (profiler_kit.contention), for profkit diff
+            "contention": msgspec.to_builtins(s.contention),
             "profiled_sec_per_iter_p50": s.profiled.p50_ns / 1e9 if s.profiled else None,
             "trace_dir": s.dir,
         })
