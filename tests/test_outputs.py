@@ -59,7 +59,6 @@ def unchanged(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("argv", [
-    ["compare", "--json", A.name, B.name],  # --json takes the first trace as its FILE
     ["analyze", "--markdown", A.name, B.name],
     ["analyze", A.name, "--json", A.name],  # one of the inputs
     ["analyze", f"--json={B.name}", A.name],  # an existing trace, named as the output
@@ -80,6 +79,7 @@ def test_traces_are_never_overwritten(traces: Path, argv: list[str]) -> None:
     ["analyze", A.name, "--json", B.name, "--top", "3"],
     ["analyze", "--json", "."],  # a folder of traces
     ["memory", "--json", A.name],
+    ["compare", "--json", A.name, B.name],
 ])
 def test_json_before_an_input_reads_it_and_writes_to_stdout(traces: Path,
                                                             argv: list[str]) -> None:
@@ -87,7 +87,7 @@ def test_json_before_an_input_reads_it_and_writes_to_stdout(traces: Path,
     r = profkit(*argv, cwd=traces)
     assert r.returncode in (0, 1), r.stderr  # memory: a trace without memory events is 1
     doc = json.loads(r.stdout)
-    if argv[0] == "analyze":
+    if argv[0] in ("analyze", "compare"):
         assert doc["schema"] == "profkit.analysis/3"
         named = [a for a in argv[1:] if not a.startswith("-") and a != "3"]
         want = {A.name, B.name} if "." in named else set(named)

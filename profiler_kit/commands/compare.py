@@ -6,7 +6,13 @@ import argparse
 import sys
 
 from profiler_kit.commands import Command
-from profiler_kit.commands.analyze import add_output_arguments, emit, jobs, output_targets
+from profiler_kit.commands.analyze import (
+    add_output_arguments,
+    emit,
+    jobs,
+    json_to_stdout_before_an_input,
+    output_targets,
+)
 from profiler_kit.render import regression
 
 
@@ -40,4 +46,4 @@ def compare(args: argparse.Namespace) -> int:
 
 COMMAND = Command("compare", "traces or strategies side by side: step time, hotspots, idle, "
                   "overlap, memory, with deltas against a baseline", add_arguments, compare,
-                  data_only=True)
+                  data_only=True, prepare_argv=json_to_stdout_before_an_input)
