@@ -126,7 +126,7 @@ def test_a_report_profkit_wrote_is_replaced_only_with_force(traces: Path) -> Non
         assert r.returncode == 0, r.stderr
         assert (traces / argv[1]).read_text() != first
     # even with --force, only profkit's own files: never a trace or a run's record
-    line = one_line_error(profkit("compare", "--force", "--json", A.name, B.name,
+    line = one_line_error(profkit("compare", "--force", f"--json={A.name}", B.name, B.name,
                                   cwd=traces))
     assert "existing trace" in line
     (traces / "run.json").write_text(json.dumps({"schema": "profkit.run/1"}, indent=2))

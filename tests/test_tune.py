@@ -28,12 +28,15 @@ def _run(name: str, knobs: list[str], tmp_path: Path, options: MeasureOptions = 
                    strategies=[tune.BASELINE, *knobs], options=options, out=tmp_path)
 
 
+@pytest.mark.timing
 def test_channels_last_wins_over_a_slow_contiguous_baseline_when_training(tmp_path) -> None:
     result = _run("slow_contiguous.py", ["channels_last"], tmp_path, WITHIN)
     by = {s.name: s for s in result.strategies}
     cl = by["channels_last"]
     assert cl.status == "ok" and cl.equivalence.ok  # outputs and gradients match
-    assert cl.speedup > 1.5 and is_winner(cl)
+    assert cl.speedup > 1.5
+    # beside other work that differed between the two, not judged (and never a winner)
+    assert is_winner(cl) or (cl.noise.doubt and cl.noise.beyond_noise is None), cl.noise
     assert cl.info["training"] is True
     assert tune.snippet([cl.name]).startswith("model = model.to(memory_format")
 
@@ -89,6 +92,9 @@ def test_the_command_prints_the_recommended_settings(tmp_path, capsys) -> None:
                    "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert status == 0
+    if "Busy machine: " in out and "not judged" in out:  # judged beside other work: no
+        assert "Recommended: keep float32 eager" in out  # recommendation from it
+        return
     assert "Recommended settings (channels_last, " in out
     assert "model = model.to(memory_format=torch.channels_last)" in out
 
