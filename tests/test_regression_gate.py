@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
@@ -27,9 +28,11 @@ from profiler_kit.noise import (
     ONE_RUN_EACH,
     WITHIN_RUN,
     bootstrap_change,
+    doubted,
     one_run_against_repeats_change,
     percentile_verdict,
 )
+from profiler_kit.render import regression
 from profiler_kit.results import RunResult, StrategyResult
 
 DATA = Path(__file__).parent / "data"
@@ -149,6 +152,28 @@ def test_diff_gate_with_repeats_on_one_side_passes_an_aa_and_fails_twice_the_wor
     err = capsys.readouterr().err
     assert "regression beyond 5%: resnet18 batch 4 ddp-w2: p50 +" in err
     assert "(beyond noise)" in err and "could not judge" not in err
+
+
+def test_diff_gate_does_not_fail_on_a_doubted_change(tmp_path: Path) -> None:
+    """A change the diff doubts (a side's rounds disagree, or the slower side ran beside
+    more other work) is not judged: over the margin it is named with the doubt's reason,
+    and it does not fail the gate, while the same change undoubted does."""
+    base = _single_runs(tmp_path, "a", [0.100, 0.112, 0.094], seed=1)
+    slower = _single_runs(tmp_path, "c", [0.135, 0.140, 0.131], seed=3)
+    d = api.diff(base, slower)
+    assert regression.diff_regressions(d, 0.05) and regression.diff_unjudged(d, 0.05) is None
+    why = "the test side ran beside 1.2 cores of other work, the base beside none"
+    doubtful = msgspec.structs.replace(d, benchmarks=tuple(
+        msgspec.structs.replace(b, configurations=tuple(
+            msgspec.structs.replace(c, percentiles=tuple(
+                msgspec.structs.replace(p, noise=doubted(p.noise, "contended", why))
+                for p in c.percentiles))
+            for c in b.configurations))
+        for b in d.benchmarks))
+    assert regression.diff_regressions(doubtful, 0.05) == []
+    line = regression.diff_unjudged(doubtful, 0.05)
+    assert line.startswith("regression gate could not judge resnet18 batch 4 ddp-w2 p")
+    assert line.endswith(f"(slower by more than 5%): {why}; not failed")
 
 
 def test_diff_gate_still_counts_percentile_only_reports_on_the_margin(

@@ -10,8 +10,9 @@ one side only are named in one line (``unpaired_line``) and not gated.
 diff: every p50-p95 of every configuration, regressed when slower by more than PCT *and*
 beyond noise by the diff's own verdict (between runs, with repeats on at least one side);
 a change that could not be tested (percentiles only) counts when it passes PCT, and the
-line says it was not tested. With one run a side the diff gives no verdict, and the gate
-does not fail on such changes: one line says it could not judge them and why
+line says it was not tested. Where the diff judged but gave no verdict (one run a side,
+or a doubt: a side's rounds disagree, or the runs ran beside different other work) the
+gate does not fail on the change: one line says it could not judge it and why
 (``diff_unjudged``), and the exit status stays 0.
 """
 
@@ -22,7 +23,7 @@ from collections.abc import Callable
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.ddp_benchmark.diff import ReportDiff
-from profiler_kit.noise import ONE_RUN_EACH, ONE_RUN_EACH_REASON
+from profiler_kit.noise import NOT_TESTED, NoiseVerdict
 
 UNJUDGED_SHOWN = 3  # configurations the could-not-judge line names
 
@@ -68,9 +69,8 @@ def diff_regressions(d: ReportDiff, limit: float) -> list[str]:
     lines = []
     for b in d.benchmarks:
         for c in b.configurations:
-            worse = [p for p in c.percentiles if p.change_fraction > limit
-                     and p.noise.beyond_noise is not False
-                     and p.noise.method != ONE_RUN_EACH]
+            worse = [p for p in c.percentiles
+                     if p.change_fraction > limit and _counts(p.noise)]
             if not worse:
                 continue
             parts = []
@@ -95,22 +95,41 @@ def diff_unpaired(d: ReportDiff) -> str | None:
     return "not gated, on one side only: " + ", ".join(found) if found else None
 
 
+def _counts(n: NoiseVerdict) -> bool:
+    """A change over the margin fails the gate when it is beyond noise, or when noise could
+    not be tested at all (percentiles only, no doubt)."""
+    return n.beyond_noise is True or (n.beyond_noise is None and n.method == NOT_TESTED
+                                      and not n.doubt)
+
+
+def _unjudged(n: NoiseVerdict) -> bool:
+    """No verdict where the diff had samples to judge: one run a side, or a doubt."""
+    return n.beyond_noise is None and not _counts(n)
+
+
 def diff_unjudged(d: ReportDiff, limit: float) -> str | None:
     """One line naming the configurations slower by more than ``limit`` that the gate
-    could not judge (one run a side: no noise verdict), with the reason; None when there
-    are none. Such changes do not fail the gate."""
+    could not judge (no verdict: one run a side, or a doubt), with the reasons; None when
+    there are none. Such changes do not fail the gate."""
     found = []
     for b in d.benchmarks:
         for c in b.configurations:
             worse = [p for p in c.percentiles
-                     if p.change_fraction > limit and p.noise.method == ONE_RUN_EACH]
+                     if p.change_fraction > limit and _unjudged(p.noise)]
             if worse:
                 top = max(worse, key=lambda p: p.change_fraction)
-                found.append(f"{b.model} batch {b.batch_size} {c.configuration} "
-                             f"p{top.percentile} {top.change_fraction:+.1%}")
+                found.append((f"{b.model} batch {b.batch_size} {c.configuration} "
+                              f"p{top.percentile} {top.change_fraction:+.1%}",
+                              top.noise.reason or "no verdict"))
     if not found:
         return None
     more = len(found) - UNJUDGED_SHOWN
-    named = ", ".join(found[:UNJUDGED_SHOWN]) + (f" and {more} more" if more > 0 else "")
-    return (f"regression gate could not judge {named} (slower by more than {limit:.0%}): "
-            f"{ONE_RUN_EACH_REASON}; not failed")
+    rest = f" and {more} more" if more > 0 else ""
+    reasons = list(dict.fromkeys(r for _, r in found))
+    if len(reasons) == 1:
+        named = ", ".join(t for t, _ in found[:UNJUDGED_SHOWN]) + rest
+        return (f"regression gate could not judge {named} (slower by more than "
+                f"{limit:.0%}): {reasons[0]}; not failed")
+    named = "; ".join(f"{t} ({r})" for t, r in found[:UNJUDGED_SHOWN]) + rest
+    return (f"regression gate could not judge (slower by more than {limit:.0%}; not "
+            f"failed): {named}")
