@@ -149,7 +149,9 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
     assert f"profkit tensorboard {run_dir}" in " ".join(out.split())
     _check_verdicts(tmp_path, out)
     amp = next(s for s in doc["strategies"] if s["name"] == "sequential+amp")
-    assert "CPU step" in amp["verdict"] or "device step" in amp["verdict"]
+    # or, where the profiled steps contradict the timing (a busy machine), withheld
+    assert ("CPU step" in amp["verdict"] or "device step" in amp["verdict"]
+            or "explanation withheld: " in amp["verdict"])
 
 
 def test_list_shows_every_scenario_with_strategies_params_and_needs(capsys) -> None:

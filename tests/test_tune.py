@@ -28,7 +28,6 @@ def _run(name: str, knobs: list[str], tmp_path: Path, options: MeasureOptions = 
                    strategies=[tune.BASELINE, *knobs], options=options, out=tmp_path)
 
 
-@pytest.mark.timing
 def test_channels_last_wins_over_a_slow_contiguous_baseline_when_training(tmp_path) -> None:
     result = _run("slow_contiguous.py", ["channels_last"], tmp_path, WITHIN)
     by = {s.name: s for s in result.strategies}
@@ -157,6 +156,10 @@ def test_two_winning_knobs_are_stacked_and_the_stack_is_recommended(tmp_path) ->
 def test_a_stack_that_saves_nothing_more_is_dropped(tmp_path) -> None:
     result = _run("one_slow_path.py", ["channels_last", "autocast"], tmp_path, WITHIN)
     by = {s.name: s for s in result.strategies}
+    doubted = [n for n in ("channels_last", "autocast") if by[n].noise.doubt]
+    if doubted:  # beside other work: not judged, never a winner, nothing stacked on it
+        assert not any(is_winner(by[n]) for n in doubted)
+        return
     assert is_winner(by["channels_last"]) and is_winner(by["autocast"])
     best, pending, notes = tune_stack.walk(result.strategies, tune.BASELINE)
     stack_name = f"{best.name}+" + ({"channels_last", "autocast"} - {best.name}).pop()
