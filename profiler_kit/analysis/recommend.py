@@ -201,6 +201,12 @@ def _precision(table: EventTable, tree: OpTree, gpu: GpuActivity) -> list[Recomm
     )]
 
 
+def _device_windows(timeline: Timeline, step_device_ns: int | None) -> dict[int, int]:
+    """Each device's window for an idle share: the device-side step time, else the GPU
+    window of the whole trace."""
+    return {d.device: step_device_ns or d.window_ns for d in timeline.devices}
+
+
 def _host_bound(idle: IdleAttribution | None, timeline: Timeline,
                 step_device_ns: int | None) -> list[Recommendation]:
     """The GPU waits while the CPU runs the model's own code: idle before the next launch
@@ -209,7 +215,7 @@ def _host_bound(idle: IdleAttribution | None, timeline: Timeline,
     ranges (regions) and the ops it was in, and how little of it the launch calls took."""
     if idle is None:
         return []
-    windows = {d.device: step_device_ns or d.window_ns for d in timeline.devices}
+    windows = _device_windows(timeline, step_device_ns)
     out = []
     for dc in idle.devices:
         window = windows.get(dc.device, 0)
@@ -295,7 +301,7 @@ def _idle_rule(idle: IdleAttribution | None, timeline: Timeline, step_device_ns:
     device-side step time (or the GPU window without steps)."""
     if idle is None:
         return []
-    windows = {d.device: step_device_ns or d.window_ns for d in timeline.devices}
+    windows = _device_windows(timeline, step_device_ns)
     out = []
     for dc in idle.devices:
         window = windows.get(dc.device, 0)
