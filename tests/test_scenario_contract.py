@@ -1,6 +1,6 @@
-"""The scenario contract as the README documents it: a scenario written from the README
-alone runs, and a workload that lacks what the runner needs stops the run before
-anything is measured, with one line naming what is missing."""
+"""The scenario contract as the user guide documents it (docs/scenarios/your-own.md): a
+scenario written from that page alone runs, and a workload that lacks what the runner
+needs stops the run before anything is measured, with one line naming what is missing."""
 
 from __future__ import annotations
 
@@ -16,20 +16,20 @@ from profiler_kit.measure import runner
 from profiler_kit.measure.passes import MeasureOptions
 from profiler_kit.scenario import from_file
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "scenarios" / "your-own.md"
 TINY = MeasureOptions(repeats=1, iterations=2, warmup=0, profile_wait=0, profile_warmup=0,
                       profile_active=1)
 
 
-def readme_scenario() -> str:
-    text = README.read_text()
-    section = text[text.index("### The scenario contract"):]
+def guide_scenario() -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text[text.index("## The scenario contract"):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_readme_scenario_runs(tmp_path: Path) -> None:
+def test_the_guide_scenario_runs(tmp_path: Path) -> None:
     path = tmp_path / "matmul.py"
-    path.write_text(readme_scenario())
+    path.write_text(guide_scenario())
     result = runner.run(from_file(path), {"size": 32}, device="cpu", options=TINY,
                         out=tmp_path / "runs")
     assert [(s.name, s.status) for s in result.strategies] == [("whole", "ok"),
@@ -55,8 +55,8 @@ def test_the_readme_scenario_runs(tmp_path: Path) -> None:
 def test_a_workload_missing_a_required_attribute_fails_at_build_time(
         tmp_path: Path, edit, message: str) -> None:
     path = tmp_path / "broken.py"
-    source = edit(readme_scenario())
-    assert source != readme_scenario()
+    source = edit(guide_scenario())
+    assert source != guide_scenario()
     path.write_text(source)
     with pytest.raises(UsageError, match=re.escape(message)) as caught:
         runner.run(from_file(path), {"size": 8}, device="cpu", options=TINY,
@@ -68,7 +68,7 @@ def test_a_workload_missing_a_required_attribute_fails_at_build_time(
 
 def test_one_line_on_the_command_line(tmp_path: Path) -> None:
     path = tmp_path / "broken.py"
-    path.write_text(readme_scenario().replace("        self.devices = [self.a.device]\n", ""))
+    path.write_text(guide_scenario().replace("        self.devices = [self.a.device]\n", ""))
     r = subprocess.run([sys.executable, "-m", "profiler_kit", "run", str(path), "--out",
                         str(tmp_path / "runs"), "--iterations", "2"], capture_output=True,
                        text=True, timeout=300)
