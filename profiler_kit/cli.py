@@ -20,8 +20,8 @@ from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
 
 # the modules of profiler_kit.commands, in the order `profkit --help` lists them
-COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "memory", "merge", "report", "run",
-                   "tensorboard", "tune")
+COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "memory", "merge", "record", "report",
+                   "run", "tensorboard", "tune")
 
 
 def commands() -> dict[str, Command]:
