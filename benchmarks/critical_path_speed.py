@@ -48,10 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     if not trace.exists():
         build(args.source, trace, args.size_mb * 2**20)
 
-    from profiler_kit.analysis.attribution import attribute_gpu
-    from profiler_kit.analysis.critical_path import build_path, critical_path, summarize
-    from profiler_kit.analysis.nesting import build_op_tree
-    from profiler_kit.analysis.steps import analyze_steps
+    from profiler_kit.analysis.core.launch_links import attribute_gpu
+    from profiler_kit.analysis.core.op_tree import build_op_tree
+    from profiler_kit.analysis.core.steps import analyze_steps
+    from profiler_kit.analysis.time.critical_path import build_path, critical_path, summarize
     from profiler_kit.trace.loader import load
 
     load_s, table = _timed(lambda: load(trace), 1)

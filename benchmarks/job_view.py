@@ -46,7 +46,7 @@ SKEW_US = 50.0  # rank r's clock events shifted by r x this
 LOAD_ALL = """
 import sys
 from pathlib import Path
-from profiler_kit.analysis.files import _map
+from profiler_kit.sources.trace_files import _map
 from profiler_kit.trace.loader import find_traces, load
 
 def one(task):

@@ -23,8 +23,8 @@ import msgspec
 from job_view import SKEW_US, SOURCE, run
 
 from profiler_kit import api
-from profiler_kit.analysis import summaries
-from profiler_kit.analysis.collectives import GroupInfo
+from profiler_kit.analysis.jobs.rank_summary import GroupInfo
+from profiler_kit.sources import summary_files
 
 WALL_TARGET_S = 10.0
 RSS_TARGET_BYTES = 1 << 30
@@ -49,7 +49,7 @@ def build(ranks: int, out: Path) -> int:
             base, path=f"/job/rank{r}.pt.trace.json", label=f"rank{r}", rank=r,
             world_size=ranks, groups=groups, calls=calls, steps=steps,
             window_start_ns=base.window_start_ns + d, window_end_ns=base.window_end_ns + d))
-    data = summaries.dumps(made)
+    data = summary_files.dumps(made)
     out.write_bytes(data)
     return len(base.calls)
 

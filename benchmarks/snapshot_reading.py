@@ -86,7 +86,7 @@ def build(target_bytes: int, seed: int = 0) -> dict:
 _PLAIN = ("import gc,pickle,sys\ngc.disable()\n"
           "with open(sys.argv[1],'rb') as fh: pickle.load(fh)\n")
 _READER = ("import sys\n"
-           "from profiler_kit.analysis.allocator_snapshot import load_snapshot\n"
+           "from profiler_kit.sources.allocator_snapshot import load_snapshot\n"
            "load_snapshot(sys.argv[1])\n")
 
 

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from profiler_kit.analysis.collectives import RankSummary
     from profiler_kit.analysis.compare import Comparison
-    from profiler_kit.analysis.job import JobView
-    from profiler_kit.analysis.merge import MergeReport
+    from profiler_kit.analysis.jobs.job_view import JobView
+    from profiler_kit.analysis.jobs.rank_summary import RankSummary
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.ddp_benchmark.diff import ReportDiff
     from profiler_kit.measure.passes import MeasureOptions
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from profiler_kit.results import RunResult
     from profiler_kit.scenario import Scenario
     from profiler_kit.scenario_info import ScenarioInfo
+    from profiler_kit.sources.merge import MergeReport
     from profiler_kit.trace.source import Unreadable
 
 
@@ -44,7 +44,7 @@ def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 
 class Analyses(list):
     """The analyses of :func:`analyze`, one per trace (a plain list), and ``jobs``: the
-    job view of every job whose ranks are among them (see ``profiler_kit.analysis.job``);
+    job view of every job whose ranks are among them (see ``profiler_kit.analysis.jobs.job_view``);
     ``unreadable``: the traces that could not be read, each with the reason."""
 
     jobs: tuple = ()
@@ -66,8 +66,8 @@ class Summaries(list):
 
 def _readable(results: list, what: str) -> tuple[list, tuple]:
     """Results that were read, and the unreadable files; ``TraceError`` when none was."""
-    from profiler_kit.analysis.files import split_unreadable
     from profiler_kit.errors import TraceError
+    from profiler_kit.sources.trace_files import split_unreadable
 
     read, unreadable = split_unreadable(results)
     if unreadable and not read:
@@ -95,7 +95,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     split from transferring, the straggler.
     """
     from profiler_kit.analysis.compare import label_traces, sides_of
-    from profiler_kit.analysis.files import analyze_files
+    from profiler_kit.sources.trace_files import analyze_files
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -109,7 +109,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     out.sides = sides_of([Path(p) for p in paths], [Path(a.path) for a in out])
     ranks = [a.communication for a in out if a.communication is not None]
     if len(ranks) > 1:  # a job needs two ranks; one trace's analysis skips the module
-        from profiler_kit.analysis.job import analyze_jobs
+        from profiler_kit.analysis.job_analysis import analyze_jobs
 
         out.jobs = analyze_jobs(ranks)
     return out
@@ -148,16 +148,16 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     summaries of thousands of ranks. Already written summaries files are read back.
     Traces that cannot be read are left out and listed in ``.unreadable``.
 
-    ``scheduler``: a Dask client (``profiler_kit.analysis.dask_jobs.client``) whose
+    ``scheduler``: a Dask client (``profiler_kit.sources.dask_tasks.client``) whose
     workers summarize the traces instead of this machine's process pool."""
-    from profiler_kit.analysis import summaries
     from profiler_kit.analysis.compare import label_traces
-    from profiler_kit.analysis.files import summarize_files
+    from profiler_kit.sources import summary_files
+    from profiler_kit.sources.trace_files import summarize_files
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    found = summaries.find_summary_files(list(paths))
-    documents = [summaries.load(f) for f in found]
+    found = summary_files.find_summary_files(list(paths))
+    documents = [summary_files.load(f) for f in found]
     out = Summaries(s for d in documents for s in d.summaries)
     out.unreadable = tuple(u for d in documents for u in d.unreadable)
     trace_paths = [p for p in paths if Path(p) not in found]
@@ -173,9 +173,8 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
         given = {Path(p).resolve() for p in trace_paths if Path(p).is_file()}
         labels = label_traces(files, [f.resolve() in given for f in files])
         if scheduler is not None:
-            from profiler_kit.analysis import dask_jobs
-
-            results = dask_jobs.summarize_files(scheduler, files, labels)
+            from profiler_kit.sources import dask_tasks
+            results = dask_tasks.summarize_files(scheduler, files, labels)
         else:
             results = summarize_files(files, labels, jobs)
         read, unreadable = _readable(results, "trace")
@@ -188,15 +187,14 @@ def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]],
              *, scheduler: Any = None) -> tuple[JobView, ...]:
     """The job view of rank summaries (from :func:`summarize`, or paths to summarize);
     with ``scheduler`` (a Dask client) summarized and reduced as tasks on its workers."""
-    from profiler_kit.analysis.collectives import RankSummary as _RankSummary
-    from profiler_kit.analysis.job import analyze_jobs
+    from profiler_kit.analysis.job_analysis import analyze_jobs
+    from profiler_kit.analysis.jobs.rank_summary import RankSummary as _RankSummary
 
     if not all(isinstance(i, _RankSummary) for i in items):
         items = summarize(items, scheduler=scheduler)  # type: ignore[arg-type]
     if scheduler is not None:
-        from profiler_kit.analysis import dask_jobs
-
-        return dask_jobs.job_views(scheduler, list(items))  # type: ignore[arg-type]
+        from profiler_kit.sources import dask_tasks
+        return dask_tasks.job_views(scheduler, list(items))  # type: ignore[arg-type]
     return analyze_jobs(list(items))  # type: ignore[arg-type]
 
 
@@ -207,12 +205,12 @@ def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     a run folder holding one job) into one Chrome/Perfetto trace at ``out`` (gzip when
     it ends in ``.gz``): every rank its own processes, clocks aligned as the job view
     aligns them, matched collectives linked by flows (see
-    ``profiler_kit.analysis.merge``). ``out`` is checked before any work, as every
+    ``profiler_kit.sources.merge``). ``out`` is checked before any work, as every
     output is; ``UsageError`` when the paths hold no job, or several."""
     from profiler_kit import outputs
-    from profiler_kit.analysis.job import analyze_jobs
-    from profiler_kit.analysis.merge import merge_job
+    from profiler_kit.analysis.job_analysis import analyze_jobs
     from profiler_kit.errors import UsageError
+    from profiler_kit.sources.merge import merge_job
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -482,11 +480,11 @@ def _verdicts(result: RunResult) -> RunResult:
 
     from profiler_kit import artifacts
     from profiler_kit.analysis.compare import compare as compare_analyses
-    from profiler_kit.analysis.files import analyze_files
     from profiler_kit.errors import ProfkitError
     from profiler_kit.noise import explanation_conflict
     from profiler_kit.render.diff_views import verdict_line
     from profiler_kit.results import OK
+    from profiler_kit.sources.trace_files import analyze_files
     from profiler_kit.trace.source import Unreadable
 
     ok = [i for i, s in enumerate(result.strategies) if s.status == OK and s.trace_files]
@@ -567,11 +565,11 @@ def memory(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
            device_memory: int | None = None, top: int = 10, traces: bool = True) -> Any:
     """Memory explained per strategy (run or strategy folders, traces, snapshots, categories).
 
-    Returns a :class:`profiler_kit.analysis.memory_report.MemoryReport`; with two sources
+    Returns a :class:`profiler_kit.analysis.memory.strategies.MemoryReport`; with two sources
     of different batch sizes its ``fit`` comes from both. ``traces=False`` reads only the
     memory categories and snapshots (cheap: the section of ``analyze`` and the report).
     """
-    from profiler_kit.memory_sources import memory_report
+    from profiler_kit.sources.memory_files import memory_report
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -20,10 +20,10 @@ from raw_memory import in_trace_allocated
 from torch.profiler import ProfilerActivity, profile
 
 from profiler_kit import api
-from profiler_kit.analysis.allocated import allocated_after_each
-from profiler_kit.analysis.memory import analyze_memory
-from profiler_kit.analysis.memory_timeline import memory_timeline
-from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.memory.allocated import allocated_after_each
+from profiler_kit.analysis.memory.over_time import memory_timeline
+from profiler_kit.analysis.memory.usage import analyze_memory
 
 KEPT = 256 * 1024  # what the first session leaves allocated as it stops
 

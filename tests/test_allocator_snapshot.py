@@ -12,13 +12,9 @@ import pickle
 
 import pytest
 
-from profiler_kit.analysis.allocator_snapshot import (
-    fragmentation,
-    live_sites,
-    load_snapshot,
-    oom_events,
-)
+from profiler_kit.analysis.memory.snapshot import fragmentation, live_sites, oom_events
 from profiler_kit.errors import TraceError
+from profiler_kit.sources.allocator_snapshot import load_snapshot
 
 MB = 1 << 20
 USER = {"filename": "/home/u/train.py", "line": 42, "name": "forward"}
@@ -129,7 +125,7 @@ def test_trace_stacks_shared_as_in_pytorch_and_malformed_events(tmp_path):
 
 
 def test_history_peak_replays_allocs_and_completed_frees(tmp_path):
-    from profiler_kit.analysis.allocator_snapshot import history_peaks
+    from profiler_kit.analysis.memory.snapshot import history_peaks
 
     data = _fixture()
     # 12 MB live at the dump. History: +8 (alloc), +6, free_requested 6 (still held),

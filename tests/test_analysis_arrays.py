@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiler_kit.analysis.arrays import dense_ids, distinct, percentile
+from profiler_kit.analysis.core.arrays import dense_ids, distinct, percentile
 
 values = st.lists(st.integers(-(2**52), 2**52), max_size=60)
 

@@ -7,10 +7,10 @@ from analysis_tables import kernel, launch, make_table, op
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profiler_kit.analysis import classify
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.hotspots import cpu_breakdown, gpu_breakdown
-from profiler_kit.analysis.nesting import build_op_tree, innermost_at
+from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree, innermost_at
+from profiler_kit.analysis.time.hotspots import cpu_breakdown, gpu_breakdown
 from profiler_kit.trace.table import Cat
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler_kit.analysis.classify import (
+from profiler_kit.analysis.core.classify import (
     CLASSES,
     classify_annotation,
     classify_kernel_name,

@@ -10,9 +10,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from profiler_kit.analysis import device_peaks
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.device_peaks import (
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.perf import device_specs
+from profiler_kit.analysis.perf.device_specs import (
     AMD_TARGETS,
     NAMES,
     compute_peak,
@@ -20,8 +21,7 @@ from profiler_kit.analysis.device_peaks import (
     identify,
     match_device,
 )
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.roofline import analyze_roofline
+from profiler_kit.analysis.perf.roofline import analyze_roofline
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"
@@ -112,7 +112,7 @@ REQUIRED = ["V100 SXM2", "V100 PCIe", "T4", "GeForce RTX 2080 Ti", "GeForce RTX 
             "MI250X (one GCD)", "MI300X", "MI325X"]
 
 
-def _parts() -> dict[str, device_peaks.DevicePeak]:
+def _parts() -> dict[str, device_specs.DevicePeak]:
     return {e.peak.name: e.peak for e in NAMES}
 
 

@@ -14,9 +14,9 @@ import pytest
 from analysis_tables import kernel, launch, make_table, op
 from trace_counts import GPU_CATS, RUNTIME_CATS, ns
 
-from profiler_kit.analysis import idle_attribution as ia
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.time import idle_causes as ia
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.launches import analyze_launches
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.steps import cpu_steps, launch_times
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.core.steps import cpu_steps, launch_times
+from profiler_kit.analysis.time.launches import analyze_launches
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"

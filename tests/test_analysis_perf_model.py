@@ -19,7 +19,7 @@ F = torch.nn.functional
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from profiler_kit.analysis.perf_model import Inputs, op_cost  # noqa: E402
+from profiler_kit.analysis.perf.perf_model import Inputs, op_cost  # noqa: E402
 from profiler_kit.trace.loader import load  # noqa: E402
 from profiler_kit.trace.table import OpInputs  # noqa: E402
 

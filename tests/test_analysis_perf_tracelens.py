@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.perf_model import op_cost
-from profiler_kit.analysis.roofline import measure
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.perf.perf_model import op_cost
+from profiler_kit.analysis.perf.roofline import measure
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import OpInputs
 

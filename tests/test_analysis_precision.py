@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.classify import CLASS_INDEX
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.precision import eligible_mask, input_dtype_is_low
+from profiler_kit.analysis.core.classify import CLASS_INDEX
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.perf.precision import eligible_mask, input_dtype_is_low
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from analysis_tables import Alloc, kernel, launch, make_table, op
 
-from profiler_kit.analysis import recommend as rules
+from profiler_kit.analysis.advice import recommend as rules
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.table import Cat
 

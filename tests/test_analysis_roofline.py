@@ -10,9 +10,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.roofline import analyze_roofline
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.perf.roofline import analyze_roofline
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 

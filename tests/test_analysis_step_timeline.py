@@ -80,10 +80,10 @@ def test_gpu_trace_kernels_launched_in_the_step():
 def test_longest_intervals_kept_when_there_are_too_many():
     table = load(DATA / "h100_vit_image_classification.json.gz")
     full = analyze_table(table).step_timeline
-    from profiler_kit.analysis.attribution import attribute_gpu
-    from profiler_kit.analysis.nesting import build_op_tree
-    from profiler_kit.analysis.step_timeline import step_timeline
-    from profiler_kit.analysis.steps import analyze_steps
+    from profiler_kit.analysis.core.launch_links import attribute_gpu
+    from profiler_kit.analysis.core.op_tree import build_op_tree
+    from profiler_kit.analysis.core.steps import analyze_steps
+    from profiler_kit.analysis.time.step_timeline import step_timeline
 
     tree = build_op_tree(table)
     small = step_timeline(table, tree, attribute_gpu(table, tree), analyze_steps(table),

@@ -15,18 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from profiler_kit.analysis import classify
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.precision import (
+from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.perf.precision import (
     analyze_precision,
     eligible_mask,
     is_low_precision,
     is_tensor_core,
     tf32_kernel,
 )
-from profiler_kit.analysis.roofline import analyze_roofline
-from profiler_kit.analysis.tensor_cores import FAMILIES, family_of
+from profiler_kit.analysis.perf.roofline import analyze_roofline
+from profiler_kit.analysis.perf.tensor_cores import FAMILIES, family_of
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"

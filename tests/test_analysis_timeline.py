@@ -7,12 +7,12 @@ from analysis_tables import kernel, launch, make_table, op
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profiler_kit.analysis import intervals
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.phases import analyze_phases
-from profiler_kit.analysis.steps import analyze_steps
-from profiler_kit.analysis.timeline import analyze_timeline
+from profiler_kit.analysis.core import intervals
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.core.steps import analyze_steps
+from profiler_kit.analysis.time.busy import analyze_timeline
+from profiler_kit.analysis.time.phases import analyze_phases
 from profiler_kit.trace.table import Cat
 
 spans = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 30)), max_size=30)

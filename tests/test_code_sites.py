@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from profiler_kit.analysis.code_sites import is_library_file, user_sites
+from profiler_kit.analysis.memory.code_sites import is_library_file, user_sites
 from profiler_kit.trace.memory_records import Ranges
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from profiler_kit.analysis import bandwidth as bw
-from profiler_kit.analysis.collectives import summarize_rank
-from profiler_kit.analysis.job import analyze_jobs
+from profiler_kit.analysis.core.collective_kinds import collective_kind
+from profiler_kit.analysis.job_analysis import analyze_jobs
+from profiler_kit.analysis.jobs import bandwidth as bw
+from profiler_kit.analysis.jobs.rank_summary import summarize_rank
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 
@@ -59,7 +60,7 @@ def test_bus_bandwidth_formulas_by_hand() -> None:
     ("record_param_comms", "other"),
 ])
 def test_collective_kind(name: str, kind: str) -> None:
-    assert bw.collective_kind(name) == kind
+    assert collective_kind(name) == kind
 
 
 def test_nccl_rank_calls_match_the_raw_kernels() -> None:

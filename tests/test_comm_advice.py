@@ -15,12 +15,12 @@ from real_traces import analysis
 from rich.console import Console
 
 from profiler_kit import api
-from profiler_kit.analysis import classify
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.collectives import GroupInfo, summarize_rank
-from profiler_kit.analysis.comm_context import ADVICE, DDP_GRADIENT, EMBEDDING
-from profiler_kit.analysis.job import analyze_job
-from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.job_analysis import analyze_job
+from profiler_kit.analysis.jobs.comm_context import ADVICE, DDP_GRADIENT, EMBEDDING
+from profiler_kit.analysis.jobs.rank_summary import GroupInfo, summarize_rank
 from profiler_kit.render.job_console import job_view
 from profiler_kit.trace.loader import load
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from test_job import MS, _stage
 
-from profiler_kit.analysis import bandwidth as bw
-from profiler_kit.analysis.collectives import summarize_rank
-from profiler_kit.analysis.job import analyze_job, analyze_jobs
+from profiler_kit.analysis.job_analysis import analyze_job, analyze_jobs
+from profiler_kit.analysis.jobs import bandwidth as bw
+from profiler_kit.analysis.jobs.rank_summary import summarize_rank
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 

@@ -1,4 +1,4 @@
-"""The CPU rules (``profiler_kit.analysis.cpu_advice``): on the real CPU traces, read by hand
+"""The CPU rules (``profiler_kit.analysis.advice.cpu_advice``): on the real CPU traces, read by hand
 first, with their shares checked against an independent sum of the raw JSON; on tables built
 to cross each threshold; and in the console, the JSON and the Markdown.
 
@@ -35,9 +35,9 @@ from analysis_tables import Ev, make_table, op
 from real_traces import analysis, ns
 from rich.console import Console
 
-from profiler_kit.analysis import cpu_advice
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.steps import analyze_steps
+from profiler_kit.analysis.advice import cpu_advice
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.core.steps import analyze_steps
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.render import analysis_console, analysis_json, analysis_markdown
 from profiler_kit.trace.loader import load

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from analysis_tables import kernel, launch, make_table, op
 
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.critical_path import SYNC, build_path, critical_path, summarize
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.steps import analyze_steps
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.core.steps import analyze_steps
+from profiler_kit.analysis.time.critical_path import SYNC, build_path, critical_path, summarize
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat

@@ -12,10 +12,10 @@ import msgspec
 import pytest
 
 from profiler_kit import api
-from profiler_kit.analysis import dask_jobs, summaries
-from profiler_kit.analysis.files import summarize_one
 from profiler_kit.cli import main
 from profiler_kit.errors import UsageError
+from profiler_kit.sources import dask_tasks, summary_files
+from profiler_kit.sources.trace_files import summarize_one
 
 distributed = pytest.importorskip("distributed")
 
@@ -40,7 +40,7 @@ def inputs(tmp_path_factory) -> list[Path]:
 
 
 def _encoded(found) -> bytes:
-    return summaries.dumps(list(found), found.unreadable)
+    return summary_files.dumps(list(found), found.unreadable)
 
 
 def test_the_same_bytes_as_the_local_pool(client, inputs):
@@ -63,7 +63,7 @@ def test_a_worker_killed_mid_task_is_retried(client, inputs, tmp_path):
 
     files = api.trace_files(inputs)
     labels = [f.name for f in files]
-    there = dask_jobs.summarize_files(client, files, labels, fn=dies_once)
+    there = dask_tasks.summarize_files(client, files, labels, fn=dies_once)
     assert marker.exists()
     local = [summarize_one((f, label, 1)) for f, label in zip(files, labels, strict=True)]
     assert msgspec.json.encode(there) == msgspec.json.encode(local)
@@ -79,6 +79,6 @@ def test_cli_local_cluster_writes_the_same_file(inputs, tmp_path):
 
 def test_bad_addresses_and_the_full_analysis_are_refused(capsys):
     with pytest.raises(UsageError, match="scheduler address"):
-        dask_jobs.check_scheduler("localhost:8786")
+        dask_tasks.check_scheduler("localhost:8786")
     assert main(["analyze", str(DATA / "gloo_straggler"), "--scheduler", "local"]) == 2
     assert "only with --summary-only" in capsys.readouterr().err

@@ -186,8 +186,9 @@ def _poll(url: str, done, timeout_s: float = 120.0) -> Any:
 def test_allocator_snapshot_peak_matches_max_memory_allocated(tmp_path: Path) -> None:
     """The history recorded around a few training steps, read back by profkit's torch-free
     reader: its peak is the allocator's own peak of the same steps, its sites name this file."""
-    from profiler_kit.analysis.allocator_snapshot import history_peaks, live_sites, load_snapshot
+    from profiler_kit.analysis.memory.snapshot import history_peaks, live_sites
     from profiler_kit.measure import memory_snapshot
+    from profiler_kit.sources.allocator_snapshot import load_snapshot
 
     model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.ReLU(),
                                 torch.nn.Linear(2048, 512)).cuda()

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from real_traces import analysis
 
-from profiler_kit.analysis import recommend as rules
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.autocast_scope import autocast_scope
-from profiler_kit.analysis.nesting import build_op_tree
+from profiler_kit.analysis.advice import recommend as rules
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.perf.autocast_scope import autocast_scope
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"

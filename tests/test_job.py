@@ -6,9 +6,9 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from profiler_kit.analysis.collectives import Call, GroupInfo, RankStep, RankSummary
-from profiler_kit.analysis.job import analyze_job, analyze_jobs
-from profiler_kit.analysis.summaries import dumps, load
+from profiler_kit.analysis.job_analysis import analyze_job, analyze_jobs
+from profiler_kit.analysis.jobs.rank_summary import Call, GroupInfo, RankStep, RankSummary
+from profiler_kit.sources.summary_files import dumps, load
 from profiler_kit.trace.source import Unreadable
 
 MS = 1_000_000

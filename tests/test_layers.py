@@ -22,6 +22,7 @@ TORCH = ("torch", "torchvision")
 MAY_IMPORT: dict[str, set[str]] = {
     "trace": {"trace", "errors"},
     "analysis": {"analysis", "trace", "errors"},
+    "sources": {"sources", "analysis", "trace", "errors", "results"},
     "ddp_benchmark": {"ddp_benchmark", "results", "noise", "contention", "errors", "artifacts",
                       "__init__"},
     "render": {"render", "analysis", "results", "noise", "ddp_benchmark", "scenario_info",
@@ -29,12 +30,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     "noise": {"noise"},
     "contention": {"contention", "noise"},
 }
-NEVER_TORCH = {"trace", "analysis", "ddp_benchmark", "render", "results", "noise", "contention",
+NEVER_TORCH = {"trace", "analysis", "sources", "ddp_benchmark", "render", "results", "noise", "contention",
                "scenario",
                "errors", "artifacts", "outputs", "scenario_info", "cli", "api", "commands"}
 # what workloads import from the launcher stays light: torch is imported by the workload
 TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
-NEVER_RENDER = {"trace", "analysis", "ddp_benchmark", "measure", "results", "noise",
+NEVER_RENDER = {"trace", "analysis", "sources", "ddp_benchmark", "measure", "results", "noise",
                 "contention", "scenario",
                 "errors", "artifacts", "outputs", "scenario_info"}
 
@@ -133,6 +134,56 @@ def test_layers_import_only_what_they_may(module):
     allowed = MAY_IMPORT[layer(module)]
     bad = sorted(i for i in GRAPH[module] if layer(i) not in allowed)
     assert not bad, f"{module} ({layer(module)} layer) may import only {sorted(allowed)}: {bad}"
+
+
+# analysis/ is grouped by question into rooms; a room imports only rooms below it. The
+# modules at analysis/'s top bundle the rooms (one trace, one job, traces side by side).
+ANALYSIS_ROOM_LEVEL = {"core": 0, "time": 1, "perf": 1, "jobs": 1, "memory": 1,
+                       "diffs": 2, "advice": 2}
+BUNDLE_LEVEL = 3
+# what reading or writing files, or starting processes, looks like in the source
+IO_MODULES = {"subprocess", "multiprocessing", "concurrent", "pickle", "gzip", "shutil",
+              "tempfile", "socket"}
+IO_CALLS = {"open", "read_bytes", "read_text", "write_bytes", "write_text", "unlink",
+            "mkdir", "rmdir", "fork", "system", "popen"}
+
+
+def room(module: str) -> str:
+    """The room of an analysis module (``time``), or its own name for a bundle at the top."""
+    return module.split(".")[2]
+
+
+def room_level(module: str) -> int:
+    return ANALYSIS_ROOM_LEVEL.get(room(module), BUNDLE_LEVEL)
+
+
+ANALYSIS = sorted(m for m in MODULES if layer(m) == "analysis" and m.count(".") >= 2)
+
+
+def test_every_analysis_module_is_in_a_room_or_a_bundle():
+    for m in ANALYSIS:
+        assert m.count(".") == 2 or room(m) in ANALYSIS_ROOM_LEVEL, m
+
+
+@pytest.mark.parametrize("module", ANALYSIS)
+def test_analysis_rooms_import_only_rooms_below(module):
+    bad = sorted(i for i in GRAPH[module] if layer(i) == "analysis" and i.count(".") >= 2
+                 and room(i) != room(module) and room_level(i) >= room_level(module)
+                 and room_level(module) < BUNDLE_LEVEL)
+    assert not bad, f"{module} ({room(module)}) imports rooms at or above its own: {bad}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer(m) == "analysis"))
+def test_analysis_reads_and_writes_no_files_and_starts_no_processes(module):
+    tree = ast.parse(MODULES[module].read_text())
+    io_imports = sorted(i for i in imports_of(module) if i.split(".")[0] in IO_MODULES)
+    calls = sorted({(n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id)
+                    for n in ast.walk(tree) if isinstance(n, ast.Call)
+                    and isinstance(n.func, (ast.Attribute, ast.Name))
+                    and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id)
+                    in IO_CALLS})
+    assert not io_imports and not calls, (
+        f"{module} does I/O ({io_imports + calls}): that belongs in profiler_kit.sources")
 
 
 def test_commands_are_listed_by_the_cli_and_never_import_it():

@@ -70,7 +70,7 @@ def test_categories_without_one_allocation_are_left_out(tmp_path) -> None:
     """A profile that recorded no allocation (``profile_all_threads``: concurrent's threads
     strategies) leaves a timeline whose total never moves, only the tensors from before
     it: no peak is claimed from it, and the reason is the note."""
-    from profiler_kit.analysis.category_peaks import read_category_peaks
+    from profiler_kit.sources.memory_categories import read_category_peaks
 
     names = ["parameter", "input", "unknown"]
     rows = [[200, 6, 12]] * 3  # pre-existing, then version bumps that move nothing

@@ -84,7 +84,7 @@ def test_process_names_flows_and_the_header(merged):
 
 
 def test_small_pieces_give_the_same_file(merged, tmp_path):
-    from profiler_kit.analysis.merge import merge_job
+    from profiler_kit.sources.merge import merge_job
 
     folder, out, _ = merged
     found = api.summarize([folder])

@@ -9,7 +9,7 @@ from analysis_tables import kernel, launch, make_table, op
 from trace_counts import count_names
 
 from profiler_kit import api
-from profiler_kit.analysis.op_diff import op_diff
+from profiler_kit.analysis.diffs.op_diff import op_diff
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.normalize import SHAPES_NOT_KEPT
 from profiler_kit.trace.table import Cat
@@ -199,10 +199,10 @@ def test_whole_trace_counts_equal_hta_trace_diff():
 
     import msgspec
 
-    from profiler_kit.analysis.attribution import attribute_gpu
-    from profiler_kit.analysis.nesting import build_op_tree
-    from profiler_kit.analysis.op_diff import name_profile
-    from profiler_kit.analysis.steps import analyze_steps
+    from profiler_kit.analysis.core.launch_links import attribute_gpu
+    from profiler_kit.analysis.core.op_tree import build_op_tree
+    from profiler_kit.analysis.core.steps import analyze_steps
+    from profiler_kit.analysis.diffs.op_diff import name_profile
     from profiler_kit.trace.loader import load
 
     hta = json.loads((DATA / "hta" / "bert_small_trace_diff.json").read_text())["names"]

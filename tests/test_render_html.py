@@ -334,7 +334,7 @@ def test_missing_plotly_says_how_to_install(monkeypatch):
 
 
 def test_every_class_has_its_own_colour():
-    from profiler_kit.analysis import classify
+    from profiler_kit.analysis.core import classify
     from profiler_kit.render.html_figures import CLASS_COLORS
 
     assert set(CLASS_COLORS) == set(classify.CLASSES)
@@ -344,8 +344,8 @@ def test_every_class_has_its_own_colour():
 def test_a_class_has_one_colour_in_every_chart(analyses):
     """The class bars, the step split, the timelines and the rooflines of one report colour
     a class alike (the rooflines and the step split once took colours by series order)."""
-    from profiler_kit.analysis import perf_model
-    from profiler_kit.analysis.steps import STEP_PARTS
+    from profiler_kit.analysis.core.steps import STEP_PARTS
+    from profiler_kit.analysis.perf import perf_model
     from profiler_kit.render.html_figures import (
         CLASS_COLORS,
         FAMILY_COLORS,
@@ -380,7 +380,7 @@ def test_a_class_has_one_colour_in_every_chart(analyses):
 def test_job_chart_splits_wait_and_transfer_and_names_the_straggler():
     from test_job import MS, summary
 
-    from profiler_kit.analysis.job import analyze_job
+    from profiler_kit.analysis.job_analysis import analyze_job
     from profiler_kit.render.html_job_charts import job_charts
 
     # rank 2 arrives last in every step (the job view's own hand-checked case)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from profiler_kit.analysis import classify
-from profiler_kit.analysis.op_diff import OpDiff, op_diff
-from profiler_kit.analysis.step_diff import StepDiff, step_diff
+from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.diffs.op_diff import OpDiff, op_diff
+from profiler_kit.analysis.diffs.step_diff import StepDiff, step_diff
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import UsageError
 

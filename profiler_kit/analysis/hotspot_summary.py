@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profiler_kit.analysis.classify import BATCHNORM, CONVOLUTION, GEMM, OTHER
-from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.core.classify import BATCHNORM, CONVOLUTION, GEMM, OTHER
+from profiler_kit.analysis.time.hotspots import Breakdown
 
 CLASSES = (CONVOLUTION, BATCHNORM, GEMM, OTHER)
 

@@ -21,34 +21,35 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from profiler_kit.analysis.arrays import distinct
-from profiler_kit.analysis.attribution import attribute_gpu
-from profiler_kit.analysis.collectives import RankSummary, summarize_rank
-from profiler_kit.analysis.cpu_advice import with_cpu_findings
-from profiler_kit.analysis.critical_path import MAX_EVENTS, CriticalPath, critical_path
-from profiler_kit.analysis.device_activity import MissingGpuActivity, missing_gpu_activity
-from profiler_kit.analysis.hotspots import (
+from profiler_kit.analysis.advice.cpu_advice import with_cpu_findings
+from profiler_kit.analysis.advice.perf_rules import perf_recommendations
+from profiler_kit.analysis.advice.recommend import recommend
+from profiler_kit.analysis.core.arrays import distinct
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.core.recommendation import Recommendation
+from profiler_kit.analysis.core.steps import Steps, analyze_steps, cpu_steps, step_of_activities
+from profiler_kit.analysis.diffs.op_diff import NameProfile, name_profile
+from profiler_kit.analysis.diffs.step_diff import StepTerms, decompose
+from profiler_kit.analysis.jobs.rank_summary import RankSummary, summarize_rank
+from profiler_kit.analysis.memory.over_time import MemoryTimeline, memory_timeline
+from profiler_kit.analysis.memory.usage import Memory, analyze_memory
+from profiler_kit.analysis.perf.precision import Precision, analyze_precision
+from profiler_kit.analysis.perf.roofline import MfuWindow, PerfModel, measure
+from profiler_kit.analysis.time.busy import Timeline, analyze_timeline
+from profiler_kit.analysis.time.critical_path import MAX_EVENTS, CriticalPath, critical_path
+from profiler_kit.analysis.time.hotspots import (
     Breakdown,
     NameTotal,
     cpu_breakdown,
     gpu_breakdown,
     kernel_table,
 )
-from profiler_kit.analysis.idle_attribution import IdleAttribution, attribute_idle
-from profiler_kit.analysis.launches import Launches, analyze_launches
-from profiler_kit.analysis.memory import Memory, analyze_memory
-from profiler_kit.analysis.memory_timeline import MemoryTimeline, memory_timeline
-from profiler_kit.analysis.nesting import build_op_tree
-from profiler_kit.analysis.op_diff import NameProfile, name_profile
-from profiler_kit.analysis.perf_rules import perf_recommendations
-from profiler_kit.analysis.phases import Phases, analyze_phases
-from profiler_kit.analysis.precision import Precision, analyze_precision
-from profiler_kit.analysis.recommend import Recommendation, recommend
-from profiler_kit.analysis.roofline import MfuWindow, PerfModel, measure
-from profiler_kit.analysis.step_diff import StepTerms, decompose
-from profiler_kit.analysis.step_timeline import StepTimeline, step_timeline
-from profiler_kit.analysis.steps import Steps, analyze_steps, cpu_steps, step_of_activities
-from profiler_kit.analysis.timeline import Timeline, analyze_timeline
+from profiler_kit.analysis.time.idle_causes import IdleAttribution, attribute_idle
+from profiler_kit.analysis.time.launches import Launches, analyze_launches
+from profiler_kit.analysis.time.phases import Phases, analyze_phases
+from profiler_kit.analysis.time.step_timeline import StepTimeline, step_timeline
+from profiler_kit.analysis.time.unrecorded_activity import MissingGpuActivity, missing_gpu_activity
 from profiler_kit.trace.table import EventTable
 
 

@@ -199,17 +199,16 @@ def _scheduler(args: argparse.Namespace):
     address = getattr(args, "scheduler", None)
     if not address:
         return nullcontext()
-    from profiler_kit.analysis import dask_jobs
-
-    return dask_jobs.client(dask_jobs.check_scheduler(address))
+    from profiler_kit.sources import dask_tasks
+    return dask_tasks.client(dask_tasks.check_scheduler(address))
 
 
 def _only_summaries(paths: list[str]) -> bool:
     """Whether every path is a rank-summaries file, or a folder of them without traces."""
     from pathlib import Path
 
-    from profiler_kit.analysis.summaries import find_summary_files, is_summary_file
     from profiler_kit.errors import TraceError
+    from profiler_kit.sources.summary_files import find_summary_files, is_summary_file
     from profiler_kit.trace.loader import find_traces
 
     for p in map(Path, paths):
@@ -231,8 +230,8 @@ def summary_only(args: argparse.Namespace) -> int:
     import sys
 
     from profiler_kit import api, outputs
-    from profiler_kit.analysis import summaries
     from profiler_kit.errors import UsageError
+    from profiler_kit.sources import summary_files
 
     if args.markdown or getattr(args, "html", None):
         raise UsageError("--summary-only writes JSON only (--json FILE), not --markdown/--html")
@@ -240,7 +239,7 @@ def summary_only(args: argparse.Namespace) -> int:
     with _scheduler(args) as client:
         found = api.summarize(args.paths, jobs=jobs(args), scheduler=client)
     warn_unreadable(found.unreadable)
-    data = summaries.dumps(list(found), found.unreadable)
+    data = summary_files.dumps(list(found), found.unreadable)
     outputs.write(target, data.decode())
     if target is not None:
         sys.stderr.write(f"{len(found)} rank summaries ({len(data):,} bytes) written to "
@@ -255,7 +254,7 @@ def json_to_stdout_before_an_input(argv: list[str]) -> list[str]:
     from profiler_kit.commands import json_before_an_input
 
     def summaries(path):
-        from profiler_kit.analysis.summaries import is_summary_file
+        from profiler_kit.sources.summary_files import is_summary_file
 
         return is_summary_file(path)
 

@@ -10,14 +10,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from profiler_kit.analysis.allocated import IN_TRACE_ONLY
 from profiler_kit.analysis.compare import Comparison, Metric
-from profiler_kit.analysis.hotspots import Breakdown
-from profiler_kit.analysis.idle_attribution import KIND_LABELS
-from profiler_kit.analysis.job import JobView
-from profiler_kit.analysis.recommend import Evidence, Recommendation
-from profiler_kit.analysis.steps import STEP_PARTS, StepBreakdown
-from profiler_kit.analysis.timeline import DeviceTimeline
+from profiler_kit.analysis.core.recommendation import Evidence, Recommendation
+from profiler_kit.analysis.core.steps import STEP_PARTS, StepBreakdown
+from profiler_kit.analysis.jobs.job_view import JobView
+from profiler_kit.analysis.memory.allocated import IN_TRACE_ONLY
+from profiler_kit.analysis.time.busy import DeviceTimeline
+from profiler_kit.analysis.time.hotspots import Breakdown
+from profiler_kit.analysis.time.idle_causes import KIND_LABELS
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
 from profiler_kit.render.diff_views import (

@@ -13,9 +13,9 @@ import msgspec
 
 if TYPE_CHECKING:  # the job view's module is needed only when there is a job
     from profiler_kit.analysis.compare import Comparison
-    from profiler_kit.analysis.job import JobView
-    from profiler_kit.analysis.launches import Launches
-    from profiler_kit.analysis.timeline import Timeline
+    from profiler_kit.analysis.jobs.job_view import JobView
+    from profiler_kit.analysis.time.busy import Timeline
+    from profiler_kit.analysis.time.launches import Launches
     from profiler_kit.analysis.trace_analysis import TraceAnalysis
     from profiler_kit.trace.source import Unreadable
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profiler_kit.analysis.allocated import IN_TRACE_ONLY
 from profiler_kit.analysis.compare import Comparison
-from profiler_kit.analysis.hotspots import Breakdown
+from profiler_kit.analysis.memory.allocated import IN_TRACE_ONLY
+from profiler_kit.analysis.time.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import perf_tables, units
 from profiler_kit.render.analysis_console import (

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from profiler_kit.analysis.compare import Comparison
-from profiler_kit.analysis.op_diff import DiffRow
-from profiler_kit.analysis.step_diff import Evidence, Waterfall
+from profiler_kit.analysis.diffs.op_diff import DiffRow
+from profiler_kit.analysis.diffs.step_diff import Evidence, Waterfall
 from profiler_kit.render import units
 from profiler_kit.render.names import short_name
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from profiler_kit.analysis import classify, perf_model
+from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.perf import perf_model
 
 NS_PER_MS = 1e6
 BYTES_PER_MIB = float(1 << 20)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profiler_kit.analysis.job import JobView, PipelineView
+from profiler_kit.analysis.jobs.job_view import JobView, PipelineView
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import Chart, axis, ms, series_color
 

@@ -18,8 +18,8 @@ from string import Template
 from typing import Any
 
 from profiler_kit.analysis.compare import Comparison
-from profiler_kit.analysis.job import JobView
-from profiler_kit.analysis.memory_report import MemoryReport
+from profiler_kit.analysis.jobs.job_view import JobView
+from profiler_kit.analysis.memory.strategies import MemoryReport
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import MissingDependency
 from profiler_kit.render import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profiler_kit.analysis.roofline import DEVICE
+from profiler_kit.analysis.perf.roofline import DEVICE
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import Chart, axis, class_color

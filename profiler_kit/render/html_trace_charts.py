@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from profiler_kit.analysis import classify
-from profiler_kit.analysis.hotspots import Breakdown
-from profiler_kit.analysis.idle_attribution import KIND_LABELS, KINDS
-from profiler_kit.analysis.steps import STEP_PARTS
+from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.core.steps import STEP_PARTS
+from profiler_kit.analysis.time.hotspots import Breakdown
+from profiler_kit.analysis.time.idle_causes import KIND_LABELS, KINDS
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render import units
 from profiler_kit.render.html_figures import (

@@ -1,7 +1,7 @@
 """Rich console output of the job view (ranks aligned) and of one rank's communication.
 
-Formats, never computes: every number comes from ``profiler_kit.analysis.job`` or
-``profiler_kit.analysis.collectives``.
+Formats, never computes: every number comes from ``profiler_kit.analysis.jobs.job_view`` or
+``profiler_kit.analysis.jobs.rank_summary``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from profiler_kit.analysis.collectives import KindTotal
-from profiler_kit.analysis.job import JobView, PipelineView, Straggler
-from profiler_kit.analysis.recommend import Evidence
+from profiler_kit.analysis.core.recommendation import Evidence
+from profiler_kit.analysis.jobs.job_view import JobView, PipelineView, Straggler
+from profiler_kit.analysis.jobs.rank_summary import KindTotal
 from profiler_kit.render import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",

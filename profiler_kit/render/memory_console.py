@@ -6,9 +6,9 @@ and the HTML report.
 
 from __future__ import annotations
 
-from profiler_kit.analysis.memory_explained import StrategyMemory
-from profiler_kit.analysis.memory_fit import Fit
-from profiler_kit.analysis.memory_report import MemoryDelta, MemoryReport
+from profiler_kit.analysis.memory.explained import StrategyMemory
+from profiler_kit.analysis.memory.fit import Fit
+from profiler_kit.analysis.memory.strategies import MemoryDelta, MemoryReport
 from profiler_kit.render.units import nbytes, percent
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profiler_kit.analysis.roofline import DEVICE, HOST, PerfModel, ShapeGroup
+from profiler_kit.analysis.perf.roofline import DEVICE, HOST, PerfModel, ShapeGroup
 from profiler_kit.render import units
 
 

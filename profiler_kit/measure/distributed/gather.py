@@ -57,13 +57,13 @@ def summary_path(trace: str, rank: int) -> str:
 
 def _summary(traces: Sequence[str]) -> bytes:
     """The rank summaries of ``traces`` as a summaries file (no torch on this path)."""
-    from profiler_kit.analysis import summaries
-    from profiler_kit.analysis.files import summarize_files
+    from profiler_kit.sources import summary_files
+    from profiler_kit.sources.trace_files import summarize_files
 
     files = [Path(t) for t in traces]
     found = summarize_files(files, [f.name for f in files], jobs=1)
     read = [s for s in found if not hasattr(s, "reason")]
-    return summaries.dumps(read, [u for u in found if hasattr(u, "reason")])  # type: ignore[arg-type]
+    return summary_files.dumps(read, [u for u in found if hasattr(u, "reason")])  # type: ignore[arg-type]
 
 
 def _payload(m: Measurement, rank: int, limit_bytes: float) -> list[tuple[str, bytes]]:

@@ -1,0 +1,2 @@
+"""Recommendations: each rule fires on measured evidence and says what it saw.
+"""

@@ -1,0 +1,254 @@
+"""Rules on the ranks of a job together: why its collectives take the time they take.
+
+From one rank's trace a collective's time is waiting and transferring at once. Side by
+side (the job view, :mod:`.job`) they separate, and each cause gets its own rule:
+
+- ``waiting_for_late_rank``: the ranks' exposed wait (for the last rank to arrive, with
+  nothing else to run) per step, over the step time. It names the late rank and what it
+  did while the others waited (the ranges of its lead-ins, and whether its GPU computed
+  or idled meanwhile), and advice for that: a faster interconnect does not help.
+- ``slow_transfer``: collectives of at least ``SLOW_MIN_BYTES`` (bandwidth-bound sizes)
+  whose bus bandwidth is far below the link between the ranks: NVLink (or AMD's
+  Infinity Fabric) per direction, from the GPU's name, when every rank of the job ran on
+  one host. Elsewhere the link is not in the traces, and a note says the rule was not
+  judged.
+- ``exposed_transfer``: the exposed transfer per step over the step time, with the
+  advice of what the exposed collectives are for (:mod:`.comm_context`: DDP's bucket
+  advice only for DDP's gradient all-reduce).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from profiler_kit.analysis.core.recommendation import Evidence, Recommendation
+from profiler_kit.analysis.jobs import comm_context
+from profiler_kit.analysis.jobs.rank_summary import RankSummary
+
+if TYPE_CHECKING:
+    from profiler_kit.analysis.jobs.job_view import JobView, RankTotals
+
+WAIT_SHARE = 0.05  # exposed wait per rank per step / step time
+EXPOSED_TRANSFER_SHARE = 0.10  # exposed transfer per rank per step / step time
+CONTEXT_SHARE = 0.2  # a context with this share of the exposed transfer gets its advice
+SLOW_MIN_BYTES = 16 << 20  # messages this large are bandwidth-bound on any link
+SLOW_LINK_SHARE = 0.25  # bus bandwidth / link bandwidth below this is slow
+SLOW_MIN_STEP_SHARE = 0.05  # ... and their transfer per rank per step / step time
+LATE_RANKS_SHOWN = 3
+GPU_BOUND_SHARE = 0.5  # the late rank's GPU computed this share of its lateness: imbalance
+
+# the link between GPUs of one host, per GPU and direction (bytes/s), from the GPU's name:
+# (pattern, bytes per second, link); PCIe cards and NVL pairs are left out (a bridge or
+# not: the trace does not say)
+LINKS = (
+    (re.compile(r"\b(?:GB|B)(?:100|200|300)\b", re.IGNORECASE), 900e9, "NVLink 5"),
+    (re.compile(r"\b(?:GH|H)(?:100|200|800|20)\b(?!.*(?:PCIe|NVL))", re.IGNORECASE), 450e9,
+     "NVLink 4"),
+    (re.compile(r"\bA(?:100|800)\b(?!.*PCIe)", re.IGNORECASE), 300e9, "NVLink 3"),
+    (re.compile(r"\bV100\b(?!.*PCIe)", re.IGNORECASE), 150e9, "NVLink 2"),
+    (re.compile(r"\bMI3(?:00X|25X)\b", re.IGNORECASE), 448e9, "Infinity Fabric"),
+)
+_DATALOADER = re.compile(r"DataLoader|data_?load|load_batch|wait_for_batch", re.IGNORECASE)
+_OPTIMIZER = re.compile(r"^Optimizer\.|optimizer", re.IGNORECASE)
+
+
+def job_recommendations(job: JobView, members: Sequence[RankSummary]
+                        ) -> tuple[tuple[Recommendation, ...], tuple[str, ...]]:
+    """The job rules that fire, and notes on those that could not be judged."""
+    if not job.instances:
+        return (), ()
+    step = _step_ns(job, members)
+    if step <= 0:
+        return (), ("job rules: no step or trace time to measure against",)
+    notes: list[str] = []
+    on_device = {m.rank for m in members if m.on_device}
+    recs = _waiting(job, step, on_device) + _slow_transfer(job, members, step, notes) \
+        + _exposed_transfer(job, step)
+    return tuple(recs), tuple(notes)
+
+
+def _step_ns(job: JobView, members: Sequence[RankSummary]) -> float:
+    """The median step (device side where every rank has one), else the median trace."""
+    if job.steps:
+        device = [d for st in job.steps for d in st.device_dur_ns]
+        if all(d is not None for d in device):
+            return float(np.median(device))
+        return float(np.median([d for st in job.steps for d in st.dur_ns]))
+    return float(np.median([m.window_end_ns - m.window_start_ns for m in members]))
+
+
+def _per(job: JobView) -> str:
+    return "per step" if job.step_count else "over the trace"
+
+
+def _waiting(job: JobView, step: float, on_device: set[int | None]) -> list[Recommendation]:
+    n = max(job.step_count, 1)
+    ranks = max(len(job.per_rank), 1)
+    wait = sum(r.exposed_wait_ns for r in job.per_rank) / ranks / n
+    share = wait / step
+    if share < WAIT_SHARE:
+        return []
+    late = [r for r in sorted(job.per_rank, key=lambda r: -r.caused_wait_per_step_ns)
+            if r.caused_wait_per_step_ns > 0][:LATE_RANKS_SHOWN]
+    s = job.straggler
+    first = next((r for r in job.per_rank if s is not None and r.rank == s.rank), None) \
+        or (late[0] if late else None)
+    ev = [Evidence(f"exposed wait per rank {_per(job)}", wait, "ns"),
+          Evidence("step time (median)" if job.step_count else "trace time (median)", step,
+                   "ns")]
+    for r in late:
+        ev.append(Evidence(f"rank {r.rank}{f' ({r.host})' if r.host else ''} arrived last in "
+                           f"{r.last_arrivals} of {r.instances} collectives; the others' wait "
+                           f"for it {_per(job)}", r.caused_wait_per_step_ns, "ns"))
+    gpu = first is not None and first.rank in on_device
+    if first is not None:
+        for d in first.late_doing[:LATE_RANKS_SHOWN]:
+            ev.append(Evidence(f"meanwhile rank {first.rank} was in", d.ns, "ns",
+                               name=d.label or "Python or untraced code"))
+            if gpu:
+                ev.append(Evidence("of it, its GPU computing", d.gpu_ns, "ns"))
+    if s is not None:
+        title = (f"Ranks wait for rank {s.rank} (last in {s.last_arrivals} of {s.instances} "
+                 "collectives where a rank waited)")
+    else:
+        title = "Ranks wait for late ranks (no single straggler)"
+    return [Recommendation(
+        rule="waiting_for_late_rank", scope="job", title=title,
+        advice=_wait_advice(first, gpu),
+        measured=share, threshold=WAIT_SHARE, fires_when="above", unit="fraction",
+        evidence=tuple(ev))]
+
+
+def _wait_advice(r: RankTotals | None, gpu: bool) -> str:
+    """What to do about a late rank, from what it did while the others waited."""
+    tail = (" The others only wait: a faster interconnect or other collective settings do "
+            "not help until the late rank arrives sooner.")
+    if r is None or not r.late_doing:
+        return ("Find what the late ranks do before their collectives (their lead-ins are "
+                "not recorded here) and even it out across ranks." + tail)
+    d = r.late_doing[0]
+    name = d.label or "Python or untraced code"
+    if d.gpu_ns >= GPU_BOUND_SHARE * d.ns:
+        what = (f"Rank {r.rank}'s GPU is still computing work launched in {name} when the "
+                "others arrive: its work is larger than theirs. Balance it: shard embedding "
+                "tables by cost (TorchRec's planner), give every rank batches of similar "
+                "size and sequence length (pad or bucket them), balance experts' load, or "
+                "check that GPU for a lower clock or another process.")
+    elif _DATALOADER.search(name):
+        what = (f"Rank {r.rank} is still loading data ({name}) when the others arrive: give "
+                "its DataLoader more workers or prefetching, or look for a slower disk or "
+                "busier host under it.")
+    elif _OPTIMIZER.search(name):
+        what = (f"Rank {r.rank} is still in the optimizer ({name}) when the others arrive: "
+                "its share of the optimizer's work (sharded states, per-rank parameters) is "
+                "larger; balance it.")
+    elif not d.label:
+        what = (f"Rank {r.rank} runs Python or untraced code (no record_function range open) "
+                "while the others wait: work only that rank does (logging, checkpointing, "
+                "evaluation, a sleep or a host-side wait); move it off the step or spread it "
+                "over every rank, and wrap it in record_function to name it.")
+    else:
+        busy = "" if not gpu else " (its GPU idle)" if d.gpu_ns <= 0 else \
+            f" (its GPU computing {d.gpu_ns / d.ns:.0%} of that time)"
+        what = (f"Rank {r.rank}'s CPU is still in {name}{busy} when the others arrive: its "
+                "host work there takes longer (more work on that rank, or a slower or busier "
+                "host).")
+    return what + tail
+
+
+def link_of(members: Sequence[RankSummary], missing: int) -> tuple[float, str] | None:
+    """The link between the job's GPUs, where the traces tell it: every rank here, all
+    on one host, with a GPU whose interconnect is known."""
+    hosts = {m.host for m in members}
+    names = {m.device_name for m in members}
+    if missing or len(hosts) != 1 or None in hosts or len(names) != 1 or None in names:
+        return None
+    name = next(iter(names))
+    for pattern, bw, link in LINKS:
+        if name and pattern.search(name):
+            return bw, f"{link} ({name})"
+    return None
+
+
+def _slow_transfer(job: JobView, members: Sequence[RankSummary], step: float,
+                   notes: list[str]) -> list[Recommendation]:
+    big = [k for k in job.kinds if k.size_low_bytes >= SLOW_MIN_BYTES
+           and k.median_busbw_bytes_per_s is not None]
+    if not big:
+        return []
+    link = link_of(members, len(job.missing_ranks))
+    if link is None:
+        notes.append("slow-transfer rule not judged: the link between the ranks is not in the "
+                     "traces (it is known for SXM/OAM GPUs of one host, every rank traced; "
+                     "here: " + _why_no_link(job, members) + ")")
+        return []
+    bw, name = link
+    n = max(job.step_count, 1)
+    slow = [(k, k.median_busbw_bytes_per_s / bw) for k in big  # type: ignore[operator]
+            if k.median_busbw_bytes_per_s / bw < SLOW_LINK_SHARE]  # type: ignore[operator]
+    time = sum(k.transfer_ns for k, _ in slow) / n
+    if not slow or time / step < SLOW_MIN_STEP_SHARE:
+        return []
+    worst, share = max(slow, key=lambda ks: ks[0].transfer_ns)
+    ev = [Evidence("link (per direction)", bw, "bytes/s", name=name),
+          Evidence(f"their transfer per rank {_per(job)}", time, "ns"),
+          Evidence("step time (median)" if job.step_count else "trace time (median)", step,
+                   "ns")]
+    ev += [Evidence(f"{k.kind} {k.size_low_bytes >> 20} MiB and up: bus bandwidth "
+                    f"({s:.0%} of the link)", k.median_busbw_bytes_per_s, "bytes/s")  # type: ignore[arg-type]
+           for k, s in slow]
+    return [Recommendation(
+        rule="slow_transfer", scope="job",
+        title=f"Collectives transfer far below the link: {worst.kind} at {share:.0%} of "
+              f"{name.split(' (')[0]}",
+        advice="Large collectives move their bytes at a fraction of what the link carries: "
+               "check the path NCCL chose (NCCL_DEBUG=INFO: rings through PCIe or the network "
+               "instead of NVLink, NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set, GPUs split across "
+               "sockets), whether another job shares the GPUs' links, and the NCCL version "
+               "and its algorithm/protocol choice (NCCL_ALGO, NCCL_PROTO).",
+        measured=share, threshold=SLOW_LINK_SHARE, fires_when="below", unit="fraction",
+        evidence=tuple(ev))]
+
+
+def _why_no_link(job: JobView, members: Sequence[RankSummary]) -> str:
+    if job.missing_ranks:
+        return f"{len(job.missing_ranks)} ranks not traced, maybe on other hosts"
+    hosts = {m.host for m in members}
+    if None in hosts:
+        return "no host name in the traces"
+    if len(hosts) > 1:
+        return f"ranks on {len(hosts)} hosts: the network's bandwidth is not recorded"
+    names = {m.device_name for m in members}
+    if None in names:
+        return "no GPU name in the traces"
+    return f"no interconnect figure for {', '.join(sorted(str(x) for x in names))}"
+
+
+def _exposed_transfer(job: JobView, step: float) -> list[Recommendation]:
+    n = max(job.step_count, 1)
+    ranks = max(len(job.per_rank), 1)
+    transfer = sum(r.exposed_transfer_ns for r in job.per_rank) / ranks / n
+    share = transfer / step
+    if share < EXPOSED_TRANSFER_SHARE:
+        return []
+    by = [c for c in job.contexts if c.exposed_transfer_ns > 0]
+    total = sum(c.exposed_transfer_ns for c in by) or 1
+    main = [c.context for c in by if c.exposed_transfer_ns >= CONTEXT_SHARE * total] \
+        or [c.context for c in by[:1]] or [comm_context.OTHER]
+    ev = [Evidence(f"exposed transfer per rank {_per(job)}", transfer, "ns"),
+          Evidence("step time (median)" if job.step_count else "trace time (median)", step,
+                   "ns")]
+    ev += [Evidence(f"exposed transfer in {comm_context.LABELS[c.context]} per rank "
+                    f"{_per(job)}", c.exposed_transfer_ns / ranks / n, "ns")
+           for c in by]
+    return [Recommendation(
+        rule="exposed_transfer", scope="job",
+        title="Transfers not hidden behind computation: "
+              + ", ".join(comm_context.LABELS[c] for c in main),
+        advice=" ".join(comm_context.ADVICE[c] for c in main),
+        measured=share, threshold=EXPOSED_TRANSFER_SHARE, fires_when="above", unit="fraction",
+        evidence=tuple(ev))]

@@ -1,0 +1,2 @@
+"""The ranks of one job: communication per rank, collectives, bandwidth, the job view.
+"""

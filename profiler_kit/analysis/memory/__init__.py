@@ -1,0 +1,3 @@
+"""Memory from traces, allocator snapshots and memory categories: peaks, lifetimes, growth,
+what fits.
+"""

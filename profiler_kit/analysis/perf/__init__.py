@@ -1,0 +1,3 @@
+"""How fast the work runs against the hardware: FLOPs and bytes per op, roofline, device specs,
+precision and tensor cores.
+"""

@@ -1,0 +1,127 @@
+"""Which files ``profkit memory`` reads for each strategy of the paths it is given.
+
+A run folder (``run.json``) gives one source per strategy that ran, with its items per step
+and the device's memory recorded by the run; another folder is one source of every trace,
+``*.memory_categories.json`` and snapshot pickle below it; a file is a source by itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiler_kit.analysis.memory.explained import StrategyMemory
+from profiler_kit.analysis.memory.strategies import MemoryReport, combine
+from profiler_kit.analysis.memory.usage import WHY_PROFILE_MEMORY_OFF, WHY_THREADED
+from profiler_kit.errors import TraceError
+from profiler_kit.sources.memory_categories import SUFFIX
+from profiler_kit.sources.strategy_memory import explain
+
+SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
+
+
+def _is_snapshot(path: Path) -> bool:
+    if path.suffix in SNAPSHOT_SUFFIXES:
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(1) == b"\x80"  # pickle protocol 2 and later
+    except OSError:
+        return False
+
+
+def is_memory_file(path: Path) -> bool:
+    """A file ``profkit memory`` reads besides traces: memory categories or a snapshot."""
+    return path.name.endswith(SUFFIX) or _is_snapshot(path)
+
+
+def _kinds(files: list[Path], traces_too: bool = True
+           ) -> tuple[list[Path], list[Path], list[Path]]:
+    """(traces, categories, snapshots) among ``files``."""
+    from profiler_kit.trace.loader import looks_like_trace
+
+    traces, cats, snaps = [], [], []
+    for f in files:
+        if f.name.endswith(SUFFIX):
+            cats.append(f)
+        elif _is_snapshot(f):
+            snaps.append(f)
+        elif traces_too and f.name.endswith((".json", ".json.gz")) and looks_like_trace(f):
+            traces.append(f)
+    return traces, cats, snaps
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    return sorted(f for f in folder.rglob("*") if f.is_file()
+                  and not any(part.startswith(".") for part in f.relative_to(folder).parts))
+
+
+def sources(path: Path, device_memory: int | None, top: int,
+            traces: bool = True) -> list[StrategyMemory]:
+    """One per strategy below ``path``; without ``traces``, from the categories and snapshots
+    alone (cheap: what ``analyze``, ``compare`` and the report show)."""
+    if not path.exists():
+        raise TraceError(f"{path}: no such file or folder")
+    if path.is_file():
+        found, cats, snaps = _kinds([path], traces)
+        if traces and not (found or cats or snaps):
+            found = [path]  # let the trace reader say what is wrong with it
+        return [explain(path.name, found, cats, snaps, None, device_memory, top,
+                        by_profkit=_in_a_run(path.parent))]
+    if not (path / "run.json").is_file():
+        return [explain(path.name, *_kinds(_folder_files(path), traces), None, device_memory,
+                        top, by_profkit=_in_a_run(path), why_no_memory=_why_in_run(path))]
+    from profiler_kit.results import read_run
+
+    run = read_run(path / "run.json")
+    if device_memory is None:
+        recorded = run.environment.get("device_memory_bytes") or []
+        device_memory = max(recorded) if recorded and run.device != "cpu" else None
+    out = []
+    for s in run.strategies:
+        if s.status != "ok" or not s.dir:
+            continue
+        label = f"{s.name} [{s.point}]" if s.point else s.name
+        out.append(explain(label, *_kinds(_folder_files(path / s.dir), traces),
+                           s.items_per_step or None, device_memory, top, by_profkit=True,
+                           why_no_memory=_why_no_memory(run.options, s.info)))
+    return out
+
+
+def _in_a_run(folder: Path) -> bool:
+    """Whether ``folder`` is (in) a run folder ``profkit run`` made: a strategy folder, a
+    sweep point's, or a folder below one (run.json at most three levels up)."""
+    folder = folder.resolve()
+    return any((f / "run.json").is_file() for f in (folder, *folder.parents[:3]))
+
+
+def _why_in_run(folder: Path) -> str | None:
+    """:func:`_why_no_memory` for a strategy folder of a run (its run.json one level up)."""
+    run_json = folder.parent / "run.json"
+    if not run_json.is_file():
+        return None
+    from profiler_kit.errors import UsageError
+    from profiler_kit.results import read_run
+
+    try:
+        run = read_run(run_json)
+    except UsageError:  # a run.json this version cannot read: the general reason stands
+        return None
+    for s in run.strategies:
+        if s.dir and (folder.parent / s.dir).resolve() == folder.resolve():
+            return _why_no_memory(run.options, s.info)
+    return None
+
+
+def _why_no_memory(options: dict, info: dict) -> str | None:
+    """Why a strategy's traces have no memory events, where the run recorded it."""
+    if options.get("profile_memory") is False:
+        return WHY_PROFILE_MEMORY_OFF
+    if info.get("cpu_memory"):  # a threaded strategy (profile_all_threads)
+        return WHY_THREADED
+    return None
+
+
+def memory_report(paths: list[Path], device_memory: int | None, top: int = 10,
+                  traces: bool = True) -> MemoryReport:
+    found = [s for p in paths for s in sources(p, device_memory, top, traces)]
+    return combine(found, device_memory)
