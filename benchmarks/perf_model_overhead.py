@@ -60,7 +60,7 @@ import sys, time, io
 from rich.console import Console
 from profiler_kit.trace.loader import load
 from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.render.analysis_console import render
+from profiler_kit.render.console.analysis import render
 best = float("inf")
 for _ in range({repeats}):
     start = time.perf_counter()

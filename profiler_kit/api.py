@@ -329,8 +329,7 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     import torch.
     """
     from profiler_kit import outputs
-    from profiler_kit.render import html_report
-
+    from profiler_kit.render.html import report as html_report
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     html_report.plotly_js()  # before any work: say early when plotly is missing
@@ -373,7 +372,7 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
     from profiler_kit import artifacts
     from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
     from profiler_kit.errors import LeftOutWarning
-    from profiler_kit.render import html_report
+    from profiler_kit.render.html import report as html_report
     from profiler_kit.results import read_run
 
     runs, reports, trace_paths = [], [], []
@@ -457,7 +456,7 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
     included (an existing file profkit wrote is replaced only with ``force``). Imports torch.
     """
     from profiler_kit.measure import runner
-    from profiler_kit.render.run_markdown import render_markdown
+    from profiler_kit.render.markdown.run import render_markdown
     from profiler_kit.scenario import Scenario as _Scenario
     from profiler_kit.scenario import load
 
@@ -482,7 +481,7 @@ def _verdicts(result: RunResult) -> RunResult:
     from profiler_kit.analysis.compare import compare as compare_analyses
     from profiler_kit.errors import ProfkitError
     from profiler_kit.noise import explanation_conflict
-    from profiler_kit.render.diff_views import verdict_line
+    from profiler_kit.render.wording.diff_views import verdict_line
     from profiler_kit.results import OK
     from profiler_kit.sources.trace_files import analyze_files
     from profiler_kit.trace.source import Unreadable

@@ -116,7 +116,7 @@ class DDP(Scenario):
     def console_tables(self, result: RunResult) -> list[Any]:
         """The run in the layout of PyTorch's DDP benchmark (percentiles, examples/s)."""
         from profiler_kit.ddp_benchmark.report import build
-        from profiler_kit.render.ddp_console import tables
+        from profiler_kit.render.console.ddp import tables
 
         return tables(build(result))
 

@@ -14,7 +14,8 @@ from real_traces import DATA, analysis, ns
 from rich.console import Console
 
 from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.render import analysis_console, analysis_markdown
+from profiler_kit.render.console import analysis as analysis_console
+from profiler_kit.render.markdown import analysis as analysis_markdown
 from profiler_kit.trace.loader import load
 
 V100_FP32 = 15.7e12

@@ -10,7 +10,9 @@ from rich.console import Console
 
 from profiler_kit import api
 from profiler_kit.analysis.compare import compare
-from profiler_kit.render import analysis_console, analysis_json, analysis_markdown
+from profiler_kit.render.console import analysis as analysis_console
+from profiler_kit.render.json import analysis as analysis_json
+from profiler_kit.render.markdown import analysis as analysis_markdown
 
 DATA = Path(__file__).parent / "data"
 

@@ -21,7 +21,7 @@ from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.job_analysis import analyze_job
 from profiler_kit.analysis.jobs.comm_context import ADVICE, DDP_GRADIENT, EMBEDDING
 from profiler_kit.analysis.jobs.rank_summary import GroupInfo, summarize_rank
-from profiler_kit.render.job_console import job_view
+from profiler_kit.render.console.job import job_view
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parent / "data"

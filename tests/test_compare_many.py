@@ -11,13 +11,13 @@ from pathlib import Path
 from rich.console import Console
 
 from profiler_kit import api
-from profiler_kit.render import analysis_markdown
-from profiler_kit.render.analysis_console import (
+from profiler_kit.render.console.analysis import (
     columns_that_fit,
     comparison_tables,
     comparison_view,
     trace_groups,
 )
+from profiler_kit.render.markdown import analysis as analysis_markdown
 
 TRACE = Path(__file__).parent / "data" / "a100_triton_kernel.json.gz"
 

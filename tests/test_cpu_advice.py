@@ -39,7 +39,9 @@ from profiler_kit.analysis.advice import cpu_advice
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.core.steps import analyze_steps
 from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.render import analysis_console, analysis_json, analysis_markdown
+from profiler_kit.render.console import analysis as analysis_console
+from profiler_kit.render.json import analysis as analysis_json
+from profiler_kit.render.markdown import analysis as analysis_markdown
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat
 

@@ -25,7 +25,7 @@ from profiler_kit.noise import (
     bootstrap_change,
     mann_whitney_p,
 )
-from profiler_kit.render.diff_console import render
+from profiler_kit.render.console.diff import render
 from profiler_kit.results import RunResult, StrategyResult
 
 
@@ -218,7 +218,7 @@ def test_report_keeps_pytorch_schema_and_adds_times() -> None:
     assert w2["per_rank_sec_per_iter_p50"] == pytest.approx(
         [float(np.percentile(r, 50)) for r in w2["per_rank_measurements"]])
     # the run's console table shows the same numbers, formatted
-    from profiler_kit.render.ddp_console import render as render_report
+    from profiler_kit.render.console.ddp import render as render_report
 
     console = Console(width=150, record=True, color_system=None)
     render_report(console, report)

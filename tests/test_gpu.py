@@ -90,7 +90,7 @@ def test_analysis_of_the_cuda_traces_profkit_wrote(tmp_path: Path) -> None:
 
 
 def _document(analysis: Any) -> dict[str, Any]:
-    from profiler_kit.render.analysis_json import dumps
+    from profiler_kit.render.json.analysis import dumps
 
     return json.loads(dumps([analysis], None))["traces"][0]
 

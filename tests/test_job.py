@@ -164,8 +164,7 @@ def test_bad_summaries_file_is_one_clear_error(tmp_path) -> None:
 def test_every_job_json_field_is_documented() -> None:
     from pathlib import Path
 
-    from profiler_kit.render import analysis_json
-
+    from profiler_kit.render.json import analysis as analysis_json
     steps_ranks = [summary(r, [(10 + 30 * r, 60)]) for r in (0, 1)]
     steps_ranks = [_with_calls(s, [Call("send" if s.rank == 0 else "recv", "0", 0,
                                         70 * MS, 80 * MS, 64, "float", 0, ())])
@@ -270,7 +269,7 @@ def test_many_ranks_console_shows_the_telling_ones() -> None:
 
     from rich.console import Console
 
-    from profiler_kit.render.job_console import MAX_RANK_ROWS, job_view
+    from profiler_kit.render.console.job import MAX_RANK_ROWS, job_view
 
     world = 40
     late = 17  # arrives 5 ms after everyone else

@@ -78,7 +78,7 @@ def test_sends_pair_with_recvs_and_waits_by_hand(traces: Path) -> None:
 
 
 def test_the_html_report_draws_each_stages_computation_and_bubble(traces: Path) -> None:
-    from profiler_kit.render.html_job_charts import job_charts
+    from profiler_kit.render.html.job_charts import job_charts
 
     (job,) = api.analyze(traces).jobs
     (chart,) = [c for c in job_charts([job]) if c.id.startswith("job-pipeline")]

@@ -29,14 +29,21 @@ MAY_IMPORT: dict[str, set[str]] = {
                "errors", "trace", "__init__"},
     "noise": {"noise"},
     "contention": {"contention", "noise"},
+    # profkit record: the parent (torch-free) and the recorded processes' hooks, which read
+    # memory by category as the measuring side does
+    "record": {"record", "errors", "artifacts", "outputs", "__init__", "measure"},
 }
-NEVER_TORCH = {"trace", "analysis", "sources", "ddp_benchmark", "render", "results", "noise", "contention",
-               "scenario",
+NEVER_TORCH = {"trace", "analysis", "sources", "ddp_benchmark", "render", "results", "noise",
+               "contention", "scenario",
                "errors", "artifacts", "outputs", "scenario_info", "cli", "api", "commands"}
 # what workloads import from the launcher stays light: torch is imported by the workload
 TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
+# profkit record's parent side and the bootstrap that starts the script: torch is imported by
+# the script (the hooks in record.hooks go in when it does)
+TORCH_FREE_MODULES |= {"profiler_kit.record", "profiler_kit.record.command_line",
+                       "profiler_kit.record.launch", "profiler_kit.record.bootstrap"}
 NEVER_RENDER = {"trace", "analysis", "sources", "ddp_benchmark", "measure", "results", "noise",
-                "contention", "scenario",
+                "contention", "scenario", "record",
                 "errors", "artifacts", "outputs", "scenario_info"}
 
 

@@ -204,7 +204,7 @@ def test_compare_and_the_report_show_the_memory_section(leaky, clean, capsys,
                                                          tmp_path) -> None:
     from browser import open_report, require_browser
 
-    from profiler_kit.render.units import nbytes
+    from profiler_kit.render.wording.units import nbytes
 
     (a, ref_a), (b, ref_b) = leaky, clean
     act_a, act_b = _peak_row(ref_a)["activation"], _peak_row(ref_b)["activation"]
@@ -227,7 +227,7 @@ def test_analyze_json_memory_equals_the_console_and_pytorchs_timeline(leaky, cle
     """``analyze --json``'s ``memory_explained``: bytes by category at the peak as PyTorch's
     own timeline has them, and the same figures ``profkit memory --json`` and the console
     section give for the same folders."""
-    from profiler_kit.render.units import nbytes
+    from profiler_kit.render.wording.units import nbytes
 
     (a, ref_a), (b, ref_b) = leaky, clean
     assert main(["analyze", str(a), str(b), "--json", str(tmp_path / "a.json")]) == 0

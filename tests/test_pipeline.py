@@ -435,8 +435,8 @@ def test_results_tables_show_the_idle_share_of_every_rank():
 
     from rich.console import Console
 
-    from profiler_kit.render import run_console
-    from profiler_kit.render.run_markdown import render_markdown
+    from profiler_kit.render.console import run as run_console
+    from profiler_kit.render.markdown.run import render_markdown
     from profiler_kit.results import RunResult, StrategyResult, stats
 
     samples = [100_000_000] * 3
@@ -464,8 +464,8 @@ def test_results_show_the_straggler_and_wait_transfer_lines():
 
     from rich.console import Console
 
-    from profiler_kit.render import run_console
-    from profiler_kit.render.run_markdown import render_markdown
+    from profiler_kit.render.console import run as run_console
+    from profiler_kit.render.markdown.run import render_markdown
     from profiler_kit.results import RunResult, StrategyResult, stats
 
     samples = [100_000_000] * 3

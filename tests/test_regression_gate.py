@@ -21,6 +21,7 @@ from test_diff import _rounds, _run_record, _single_runs, _write
 from profiler_kit import api, artifacts
 from profiler_kit.analysis.compare import sides_of
 from profiler_kit.cli import main
+from profiler_kit.commands import regression_gate as regression
 from profiler_kit.ddp_benchmark import report as ddp_report
 from profiler_kit.noise import (
     BETWEEN_RUNS,
@@ -32,7 +33,6 @@ from profiler_kit.noise import (
     one_run_against_repeats_change,
     percentile_verdict,
 )
-from profiler_kit.render import regression
 from profiler_kit.results import RunResult, StrategyResult
 
 DATA = Path(__file__).parent / "data"

@@ -14,8 +14,10 @@ from profiler_kit.analysis.compare import compare
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.ddp_benchmark import report as ddp_report
 from profiler_kit.errors import MissingDependency
-from profiler_kit.render import html_report, html_run_charts, html_scenario_charts
-from profiler_kit.render import html_trace_charts as trace_charts
+from profiler_kit.render.html import report as html_report
+from profiler_kit.render.html import run_charts as html_run_charts
+from profiler_kit.render.html import scenario_charts as html_scenario_charts
+from profiler_kit.render.html import trace_charts as trace_charts
 from profiler_kit.results import RunResult, Stats, StrategyResult, read_run
 from profiler_kit.trace.loader import load
 
@@ -335,7 +337,7 @@ def test_missing_plotly_says_how_to_install(monkeypatch):
 
 def test_every_class_has_its_own_colour():
     from profiler_kit.analysis.core import classify
-    from profiler_kit.render.html_figures import CLASS_COLORS
+    from profiler_kit.render.html.figures import CLASS_COLORS
 
     assert set(CLASS_COLORS) == set(classify.CLASSES)
     assert len(set(CLASS_COLORS.values())) == len(CLASS_COLORS)
@@ -346,7 +348,7 @@ def test_a_class_has_one_colour_in_every_chart(analyses):
     a class alike (the rooflines and the step split once took colours by series order)."""
     from profiler_kit.analysis.core.steps import STEP_PARTS
     from profiler_kit.analysis.perf import perf_model
-    from profiler_kit.render.html_figures import (
+    from profiler_kit.render.html.figures import (
         CLASS_COLORS,
         FAMILY_COLORS,
         STEP_PART_COLORS,
@@ -381,7 +383,7 @@ def test_job_chart_splits_wait_and_transfer_and_names_the_straggler():
     from test_job import MS, summary
 
     from profiler_kit.analysis.job_analysis import analyze_job
-    from profiler_kit.render.html_job_charts import job_charts
+    from profiler_kit.render.html.job_charts import job_charts
 
     # rank 2 arrives last in every step (the job view's own hand-checked case)
     job = analyze_job([summary(0, [(10, 60), (110, 160), (210, 255)], world=3),
@@ -396,7 +398,7 @@ def test_job_chart_splits_wait_and_transfer_and_names_the_straggler():
 
 
 def test_waterfall_is_the_comparisons_step_change(analyses):
-    from profiler_kit.render.html_diff_charts import waterfall_charts
+    from profiler_kit.render.html.diff_charts import waterfall_charts
 
     comparison = compare(analyses)  # baseline: h100_vit; a100_ddp on the same (device) side
     fall = next(w for w in comparison.steps.waterfalls if w is not None)
@@ -413,7 +415,7 @@ def test_waterfall_is_the_comparisons_step_change(analyses):
 
 
 def test_roofline_points_are_the_perf_models_groups(analyses):
-    from profiler_kit.render.html_roofline_charts import roofline_charts
+    from profiler_kit.render.html.roofline_charts import roofline_charts
 
     vit, cpu, _ = analyses
     charts = roofline_charts([vit, cpu])
@@ -432,8 +434,7 @@ def test_roofline_points_are_the_perf_models_groups(analyses):
     assert all(t["mode"] == "markers" for t in cpu_chart.data)
     assert "no device peaks" in cpu_chart.caption
     # what share of the compute time the points stand for, and the MFU that allows
-    from profiler_kit.render import units
-
+    from profiler_kit.render.wording import units
     perf = vit.perf
     assert perf.modelled_share is not None
     assert f"cover {units.percent(perf.modelled_share)} of the GPU compute time" \
@@ -454,7 +455,7 @@ def test_a_roofline_of_a_fifth_of_the_work_says_so():
     custom ops without a model), so the caption withholds MFU instead of showing one."""
     from real_traces import analysis
 
-    from profiler_kit.render.html_roofline_charts import roofline_charts
+    from profiler_kit.render.html.roofline_charts import roofline_charts
 
     b200 = analysis("b200_vllm_eager.json.gz")
     (chart,) = roofline_charts([b200])

@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from profiler_kit.render import run_console
-from profiler_kit.render.run_markdown import render_markdown
+from profiler_kit.render.console import run as run_console
+from profiler_kit.render.markdown.run import render_markdown
 from profiler_kit.results import Equivalence, RunResult, StrategyResult, add_repeat, stats
 
 

@@ -231,8 +231,8 @@ def test_reading_and_rendering_results_never_imports_scipy() -> None:
     """scipy is imported by the functions that compute verdicts, not by readers of them."""
     code = ("import sys\n"
             "import profiler_kit.results, profiler_kit.noise, profiler_kit.cli\n"
-            "import profiler_kit.render.run_console, profiler_kit.render.run_markdown\n"
-            "import profiler_kit.render.html_report, profiler_kit.render.diff_console\n"
+            "import profiler_kit.render.console.run, profiler_kit.render.markdown.run\n"
+            "import profiler_kit.render.html.report, profiler_kit.render.console.diff\n"
             "import profiler_kit.ddp_benchmark.diff, profiler_kit.commands.analyze\n"
             "assert 'scipy' not in sys.modules, 'scipy imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

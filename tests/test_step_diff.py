@@ -14,7 +14,7 @@ from trace_counts import GPU_CATS, RUNTIME_CATS, ns
 from profiler_kit import api
 from profiler_kit.analysis.compare import compare
 from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.render.diff_views import verdict_line
+from profiler_kit.render.wording.diff_views import verdict_line
 from profiler_kit.trace.table import Cat
 
 DATA = Path(__file__).parent / "data"
@@ -186,8 +186,8 @@ def test_a_trace_without_steps_is_one_step():
 def test_console_and_markdown_show_waterfall_diffs_and_verdict():
     from rich.console import Console
 
-    from profiler_kit.render import analysis_markdown
-    from profiler_kit.render.analysis_console import comparison_view
+    from profiler_kit.render.console.analysis import comparison_view
+    from profiler_kit.render.markdown import analysis as analysis_markdown
 
     base = analyze_table(_gpu_steps(2, "sgemm_fp32", 3000), label="fp32")
     amp = analyze_table(_gpu_steps(2, "bf16_gemm", 1000, cast=True), label="amp")

@@ -12,7 +12,7 @@ from profiler_kit.cli import main
 from profiler_kit.commands.tune import is_winner
 from profiler_kit.errors import UsageError
 from profiler_kit.measure.passes import MeasureOptions
-from profiler_kit.render import tune_console
+from profiler_kit.render.console import tune as tune_console
 from profiler_kit.scenarios import tune, tune_stack
 
 DATA = Path(__file__).parent / "data" / "tune"

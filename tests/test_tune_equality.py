@@ -18,7 +18,7 @@ from profiler_kit.cli import main
 from profiler_kit.errors import ModelError
 from profiler_kit.measure import equivalence as eq
 from profiler_kit.noise import PAIRED_BY_ROUND, speedup_verdict
-from profiler_kit.render import tune_console
+from profiler_kit.render.console import tune as tune_console
 from profiler_kit.scenarios import tune, tune_stack
 
 DATA = Path(__file__).parent / "data" / "tune"

@@ -1,4 +1,4 @@
-from profiler_kit.render import units
+from profiler_kit.render.wording import units
 
 
 def test_duration_picks_the_largest_fitting_unit():
@@ -26,7 +26,7 @@ def test_percent_rate_and_speedup():
 
 
 def test_no_scientific_notation_anywhere():
-    from profiler_kit.render.units import significant
+    from profiler_kit.render.wording.units import significant
 
     # hand-checked: significant digits as ``g`` keeps them, without the exponent
     assert significant(11634.2, 4) == "11634" and units.rate(11634.2, "images") == (

@@ -72,7 +72,7 @@ def output_targets(args: argparse.Namespace) -> dict[str, object]:
                for name, flag in OUTPUT_FLAGS if getattr(args, name, None) is not None}
     outputs.check_distinct((flag, targets.get(name)) for name, flag in OUTPUT_FLAGS)
     if "html" in targets:  # say how to install plotly before the work, not after
-        from profiler_kit.render.html_report import plotly_js
+        from profiler_kit.render.html.report import plotly_js
 
         plotly_js()
     to_stdout = [flag for name, flag in OUTPUT_FLAGS if name in targets and targets[name] is None]
@@ -109,11 +109,11 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     warn_unreadable(unreadable)
     memory = functools.cache(lambda: memory_section(args.paths))  # read once, if at all
     if "json" in targets:
-        from profiler_kit.render.analysis_json import dumps
+        from profiler_kit.render.json.analysis import dumps
 
         outputs.write(targets["json"], dumps(analyses, comparison, jobs, unreadable, memory()))
     if "markdown" in targets:
-        from profiler_kit.render.analysis_markdown import render as markdown
+        from profiler_kit.render.markdown.analysis import render as markdown
 
         outputs.write(targets["markdown"], markdown(analyses, comparison, top=args.top,
                                                     unreadable=unreadable))
@@ -126,7 +126,7 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     if None not in targets.values():
         from rich.console import Console
 
-        from profiler_kit.render.analysis_console import comparison_view, render, render_jobs
+        from profiler_kit.render.console.analysis import comparison_view, render, render_jobs
 
         console = Console()
         if full:
@@ -145,7 +145,7 @@ def memory_section(paths: list[str]) -> Any:
     """The memory report of ``paths`` where a run kept memory categories or a snapshot,
     else None: what the console's memory section and ``--json``'s ``memory_explained`` show."""
     from profiler_kit import api
-    from profiler_kit.render.memory_console import has_memory
+    from profiler_kit.render.console.memory import has_memory
 
     report = api.memory_section(paths)
     return report if report is not None and has_memory(report) else None
@@ -153,7 +153,7 @@ def memory_section(paths: list[str]) -> Any:
 
 def print_memory(console, report: Any) -> None:
     """The short memory section of ``memory_section``'s report (nothing for None)."""
-    from profiler_kit.render.memory_console import section_lines
+    from profiler_kit.render.console.memory import section_lines
 
     if report is None:
         return

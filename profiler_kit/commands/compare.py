@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from profiler_kit.commands import Command
+from profiler_kit.commands import regression_gate as regression
 from profiler_kit.commands.analyze import (
     add_output_arguments,
     emit,
@@ -13,7 +14,6 @@ from profiler_kit.commands.analyze import (
     json_to_stdout_before_an_input,
     output_targets,
 )
-from profiler_kit.render import regression
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

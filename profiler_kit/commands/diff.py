@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from profiler_kit.commands import Command
-from profiler_kit.render import regression
+from profiler_kit.commands import regression_gate as regression
 
 # ``--`` between the sides becomes this option before argparse, which would drop it
 SIDES = "--test-runs"
@@ -80,7 +80,7 @@ def diff(args: argparse.Namespace) -> int:
             return status
     from rich.console import Console
 
-    from profiler_kit.render.diff_console import render
+    from profiler_kit.render.console.diff import render
 
     render(Console(), result)
     return status

@@ -16,7 +16,7 @@ def _handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from profiler_kit import api
-    from profiler_kit.render.list_console import render
+    from profiler_kit.render.console.listing import render
 
     if args.file:
         from profiler_kit.scenario import from_file

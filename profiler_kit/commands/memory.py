@@ -53,7 +53,7 @@ def memory(args: argparse.Namespace) -> int:
 
     from profiler_kit import api, outputs
     from profiler_kit.errors import UsageError
-    from profiler_kit.render.memory_console import limits, notes, report_lines, shows_anything
+    from profiler_kit.render.console.memory import limits, notes, report_lines, shows_anything
 
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, not {args.top}")

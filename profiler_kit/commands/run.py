@@ -124,8 +124,7 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
     from profiler_kit import api
     from profiler_kit.measure.distributed import is_output_rank
     from profiler_kit.measure.passes import MeasureOptions
-    from profiler_kit.render import run_console
-
+    from profiler_kit.render.console import run as run_console
     option_fields = ("iterations", "warmup", "repeats", *_PROFILE_INTS, "with_stack",
                      "memory_snapshot", "gzip", "record_shapes", "profile_memory")
     options = MeasureOptions(**{k: opts[k] for k in option_fields if k in opts})
@@ -170,7 +169,7 @@ def _charts_line(result: Any) -> str:
     """Where report.html is, or how to get it (a report that failed is a report error)."""
     from profiler_kit.artifacts import REPORT_HTML
     from profiler_kit.errors import MissingDependency
-    from profiler_kit.render.html_report import plotly_js
+    from profiler_kit.render.html.report import plotly_js
 
     html = result.run_dir / REPORT_HTML
     if html.exists():

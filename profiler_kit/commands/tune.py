@@ -75,7 +75,7 @@ def _handle(args: argparse.Namespace) -> int:
     from profiler_kit import api
     from profiler_kit.measure import devices, runner
     from profiler_kit.measure.passes import MeasureOptions
-    from profiler_kit.render import tune_console
+    from profiler_kit.render.console import tune as tune_console
     from profiler_kit.scenarios import tune
 
     scenario = tune.TuneScenario(tune.load_user_model(args.model), stack=not args.no_stack)
@@ -157,8 +157,8 @@ def _status(result: Any, baseline: str) -> int:
 def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
     """The ranked table (each knob once), the stacking decisions and the recommended
     settings as code; the same, as data, goes to tune.json."""
-    from profiler_kit.render.run_answer import contention_line
-    from profiler_kit.render.tune_console import ranked_table
+    from profiler_kit.render.console.tune import ranked_table
+    from profiler_kit.render.wording.run_answer import contention_line
     from profiler_kit.scenarios import tune_stack
 
     busy = contention_line(result)
@@ -197,7 +197,7 @@ def _knob(s: Any) -> dict[str, Any]:
     were compared with (error, the baseline's error, the bound, the criterion)."""
     import msgspec
 
-    from profiler_kit.render.tune_console import verdict
+    from profiler_kit.render.console.tune import verdict
 
     timed = s.status == OK and s.stats is not None
     entry: dict[str, Any] = {
@@ -227,7 +227,7 @@ def _sweep(console: Any, result: Any, scenario: Any, answer: dict[str, Any],
     """The batch-size sweep of the recommended settings; Ctrl-C keeps the finished sizes."""
     from profiler_kit.measure import devices
     from profiler_kit.measure.passes import MeasureOptions
-    from profiler_kit.render.tune_console import fit_check_line, sweep_table
+    from profiler_kit.render.console.tune import fit_check_line, sweep_table
     from profiler_kit.scenarios import tune_batch
 
     knobs = tune_batch.sweep_knobs(answer["recommended"] or scenario.baseline)

@@ -6,7 +6,7 @@ Words only: the verdicts, the best strategy and the contention come computed."""
 from __future__ import annotations
 
 from profiler_kit import results
-from profiler_kit.render import speedup_noise, units
+from profiler_kit.render.wording import speedup_noise, units
 from profiler_kit.results import OK, RunResult, StrategyResult
 
 QUIET_ADVICE = ("rerun on a quiet machine, or give profkit cores of its own "

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from profiler_kit.analysis.jobs.job_view import JobView, PipelineView
-from profiler_kit.render import units
-from profiler_kit.render.html_figures import Chart, axis, ms, series_color
+from profiler_kit.render.html.figures import Chart, axis, ms, series_color
+from profiler_kit.render.wording import units
 
 ACROSS_RANKS = "Across ranks"
 

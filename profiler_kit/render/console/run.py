@@ -13,8 +13,8 @@ from rich.text import Text
 
 from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
-from profiler_kit.render import run_answer, speedup_noise, units
-from profiler_kit.render.workload_rows import has_phases, job_lines, workload_rows
+from profiler_kit.render.wording import run_answer, speedup_noise, units
+from profiler_kit.render.wording.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import (
     FAILED,
     INTERRUPTED,

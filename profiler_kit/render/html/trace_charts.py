@@ -12,8 +12,7 @@ from profiler_kit.analysis.core.steps import STEP_PARTS
 from profiler_kit.analysis.time.hotspots import Breakdown
 from profiler_kit.analysis.time.idle_causes import KIND_LABELS, KINDS
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render import units
-from profiler_kit.render.html_figures import (
+from profiler_kit.render.html.figures import (
     Chart,
     axis,
     byte_unit,
@@ -22,7 +21,8 @@ from profiler_kit.render.html_figures import (
     series_color,
     step_part_color,
 )
-from profiler_kit.render.names import short_name
+from profiler_kit.render.wording import units
+from profiler_kit.render.wording.names import short_name
 
 TIME_BY_CLASS = "Where the time goes"
 ONE_STEP = "One step"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from profiler_kit.analysis.memory.explained import StrategyMemory
 from profiler_kit.analysis.memory.fit import Fit
 from profiler_kit.analysis.memory.strategies import MemoryDelta, MemoryReport
-from profiler_kit.render.units import nbytes, percent
+from profiler_kit.render.wording.units import nbytes, percent
 
 
 def _categories(s: StrategyMemory) -> list[str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from profiler_kit import results
-from profiler_kit.render import speedup_noise
-from profiler_kit.render.html_figures import Chart, axis, ms, series_color
+from profiler_kit.render.html.figures import Chart, axis, ms, series_color
+from profiler_kit.render.wording import speedup_noise
 from profiler_kit.results import OK, RunResult, StrategyResult
 
 STRATEGIES = "Strategies side by side"

@@ -50,7 +50,7 @@ def add_argument(p: argparse.ArgumentParser, what: str, unjudged: str = "") -> N
 
 def compare_regressions(c: Comparison, limit: float) -> list[str]:
     """One line per trace whose step time per step grew by more than ``limit``."""
-    from profiler_kit.render.diff_views import verdict_line
+    from profiler_kit.render.wording.diff_views import verdict_line
 
     if c.steps is None:
         return []

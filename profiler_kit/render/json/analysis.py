@@ -120,7 +120,7 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
     comp = None
     if comparison is not None:
         # the console tables' module (rich): imported only when there is a comparison
-        from profiler_kit.render.diff_views import verdict_line
+        from profiler_kit.render.wording.diff_views import verdict_line
 
         comp = {
             "labels": list(comparison.labels),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from profiler_kit.analysis.perf.roofline import DEVICE, HOST, PerfModel, ShapeGroup
-from profiler_kit.render import units
+from profiler_kit.render.wording import units
 
 
 def rate_unit(perf: PerfModel) -> str:

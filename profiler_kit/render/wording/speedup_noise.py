@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from profiler_kit.noise import PAIRED_BY_ROUND, WITHIN_RUN, NoiseVerdict
-from profiler_kit.render import units
+from profiler_kit.render.wording import units
 from profiler_kit.results import OK, StrategyResult
 
 WITHIN = "~"  # beside a speedup that is within noise

@@ -10,8 +10,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from profiler_kit.render import speedup_noise, units
-from profiler_kit.render.run_console import ProgressBars
+from profiler_kit.render.console.run import ProgressBars
+from profiler_kit.render.wording import speedup_noise, units
 from profiler_kit.results import OK, SKIPPED, RunResult, StrategyResult
 
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from profiler_kit.analysis.perf.roofline import DEVICE
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render import units
-from profiler_kit.render.html_figures import Chart, axis, class_color
-from profiler_kit.render.perf_tables import peak_share
+from profiler_kit.render.html.figures import Chart, axis, class_color
+from profiler_kit.render.wording import units
+from profiler_kit.render.wording.perf_tables import peak_share
 
 ROOFLINE = "Against the hardware's limits"
 TERA = 1e12

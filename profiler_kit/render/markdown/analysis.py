@@ -8,8 +8,7 @@ from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.memory.allocated import IN_TRACE_ONLY
 from profiler_kit.analysis.time.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render import perf_tables, units
-from profiler_kit.render.analysis_console import (
+from profiler_kit.render.console.analysis import (
     SUMMARY_METRICS,
     WHOLE_TRACE_NOTE,
     critical_path_shares,
@@ -23,13 +22,14 @@ from profiler_kit.render.analysis_console import (
     value,
     window_label,
 )
-from profiler_kit.render.diff_views import (
+from profiler_kit.render.wording import perf_tables, units
+from profiler_kit.render.wording.diff_views import (
     delta_cell,
     per_step_cell,
     signed_duration,
     verdict_lines,
 )
-from profiler_kit.render.names import short_name
+from profiler_kit.render.wording.names import short_name
 from profiler_kit.trace.source import Unreadable
 
 

@@ -13,8 +13,8 @@ from rich.text import Text
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.diffs.op_diff import DiffRow
 from profiler_kit.analysis.diffs.step_diff import Evidence, Waterfall
-from profiler_kit.render import units
-from profiler_kit.render.names import short_name
+from profiler_kit.render.wording import units
+from profiler_kit.render.wording.names import short_name
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold"}

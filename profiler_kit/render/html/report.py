@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file with plotly.js embedded, readable offline.
 
-:func:`render` lays out the charts of :mod:`html_run_charts`, :mod:`html_trace_charts`
-and :mod:`html_scenario_charts` with the recommendations, the comparison and the run's
+:func:`render` lays out the charts of :mod:`run_charts`, :mod:`trace_charts`
+and :mod:`scenario_charts` with the recommendations, the comparison and the run's
 parameters. It formats; every number comes from run.json or the analyses.
 """
 
@@ -22,32 +22,31 @@ from profiler_kit.analysis.jobs.job_view import JobView
 from profiler_kit.analysis.memory.strategies import MemoryReport
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import MissingDependency
-from profiler_kit.render import (
-    html_diff_charts,
-    html_job_charts,
-    html_roofline_charts,
-    html_run_charts,
-    html_scenario_charts,
-    html_trace_charts,
-    run_answer,
-    units,
+from profiler_kit.render.console.analysis import recommendation_lines, value
+from profiler_kit.render.console.memory import has_memory, section_lines
+from profiler_kit.render.html import (
+    diff_charts,
+    job_charts,
+    roofline_charts,
+    run_charts,
+    scenario_charts,
+    trace_charts,
 )
-from profiler_kit.render.analysis_console import recommendation_lines, value
-from profiler_kit.render.html_figures import Chart
-from profiler_kit.render.memory_console import has_memory, section_lines
+from profiler_kit.render.html.figures import Chart
+from profiler_kit.render.wording import run_answer, units
 from profiler_kit.results import RunResult
 from profiler_kit.trace.source import Unreadable
 
 INSTALL_HINT = "pip install 'profkit[report]'"
 SECTION_ORDER = (
-    html_run_charts.STRATEGIES,
-    html_trace_charts.STEPS,
-    html_trace_charts.TIME_BY_CLASS,
-    html_diff_charts.STEP_CHANGE,
-    html_trace_charts.ONE_STEP,
-    html_trace_charts.MEMORY,
-    html_roofline_charts.ROOFLINE,
-    html_job_charts.ACROSS_RANKS,
+    run_charts.STRATEGIES,
+    trace_charts.STEPS,
+    trace_charts.TIME_BY_CLASS,
+    diff_charts.STEP_CHANGE,
+    trace_charts.ONE_STEP,
+    trace_charts.MEMORY,
+    roofline_charts.ROOFLINE,
+    job_charts.ACROSS_RANKS,
 )
 
 
@@ -73,22 +72,22 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
     """Every chart the inputs have data for, in page order."""
     charts: list[Chart] = []
     for run in runs:
-        charts += _in_section_of(run, runs, html_run_charts.run_charts(run))
+        charts += _in_section_of(run, runs, run_charts.run_charts(run))
     if not runs:
-        charts += [c for c in [html_trace_charts.profiled_steps_chart(analyses)] if c]
-    charts += [c for c in (html_trace_charts.step_breakdown_chart(analyses),
-                           html_trace_charts.idle_causes_chart(analyses),
-                           html_trace_charts.class_breakdown_chart(analyses, "gpu"),
-                           html_trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
-    charts += html_diff_charts.waterfall_charts(comparison)
-    charts += html_trace_charts.timeline_charts(analyses)
-    charts += html_trace_charts.memory_charts(analyses)
-    charts += html_roofline_charts.roofline_charts(analyses)
-    charts += html_job_charts.job_charts(jobs)
+        charts += [c for c in [trace_charts.profiled_steps_chart(analyses)] if c]
+    charts += [c for c in (trace_charts.step_breakdown_chart(analyses),
+                           trace_charts.idle_causes_chart(analyses),
+                           trace_charts.class_breakdown_chart(analyses, "gpu"),
+                           trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
+    charts += diff_charts.waterfall_charts(comparison)
+    charts += trace_charts.timeline_charts(analyses)
+    charts += trace_charts.memory_charts(analyses)
+    charts += roofline_charts.roofline_charts(analyses)
+    charts += job_charts.job_charts(jobs)
     for run in runs:
-        charts += html_scenario_charts.scenario_charts(run)
+        charts += scenario_charts.scenario_charts(run)
     for report in ddp_reports:
-        charts += html_scenario_charts.ddp_report_charts(report)
+        charts += scenario_charts.ddp_report_charts(report)
     ids: dict[str, int] = {}
     out = []
     for c in charts:  # ids unique across the page
@@ -158,7 +157,7 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
 
 
 def _asset(name: str) -> str:
-    return (resources.files("profiler_kit.render") / "html" / name).read_text(encoding="utf-8")
+    return (resources.files("profiler_kit.render.html") / name).read_text(encoding="utf-8")
 
 
 def _version() -> str:
@@ -199,7 +198,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
 def _comparison_html(c: Comparison | None, analyses: Sequence[TraceAnalysis]) -> str:
     if c is None:
         return ""
-    names = {a.label: html_trace_charts.name_of(a) for a in analyses}
+    names = {a.label: trace_charts.name_of(a) for a in analyses}
     header = ["metric"] + [names.get(lab, lab) + (" (baseline)" if i == c.baseline else "")
                            for i, lab in enumerate(c.labels)]
     rows = []
@@ -244,7 +243,7 @@ def _recommendations_html(analyses: Sequence[TraceAnalysis]) -> str:
         items += [f'<li class="muted">note: {_e(n)}</li>' for n in a.notes]
         if not items:
             items = ['<li class="muted">None fired.</li>']
-        name = html_trace_charts.name_of(a)
+        name = trace_charts.name_of(a)
         parts.append(f"<h3>{_e(name)}</h3><ul class=\"recs\">{''.join(items)}</ul>")
     return "\n".join(parts)
 
@@ -263,7 +262,7 @@ def _answer_html(run: RunResult) -> str:
 
 def _not_measured_html(run: RunResult) -> str:
     rows = [[_e(s.label), _e(s.status), _e(s.reason or s.error or "")]
-            for s in html_run_charts.not_measured(run)]
+            for s in run_charts.not_measured(run)]
     return _table(["strategy", "status", "why"], rows, numeric_from=3) if rows else ""
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.table import Table
 
-from profiler_kit.render import units
+from profiler_kit.render.wording import units
 
 _PERCENTILES = ("p50", "p75", "p90", "p95")
 

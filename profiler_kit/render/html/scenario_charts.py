@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from profiler_kit.render.html_figures import Chart, axis, ms, series_color
-from profiler_kit.render.html_run_charts import measured
+from profiler_kit.render.html.figures import Chart, axis, ms, series_color
+from profiler_kit.render.html.run_charts import measured
 from profiler_kit.results import RunResult
 
 

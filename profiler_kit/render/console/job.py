@@ -15,7 +15,7 @@ from rich.text import Text
 from profiler_kit.analysis.core.recommendation import Evidence
 from profiler_kit.analysis.jobs.job_view import JobView, PipelineView, Straggler
 from profiler_kit.analysis.jobs.rank_summary import KindTotal
-from profiler_kit.render import units
+from profiler_kit.render.wording import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold", "caption_justify": "left"}

@@ -4,7 +4,7 @@ waterfall, term by term (each class's busy time, overlap, idle), per step."""
 from __future__ import annotations
 
 from profiler_kit.analysis.compare import Comparison
-from profiler_kit.render.html_figures import Chart, axis, ms
+from profiler_kit.render.html.figures import Chart, axis, ms
 
 STEP_CHANGE = "Why the step time differs"
 

@@ -18,7 +18,7 @@ from profiler_kit.ddp_benchmark.diff import (
     ReportDiff,
 )
 from profiler_kit.noise import BETWEEN_RUNS, NOT_TESTED, ONE_RUN_EACH
-from profiler_kit.render import units
+from profiler_kit.render.wording import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "title_justify": "left",
           "title_style": "bold"}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from profiler_kit.analysis.hotspot_summary import CLASSES
-from profiler_kit.render import run_answer, speedup_noise, units
-from profiler_kit.render.workload_rows import has_phases, job_lines, workload_rows
+from profiler_kit.render.wording import run_answer, speedup_noise, units
+from profiler_kit.render.wording.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import OK, RunResult, StrategyResult, best
 
 

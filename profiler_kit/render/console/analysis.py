@@ -19,15 +19,15 @@ from profiler_kit.analysis.time.busy import DeviceTimeline
 from profiler_kit.analysis.time.hotspots import Breakdown
 from profiler_kit.analysis.time.idle_causes import KIND_LABELS
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render import perf_tables, units
-from profiler_kit.render.diff_views import (
+from profiler_kit.render.wording import perf_tables, units
+from profiler_kit.render.wording.diff_views import (
     diff_table,
     shape_table,
     unpaired_line,
     verdict_lines,
     waterfall_table,
 )
-from profiler_kit.render.names import short_name
+from profiler_kit.render.wording.names import short_name
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold"}
@@ -459,7 +459,7 @@ def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
         parts.append(ph)
     comm = a.communication
     if comm is not None and comm.calls:
-        from profiler_kit.render.job_console import rank_communication
+        from profiler_kit.render.console.job import rank_communication
 
         parts.append(rank_communication(comm.kinds, comm.exposed_ns, comm.on_device))
     parts.append(_recommendations(a))
@@ -610,7 +610,7 @@ def render(console: Console, analyses: Sequence[TraceAnalysis],
 def render_jobs(console: Console, jobs: Sequence[JobView]) -> None:
     """The job view of every job of several ranks."""
     if jobs:
-        from profiler_kit.render.job_console import job_view
+        from profiler_kit.render.console.job import job_view
 
         for j in jobs:
             console.print(job_view(j))

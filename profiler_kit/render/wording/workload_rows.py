@@ -5,7 +5,7 @@ Shared by the console and Markdown renderers so both show the same columns.
 
 from __future__ import annotations
 
-from profiler_kit.render import units
+from profiler_kit.render.wording import units
 from profiler_kit.results import OK, RunResult
 
 

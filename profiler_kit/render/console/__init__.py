@@ -1,0 +1,2 @@
+"""The console, one module per command (Rich tables). Formats only.
+"""

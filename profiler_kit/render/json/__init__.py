@@ -1,0 +1,2 @@
+"""JSON documents: ``profkit analyze --json`` (schema ``profkit.analysis/3``).
+"""

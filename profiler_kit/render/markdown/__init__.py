@@ -1,0 +1,2 @@
+"""Markdown: ``profkit analyze --markdown`` and a run's summary.md. Formats only.
+"""
