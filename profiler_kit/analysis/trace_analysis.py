@@ -9,8 +9,8 @@ GPU-side steps window, and the ``trace_*`` fields the whole trace; without steps
 describe the whole trace (``window`` says which).
 
 A trace whose GPU work went unrecorded (launch calls or a GPU in use, no kernel, memcpy
-or memset: :mod:`device_activity`) is named in ``gpu_activity_missing`` and the first
-note; its step breakdown, critical path, GPU rules and every rate against a peak are
+or memset: :mod:`.time.unrecorded_activity`) is named in ``gpu_activity_missing`` and the
+first note; its step breakdown, critical path, GPU rules and every rate against a peak are
 withheld, since the CPU-side durations of its launches are not GPU time.
 """
 

@@ -3,7 +3,7 @@
 Each collective or point-to-point call the rank ran becomes a :class:`Call`: where it
 ran (GPU kernel or the backend's CPU span), its process group and sequence number
 there, its start and end, its message size, and the parts of it during which the
-rank computed nothing (exposed). The cross-rank analysis (:mod:`.job`) reads only
+rank computed nothing (exposed). The cross-rank analysis (:mod:`.job_view`) reads only
 these summaries and the steps, never the traces, so a job of thousands of ranks can
 be summarized where its traces live and reduced elsewhere.
 

@@ -4,11 +4,11 @@ Each op instance with a model (:mod:`perf_model`) gets the GPU time of every ker
 memcpy and memset in its subtree (the activities linked to it or to an op below it):
 ``time_source`` "device"; on a CPU-only trace, the op's own duration: "host". Shares of
 a peak, the bound and MFU are computed from device time only: a trace whose GPU work
-went unrecorded (:mod:`device_activity`) gets FLOPs and bytes, no rate. When modelled ops nest
+went unrecorded (:mod:`profiler_kit.analysis.time.unrecorded_activity`) gets FLOPs and bytes, no rate. When modelled ops nest
 (``aten::linear`` > ``aten::addmm``), the innermost one counts, so no FLOP or
 nanosecond is counted twice. Instances are grouped by (op, input shapes, dtypes,
 scalar arguments); each group gets its rates, arithmetic intensity, the side of the
-roofline it sits on and its share of the device's peaks (:mod:`device_peaks`).
+roofline it sits on and its share of the device's peaks (:mod:`.device_specs`).
 GPU activity under no modelled op is listed by the op that launched it, never guessed.
 
 Two utilizations, both against the dense peak of the dtype with the most matrix FLOPs:
@@ -199,7 +199,7 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity,
 
     ``window``: the wall time and the ops MFU counts (None: MFU over the trace's GPU
     window). ``device_time_missing``: the trace ran work on a GPU but recorded none of it
-    (:mod:`device_activity`): its ops' host durations are only their launch times, so
+    (:mod:`profiler_kit.analysis.time.unrecorded_activity`): its ops' host durations are only their launch times, so
     FLOPs and bytes are counted and no rate, share of a peak, bound or MFU is given."""
     has_gpu = len(gpu) > 0
     if not table.inputs:
