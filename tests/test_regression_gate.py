@@ -22,6 +22,7 @@ from profiler_kit import api, artifacts
 from profiler_kit.analysis.compare import sides_of
 from profiler_kit.cli import main
 from profiler_kit.commands import regression_gate as regression
+from profiler_kit.contention import RoundContention
 from profiler_kit.ddp_benchmark import report as ddp_report
 from profiler_kit.noise import (
     BETWEEN_RUNS,
@@ -33,7 +34,7 @@ from profiler_kit.noise import (
     one_run_against_repeats_change,
     percentile_verdict,
 )
-from profiler_kit.results import RunResult, StrategyResult
+from profiler_kit.results import RunResult, StrategyResult, read_run
 
 DATA = Path(__file__).parent / "data"
 SLOW = DATA / "cpu_only_gloo.json.gz"  # 210 ms a step (CPU side)
@@ -313,3 +314,94 @@ def test_sides_are_two_folders_with_strategies_in_common(tmp_path: Path) -> None
     shutil.copy(FAST, tmp_path / "z" / "other" / "b.pt.trace.json.gz")
     z = tmp_path / "z"
     assert sides_of([x, z], api.trace_files([x, z])) is None
+
+
+# ---------------------------------------------------------------- compare: two runs' timings
+
+
+def _timed_run(root: Path, stamp: int, rounds: dict[str, list[list[float]]],
+               others_cores: float = 0.0) -> Path:
+    """A run folder whose strategies have timed rounds (ms per step), each round timed
+    beside ``others_cores`` of other work on 2 cores, and the same trace (so the traces'
+    profiled steps alone would call every pair equal)."""
+    run_dir = root / f"2026010{stamp}-000000-abcd"
+    strategies = []
+    for name, ms in rounds.items():
+        (run_dir / name).mkdir(parents=True)
+        shutil.copy(FAST, run_dir / name / f"main.1795377761762{stamp}.pt.trace.json.gz")
+        samples = [[int(v * 1e6) for v in r] for r in ms]
+        strategies.append(StrategyResult(
+            name=name, status="ok", dir=name,
+            samples_ns=tuple(v for r in samples for v in r),
+            repeat_samples_ns=tuple(tuple(r) for r in samples) if len(samples) > 1 else (),
+            contention=tuple(RoundContention(wall_s=1.0, cores=2, others_cores=others_cores)
+                             for _ in samples)))
+    run = RunResult(run_dir=run_dir, scenario="noise", description="", baseline="a",
+                    item_unit="items", device="cpu", params={}, sweep=(), points=({},),
+                    options={}, environment={}, strategies=tuple(strategies),
+                    started_at="2026-01-01T00:00:00+00:00")
+    artifacts.write_json_atomic(run_dir / artifacts.RUN_JSON, run.to_json())
+    return run_dir
+
+
+def _steps(rng: np.random.Generator, ms: float, n: int = 20, late: float = 0.0) -> list[float]:
+    """``n`` steps of about ``ms`` with the jitter of a loaded machine: a few steps woken
+    up late by up to +60 %, and ``late`` of them late by that much."""
+    steps = ms * (1 + rng.gamma(1.0, 0.03, n))
+    woken = rng.random(n) < max(late, 0.1)
+    return list(steps * np.where(woken, 1 + rng.uniform(0.1, 0.6, n), 1.0))
+
+
+def test_compare_of_two_runs_gates_on_the_timed_steps_not_the_profiled_ones(
+        tmp_path: Path, capsys) -> None:
+    """Two runs of the same three strategies, one round of 20 timed steps each, with the
+    late wake-ups that moved the three profiled steps of an A/A pair by +6 % to +22 %:
+    no A/A pair of 50 fails the gate, and twice the work fails it beyond noise, named with
+    its interval; the gate reads run.json, not the traces (the same trace everywhere)."""
+    rng = np.random.default_rng(7)
+    names = ("a", "b", "c")
+    failed = 0
+    for k in range(50):
+        one = _timed_run(tmp_path / f"p{k}", 1, {n: [_steps(rng, 4.0)] for n in names})
+        two = _timed_run(tmp_path / f"p{k}", 2, {n: [_steps(rng, 4.0)] for n in names})
+        gate = regression.timed_regressions(read_run(one), read_run(two), 0.05)
+        failed += bool(gate.regressions)
+        assert len(gate.gated) == 3
+    assert failed == 0
+    one = _timed_run(tmp_path / "s", 1, {n: [_steps(rng, 4.0)] for n in names})
+    slow = _timed_run(tmp_path / "s", 2, {"a": [_steps(rng, 4.0)], "b": [_steps(rng, 8.0)],
+                                         "c": [_steps(rng, 4.0)]})
+    assert main(["compare", str(one), str(slow), "--fail-on-regression", "5"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"profkit: regression beyond 5%: {slow.name}/b against "
+                             f"{one.name}/b: median timed step +")
+    assert "(beyond noise, [+" in err[0] and "within one run" in err[0]
+
+
+def test_compare_gate_between_runs_with_rounds_and_not_judged_when_contended(
+        tmp_path: Path, capsys) -> None:
+    """Three rounds a side: judged between runs (the round medians' Welch interval). A
+    slower second run that ran beside more other work is not judged and does not fail:
+    one line says so and why; a side whose steps fall in two clusters is not judged
+    either."""
+    rng = np.random.default_rng(3)
+    base = _timed_run(tmp_path / "r", 1, {"a": [_steps(rng, 4.0) for _ in range(3)]})
+    slow = _timed_run(tmp_path / "r", 2, {"a": [_steps(rng, 8.0) for _ in range(3)]})
+    gate = regression.timed_regressions(read_run(base), read_run(slow), 0.05)
+    (line,) = gate.regressions
+    assert "between runs" in line and not gate.unjudged
+    busy = _timed_run(tmp_path / "busy", 2, {"a": [_steps(rng, 8.0) for _ in range(3)]},
+                      others_cores=1.5)
+    assert main(["compare", str(base), str(busy), "--fail-on-regression", "5"]) == 0
+    (said,) = capsys.readouterr().err.strip().splitlines()
+    assert said.startswith(f"profkit: regression gate could not judge {busy.name}/a against "
+                           f"{base.name}/a: median timed step +")
+    assert "other processes used 0.0 of 2 cores while the baseline ran and 1.5" in said
+    assert said.endswith("; not failed")
+    two_kinds = [[4.0] * 10 + [12.0] * 10 for _ in range(3)]
+    split = _timed_run(tmp_path / "split", 2, {"a": two_kinds})
+    gate = regression.timed_regressions(read_run(base), read_run(split), 0.05)
+    assert not gate.regressions
+    (why,) = gate.unjudged
+    assert "the second run is unstable: round 1's samples fall in two clusters" in why

@@ -20,10 +20,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="traces, strategy folders or run folders to put side by side")
     add_output_arguments(p)
-    regression.add_argument(p, "a trace's step time (device-side, per step; a single trace "
-                               "has no repeats, so the margin itself stands for noise; of "
-                               "two run folders, each strategy of the second against the "
-                               "same strategy of the first)")
+    regression.add_argument(p, "a step time: of two run folders, each strategy of the "
+                               "second against the same strategy of the first, by its timed "
+                               "steps' median beyond noise; of traces, the device-side step "
+                               "per step, where the margin itself stands for noise")
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -36,12 +36,26 @@ def compare(args: argparse.Namespace) -> int:
                   targets=targets)
     if args.fail_on_regression is None:
         return status
-    lines = regression.compare_regressions(comparison, args.fail_on_regression)
-    for line in lines:
+    timed = _timed_gate(args.paths, args.fail_on_regression)
+    lines = [*timed.regressions, *regression.compare_regressions(
+        comparison, args.fail_on_regression, timed.gated)]
+    for line in [*lines, *timed.unjudged]:
         print(f"profkit: {line}", file=sys.stderr)
     if comparison.unpaired:
         print(f"profkit: {regression.unpaired_line(comparison)}", file=sys.stderr)
     return 1 if lines else status
+
+
+def _timed_gate(paths: list[str], limit: float) -> regression.TimedGate:
+    """The gate on the timed steps where the two paths are run folders, else nothing."""
+    from pathlib import Path
+
+    from profiler_kit.results import RUN_JSON, read_run
+
+    if len(paths) != 2 or not all((Path(p) / RUN_JSON).is_file() for p in paths):
+        return regression.TimedGate((), (), ())
+    base, test = (read_run(p) for p in paths)
+    return regression.timed_regressions(base, test, limit)
 
 
 COMMAND = Command("compare", "traces or strategies side by side: step time, hotspots, idle, "

@@ -1,12 +1,19 @@
 """``--fail-on-regression PCT``: a CI gate on step time, for ``profkit compare`` and
 ``profkit diff``. Torch-free.
 
-compare: each trace against the baseline, by its device-side (or CPU) step time per step,
-the waterfall's total; a single trace a side carries no repeated sample, so "beyond noise"
-there is beyond PCT itself, and the line names the waterfall terms that moved most. Of two
-run folders (or two folders of the same strategies) each trace of the second is measured
-against the same strategy's trace in the first, as the comparison pairs them; traces on
-one side only are named in one line (``unpaired_line``) and not gated.
+compare: of two run folders, each strategy of the second against the same strategy (and
+sweep point) of the first, by its timed steps (run.json's rounds, not the few profiled
+steps of its trace): slower by more than PCT at the median *and* beyond noise, judged
+between runs (two rounds or more a side: Welch's interval of the round medians beyond
++-5 %) or, with one round a side, by the bootstrap within the runs beyond +-10 % (the
+margin stands for the drift between runs that one round cannot show). A side whose
+samples fall in two clusters, or two runs timed beside different other work, are not
+judged and do not fail the gate (one line says why, as for diff). Traces without timed
+samples, and any other traces, are gated against the baseline by their device-side (or
+CPU) step time per step, the waterfall's total: a single trace a side carries no repeated
+sample, so "beyond noise" there is beyond PCT itself, and the line names the waterfall
+terms that moved most. Traces and strategies on one side only are named in one line
+(``unpaired_line``) and not gated.
 diff: every p50-p95 of every configuration, regressed when slower by more than PCT *and*
 beyond noise by the diff's own verdict (between runs, with repeats on at least one side);
 a change that could not be tested (percentiles only) counts when it passes PCT, and the
@@ -19,11 +26,23 @@ gate does not fail on the change: one line says it could not judge it and why
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+import msgspec
+import numpy as np
 
 from profiler_kit.analysis.compare import Comparison
+from profiler_kit.contention import BASELINE_SIDE, STRATEGY_SIDE, different, judged
 from profiler_kit.ddp_benchmark.diff import ReportDiff
-from profiler_kit.noise import NOT_TESTED, NoiseVerdict
+from profiler_kit.noise import (
+    NOT_TESTED,
+    UNSTABLE,
+    NoiseVerdict,
+    clustered,
+    doubted,
+    percentile_verdict,
+)
+from profiler_kit.results import RunResult, StrategyResult
 
 UNJUDGED_SHOWN = 3  # configurations the could-not-judge line names
 
@@ -48,15 +67,71 @@ def add_argument(p: argparse.ArgumentParser, what: str, unjudged: str = "") -> N
                         f"what regressed; exit 0 otherwise{unjudged}")
 
 
-def compare_regressions(c: Comparison, limit: float) -> list[str]:
-    """One line per trace whose step time per step grew by more than ``limit``."""
+def compare_regressions(c: Comparison, limit: float, timed: Sequence[str] = ()) -> list[str]:
+    """One line per trace whose step time per step grew by more than ``limit``; the traces
+    labelled in ``timed`` were gated on their timed steps instead (``timed_regressions``)."""
     from profiler_kit.render.wording.diff_views import verdict_line
 
     if c.steps is None:
         return []
     return [f"regression beyond {limit:.0%}: {verdict_line(w)}"
             for w in c.steps.waterfalls
-            if w is not None and w.before_ns > 0 and w.delta_ns / w.before_ns > limit]
+            if w is not None and w.label not in timed and w.before_ns > 0
+            and w.delta_ns / w.before_ns > limit]
+
+
+class TimedGate(msgspec.Struct, frozen=True):
+    """The gate on two runs' timed steps: what failed, what could not be judged, and the
+    comparison labels (``<run folder>/<strategy>``) of the second run's strategies gated."""
+
+    regressions: tuple[str, ...]
+    unjudged: tuple[str, ...]
+    gated: tuple[str, ...]
+
+
+def timed_regressions(base: RunResult, test: RunResult, limit: float) -> TimedGate:
+    """Each strategy of ``test`` with timed steps against the same strategy (and sweep
+    point) of ``base``, by the median of its timed steps (see the module's docstring)."""
+    before = {s.label: s for s in base.strategies if _timed(s)}
+    failed, unjudged, gated = [], [], []
+    for s in test.strategies:
+        a = before.get(s.label)
+        if a is None or not _timed(s):
+            continue
+        gated.append(f"{test.run_dir.name}/{s.label}")
+        change = float(np.median(s.samples_ns)) / float(np.median(a.samples_ns)) - 1
+        if change <= limit:
+            continue
+        v = _timed_verdict(a, s, change)
+        what = (f"{test.run_dir.name}/{s.label} against {base.run_dir.name}/{a.label}: "
+                f"median timed step {change:+.1%}")
+        if v.beyond_noise:
+            interval = f"[{v.ci_low_fraction:+.1%}, {v.ci_high_fraction:+.1%}]"
+            failed.append(f"regression beyond {limit:.0%}: {what} (beyond noise, "
+                          f"{interval}, {v.method})")
+        elif v.beyond_noise is None:
+            unjudged.append(f"regression gate could not judge {what}: "
+                            f"{v.reason or 'no verdict'}; not failed")
+    return TimedGate(tuple(failed), tuple(unjudged), tuple(gated))
+
+
+def _timed(s: StrategyResult) -> bool:
+    return s.status == "ok" and len(s.samples_ns) > 0
+
+
+def _rounds(s: StrategyResult) -> tuple[tuple[int, ...], ...]:
+    return s.repeat_samples_ns or (s.samples_ns,)
+
+
+def _timed_verdict(a: StrategyResult, b: StrategyResult, change: float) -> NoiseVerdict:
+    """Whether ``b``'s median step differs from ``a``'s beyond noise between two runs."""
+    v = percentile_verdict(_rounds(a), _rounds(b), 50, within_one_run=True)
+    for who, side in (("the first run", a), ("the second run", b)):
+        why = clustered(_rounds(side))
+        if why:
+            return doubted(v, UNSTABLE, f"{who} is unstable: {why}")
+    return judged(v, different(a.contention, b.contention),
+                  STRATEGY_SIDE if change < 0 else BASELINE_SIDE if change > 0 else None)
 
 
 def unpaired_line(c: Comparison) -> str:
