@@ -23,6 +23,9 @@ EVENT_COLUMNS: dict[str, type] = {
     "correlation": np.int64,
     "external_id": np.int64,
     "input_type": np.int32,
+    "seq_nr": np.int64,
+    "fwd_tid": np.int32,
+    "call_from": np.int32,
 }
 
 

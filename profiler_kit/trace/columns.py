@@ -28,6 +28,7 @@ from profiler_kit.trace.normalize import (
     GPU_CAT_VALUES,
     INT32_MAX,
     INT32_MIN,
+    PYTHON_FUNCTION_VALUE,
     SHAPES_NOT_KEPT,
     SYNC_VALUE,
     Accumulator,
@@ -165,6 +166,7 @@ class ColumnBuilder:
             ext[absent] = int_column([args[i].external_id_legacy for i in absent.tolist()],
                                      len(absent))
         input_type = self._input_type_column([a.input_type for a in args], n)
+        seq_nr, fwd_tid, call_from = self._code_columns(args, cat, n)
         device = np.full(n, -1, dtype=np.int64)
         stream = np.full(n, -1, dtype=np.int64)
         gpu = np.flatnonzero(np.isin(cat, GPU_CODES))
@@ -200,12 +202,37 @@ class ColumnBuilder:
             "correlation": corr,
             "external_id": ext,
             "input_type": input_type,
+            "seq_nr": seq_nr,
+            "fwd_tid": fwd_tid,
+            "call_from": call_from,
         }
         if inputs:
             chunk["inputs"] = inputs
         if waits:
             chunk["waits"] = waits
         self.chunks.append(chunk)
+
+    def _code_columns(self, args: list[Args], cat: np.ndarray, n: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """autograd's sequence number and forward thread id of the cpu_op rows, and the
+        interned ``CallFrom`` of the python_function rows (-1 where absent), as the
+        per-event rules make them."""
+        seq = np.full(n, -1, dtype=np.int64)
+        fwd = np.full(n, -1, dtype=np.int32)
+        call = np.full(n, -1, dtype=np.int32)
+        ops = np.flatnonzero(cat == CPU_OP_VALUE)
+        if len(ops):
+            op_args = [args[i] for i in ops.tolist()]
+            s = int_column([a.sequence_number for a in op_args], len(ops))
+            f = int_column([a.fwd_thread_id for a in op_args], len(ops))
+            seq[ops] = np.where(s < 0, -1, s)
+            fwd[ops] = np.where((f < 0) | (f > INT32_MAX), -1, f)
+        frames = np.flatnonzero(cat == PYTHON_FUNCTION_VALUE)
+        if len(frames):
+            intern = self.acc.intern
+            call[frames] = [intern(w) if (w := args[i].call_from) else -1
+                            for i in frames.tolist()]
+        return seq, fwd, call
 
     def _input_type_column(self, values: list[Any], n: int) -> np.ndarray:
         """Interned ``Input type`` strings (-1 where absent), as the per-event rules make them."""
@@ -237,6 +264,8 @@ class ColumnBuilder:
                 chunk["name"] = remap[chunk["name"]]
                 types = chunk["input_type"]
                 chunk["input_type"] = np.where(types >= 0, remap[np.maximum(types, 0)], -1)
+                calls = chunk["call_from"]
+                chunk["call_from"] = np.where(calls >= 0, remap[np.maximum(calls, 0)], -1)
                 self.chunks.append(chunk)
             for key, values in part.memory.items():
                 acc.mem[key].extend(values)

@@ -38,6 +38,7 @@ KNOWN_OTHER_CATEGORIES = frozenset({"trace", "cpu_instant_event", "cuda_profiler
 GPU_CAT_VALUES = frozenset(int(c) for c in GPU_CATS)
 CPU_OP_VALUE = int(Cat.CPU_OP)
 SYNC_VALUE = int(Cat.SYNC)
+PYTHON_FUNCTION_VALUE = int(Cat.PYTHON_FUNCTION)
 # Ops that only make views, allocate or read metadata: no data moves, so their recorded
 # shapes are not kept (they are most of a trace's ops; keeping them would only cost time).
 SHAPES_NOT_KEPT = frozenset({
@@ -138,6 +139,9 @@ class Accumulator:
         self.correlation: list[int] = []
         self.external_id: list[int] = []
         self.input_type: list[int] = []
+        self.seq_nr: list[int] = []
+        self.fwd_tid: list[int] = []
+        self.call_from: list[int] = []
         self.mem: dict[str, list[int]] = {k: [] for k in MEMORY_COLUMNS}
         self.inputs: list[tuple[int, RecordedInputs]] = []  # (row in these lists, inputs)
         self.event_waits: list[tuple[int, tuple[int, int]]] = []  # (row, (stream, record))
@@ -236,6 +240,18 @@ class Accumulator:
         ext = optional_int(ext)
         self.external_id.append(-1 if ext is None else ext)
         self.input_type.append(self.intern_input_type(args.get("Input type")))
+        seq = fwd = call = -1
+        if cat == CPU_OP_VALUE:
+            seq = optional_int(args.get("Sequence number"))
+            fwd = optional_int(args.get("Fwd thread id"))
+            seq = -1 if seq is None or seq < 0 else seq
+            fwd = -1 if fwd is None or not 0 <= fwd <= INT32_MAX else fwd
+        elif cat == PYTHON_FUNCTION_VALUE:
+            where = args.get("CallFrom")
+            call = self.intern(where) if type(where) is str and where else -1
+        self.seq_nr.append(seq)
+        self.fwd_tid.append(fwd)
+        self.call_from.append(call)
         if "Collective name" in args or is_comm_name(name):
             self.comms.append(CommEvent(name, cat, ts, dur, pid, tid, self.device[-1],
                                         self.stream[-1], self.correlation[-1],

@@ -46,6 +46,11 @@ class Args(CommArgs, gc=False):
     wait_on_stream: int = ABSENT
     wait_on_record: int = msgspec.field(default=ABSENT,
                                         name="wait_on_cuda_event_record_corr_id")
+    # autograd's link of a backward op to the forward op that made it (cpu_op rows), and
+    # the calling line of a Python frame (python_function rows, with_stack)
+    sequence_number: int = msgspec.field(default=ABSENT, name="Sequence number")
+    fwd_thread_id: int = msgspec.field(default=ABSENT, name="Fwd thread id")
+    call_from: str = msgspec.field(default="", name="CallFrom")
 
 
 class OtherArgs(msgspec.Struct, gc=False):

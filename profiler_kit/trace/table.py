@@ -163,6 +163,13 @@ class EventTable(msgspec.Struct):
     # of the dtypes joined by ", " (``"c10::BFloat16, c10::BFloat16, "``), -1 where absent;
     # None when the table was built without the column. Precision reads it.
     input_type: np.ndarray | None = None  # int32
+    # autograd's "Sequence number" and "Fwd thread id" of each cpu_op row (-1 where absent;
+    # a backward op carries its forward op's number and a forward thread id > 0), and the
+    # "CallFrom" line of each python_function row (an index into ``names``, -1 where
+    # absent); None when the table was built without them. The code view reads them.
+    seq_nr: np.ndarray | None = None  # int64
+    fwd_tid: np.ndarray | None = None  # int32
+    call_from: np.ndarray | None = None  # int32
     # communication events with their args (collective, sizes, process group), by start
     comms: list[CommEvent] = msgspec.field(default_factory=list)
 
