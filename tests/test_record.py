@@ -53,13 +53,65 @@ RUNS = {
 }
 
 
+def _on_signal_then_ctrl_c(d: Path) -> subprocess.CompletedProcess:
+    """--on-signal: nothing until SIGUSR2 (profkit record --signal PID); then Ctrl-C in the
+    middle of the capture, sent to the whole process group as a terminal does."""
+    cmd = [PY, "-m", "profiler_kit", "record", "--on-signal", "--warmup", "0", "--active", "500",
+           "-o", str(d / "sig"), str(SCRIPTS / "manual_sgd.py"), "--iterations", "100000"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        iterations, before = 0, None
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:
+            iterations += line.startswith("iteration")
+            if iterations == 3 and before is None:
+                before = (d / "sig" / "main.pt.trace.json").exists()
+                signalled = subprocess.run([PY, "-m", "profiler_kit", "record", "--signal",
+                                            str(proc.pid)], capture_output=True, text=True)
+                assert signalled.returncode == 0, signalled.stderr
+            if iterations >= 15 or time.monotonic() > deadline:  # a few steps in
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert before is False, "recorded before the signal"
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+# which recordings each test needs: only those of the tests selected are made
+NEEDS = {"test_cnn_with_dataloader_workers": "cnn",
+         "test_gan_two_optimizers_are_one_step_and_keep_running": "gan",
+         "test_manual_sgd_steps_by_backward": "sgd",
+         "test_torchrun_ddp_every_rank_recorded": "ddp",
+         "test_own_profiler_is_used_not_clashed": "own",
+         "test_script_that_raises_keeps_traceback_status_and_capture": "raises",
+         "test_script_that_never_steps_gets_a_time_window": "never",
+         "test_compiled_model_with_amp_and_grad_accumulation": "compiled",
+         "test_on_signal_then_ctrl_c_keeps_the_captured_steps": "sig"}
+RUNS["compiled"] = lambda d: [*SCHEDULE, "-o", str(d / "compiled"),
+                              str(SCRIPTS / "compiled.py"), "--iterations", "6"]
+# the longest first, so that the short ones fill the gaps
+ORDER = ("compiled", "ddp", "cnn", "sig", "never", "gan", "sgd", "own", "raises")
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Every recording above, started together (three at a time); name -> (result, dir)."""
+def runs(request, tmp_path_factory):
+    """The recordings the selected tests need, started together (four at a time);
+    name -> (future of the finished process, its run folder)."""
     d = tmp_path_factory.mktemp("record")
-    pool = ThreadPoolExecutor(max_workers=3)
-    futures = {name: pool.submit(_record, *make(d)) for name, make in RUNS.items()}
-    yield {name: (f, d / name) for name, f in futures.items()}, d
+    wanted = {NEEDS[i.name.split("[")[0]] for i in request.session.items
+              if i.name.split("[")[0] in NEEDS}
+    pool = ThreadPoolExecutor(max_workers=4)
+    futures = {}
+    for name in (n for n in ORDER if n in wanted):
+        if name == "sig":
+            futures[name] = (pool.submit(_on_signal_then_ctrl_c, d), d / name)
+        else:
+            futures[name] = (pool.submit(_record, *RUNS[name](d)), d / name)
+    yield futures, d
     pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -204,54 +256,31 @@ def test_script_that_never_steps_gets_a_time_window(runs):
 
 
 @pytest.mark.slow
-def test_compiled_model_with_amp_and_grad_accumulation(tmp_path):
-    r = _record(*SCHEDULE, "-o", str(tmp_path / "c"), str(SCRIPTS / "compiled.py"),
-                "--iterations", "6")
+def test_compiled_model_with_amp_and_grad_accumulation(runs):
+    r, folder = _get(runs, "compiled")
     _ok(r)
-    rec = _record_json(tmp_path / "c")
+    rec = _record_json(folder)
     assert rec["steps"]["found_by"] == "optimizer steps (AdamW)"
     assert rec["steps"]["seen"]["backward"] == 2 * rec["steps"]["seen"]["optimizer"]
     assert rec["steps"]["captured"] == [[3, 4]]
-    events = _trace(tmp_path / "c" / "main.pt.trace.json")
+    assert _iterations(r.stdout) == [0, 1, 2, 3]
+    events = _trace(folder / "main.pt.trace.json")
     assert _steps_in(events) == [3, 4]
     assert any(e.get("name", "").startswith("Torch-Compiled Region") for e in events)
 
 
-def test_on_signal_then_ctrl_c_keeps_the_captured_steps(tmp_path):
-    """Nothing until SIGUSR2 (profkit record --signal PID); then Ctrl-C in the middle of the
-    capture, sent to the whole process group as a terminal does: the steps recorded so far
-    are kept and the exit status is the interrupted script's."""
-    cmd = [PY, "-m", "profiler_kit", "record", "--on-signal", "--warmup", "0", "--active", "500",
-           "-o", str(tmp_path / "sig"), str(SCRIPTS / "manual_sgd.py"), "--iterations", "100000"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        iterations = 0
-        for line in proc.stdout:
-            if line.startswith("iteration"):
-                iterations += 1
-            if iterations == 3:
-                break
-        assert not (tmp_path / "sig" / "main.pt.trace.json").exists()
-        assert cli.main(["record", "--signal", str(proc.pid)]) == 0
-        deadline = time.monotonic() + 60
-        for line in proc.stdout:  # a few steps into the capture
-            if line.startswith("iteration"):
-                iterations += 1
-            if iterations >= 12 or time.monotonic() > deadline:
-                break
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err
-    assert "KeyboardInterrupt" in err
-    rec = _record_json(tmp_path / "sig")
+def test_on_signal_then_ctrl_c_keeps_the_captured_steps(runs):
+    """Recorded only after the signal; Ctrl-C mid-capture keeps the steps recorded so far,
+    and the exit status is the interrupted script's."""
+    r, folder = _get(runs, "sig")
+    _ok(r, 130)
+    assert "KeyboardInterrupt" in r.stderr
+    assert "signal received: recording the next steps" in r.stderr
+    rec = _record_json(folder)
     (capture,) = rec["captures"]
     assert not capture["complete"] and len(capture["steps"]) >= 1
-    assert _steps_in(_trace(tmp_path / "sig" / "main.pt.trace.json")) == capture["steps"]
-    assert "signal received: recording the next steps" in err
+    assert capture["steps"][0] >= 3  # after the signal, sent at the third iteration
+    assert _steps_in(_trace(folder / "main.pt.trace.json")) == capture["steps"]
 
 
 # ---- running as plain python -------------------------------------------------------------

@@ -164,16 +164,16 @@ class Recorder:
         if key not in self.opt_names:
             self.opt_order.append(key)
             self.opt_names[key] = type(opt).__name__
-        if not self._use("optimizer"):
+        if self.source != "optimizer" and not self._use("optimizer"):
             return
-        count = self.opt_counts[key] = self.opt_counts.get(key, 0) + 1
+        counts = self.opt_counts
+        count = counts[key] = counts.get(key, 0) + 1
         if not self.frozen:
-            if len(self.opt_order) == 1:
+            order = self.opt_order
+            if len(order) == 1:
                 self.closer = key
             else:  # the one that steps least often; of equals, the one first seen last
-                order = self.opt_order
-                self.closer = min(order, key=lambda k: (self.opt_counts.get(k, 0),
-                                                        -order.index(k)))
+                self.closer = min(reversed(order), key=lambda k: counts.get(k, 0))
         if key == self.closer:
             self._boundary(self.base + count)
 
@@ -197,14 +197,19 @@ class Recorder:
     # ---- the schedule --------------------------------------------------------------------
     def _boundary(self, completed: int) -> None:
         """Step ``completed - 1`` ended, step ``completed`` begins (when it is new)."""
-        if completed <= self.completed and self.last_ns is not None:
+        last = self.last_ns
+        if completed <= self.completed and last is not None:
             return
         now = _now_ns()
-        if self.last_ns is not None and len(self.durations) < _MAX_DURATIONS:
-            self.durations.append((self.completed, now - self.last_ns, self.phase))
+        if last is not None and len(self.durations) < _MAX_DURATIONS:
+            self.durations.append((self.completed, now - last, self.phase))
         self.last_ns = now
         self.completed = completed
         phase = self.phase
+        if phase == "wait" and not (self.armed and completed >= self.start_at):
+            if self.pending:
+                self._run_pending()
+            return  # the common case, outside the capture: nothing more to do
         if phase in ("window", "window-done"):
             self._drop_window()
             phase = self.phase
@@ -247,6 +252,27 @@ class Recorder:
         kp._profkit_own = True
         return kp
 
+    def _prepare(self, kp: Any) -> None:
+        """``kp.prepare_trace()``, without importing torch._inductor when the script has not
+        (torch's ``prepare_trace`` asks ``hasattr(torch, "_inductor")``, which imports it:
+        seconds, for a setting that matters only to a script that uses it)."""
+        torch = self.torch
+        original = torch.__dict__.get("__getattr__")
+        if "torch._inductor" in sys.modules or original is None:
+            kp.prepare_trace()
+            return
+
+        def without_inductor(name: str) -> Any:
+            if name == "_inductor":
+                raise AttributeError(name)
+            return original(name)
+
+        torch.__getattr__ = without_inductor
+        try:
+            kp.prepare_trace()
+        finally:
+            torch.__getattr__ = original
+
     def _begin(self) -> None:
         self.kp = self._profiler()
         warmup = int(self.cfg.get("warmup", 2))
@@ -254,7 +280,7 @@ class Recorder:
         self.active_at = self.completed + warmup
         self.end_at = self.active_at + active
         self.capture_no += 1
-        self.kp.prepare_trace()
+        self._prepare(self.kp)
         self.phase = "warmup"
         if warmup == 0:
             self._go_active()
@@ -432,14 +458,20 @@ class Recorder:
         if not self.enabled or action is None:
             return
         if action == "window" and self.phase == "wait" and self.source is None:
+            if _importing():  # never start the profiler in the middle of an import
+                self._timer(0.05, "window")
+                return
             self._begin_window()
         elif action == "window-end" and self.phase == "window":
+            if _importing():
+                self._timer(0.05, "window-end")
+                return
             self._end_window(cut=False)
 
     def _begin_window(self) -> None:
         self.kp = self._profiler()
         self.capture_no += 1
-        self.kp.prepare_trace()
+        self._prepare(self.kp)
         self.kp.start_trace()
         self.phase = "window"
         self.window_started = time.time()
@@ -588,6 +620,15 @@ class Recorder:
         self.enabled = False
         self.kp = None
         self.mark = None
+
+
+def _importing() -> bool:
+    """Whether a module is being imported (a signal handler may run in the middle of it)."""
+    for module in list(sys.modules.values()):
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and getattr(spec, "_initializing", False):
+            return True
+    return False
 
 
 def _int_env(name: str) -> int | None:
