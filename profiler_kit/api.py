@@ -119,9 +119,9 @@ def _run_baseline(paths: Sequence[str | os.PathLike[str]], analyses: Sequence[An
                   ) -> str | None:
     """The folder of the baseline strategy of the first run folder among ``paths`` (its
     run.json says which), when one of ``analyses`` lies in it."""
-    from profiler_kit.artifacts import RUN_JSON
+    from profiler_kit.path_kinds import PathKind, kind_of
 
-    run_dirs = [p for p in map(Path, paths) if p.is_dir() and (p / RUN_JSON).is_file()]
+    run_dirs = [p for p in map(Path, paths) if kind_of(p) is PathKind.RUN_FOLDER]
     if not run_dirs:  # traces only: the run records' module is not needed
         return None
     from profiler_kit.errors import UsageError
@@ -217,7 +217,9 @@ def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     target = outputs.check(str(out), "-o", inputs=paths, force=force)
     if target is None:
         raise UsageError("-o: the merged trace goes to a file, not stdout")
-    files = [f for f in trace_files(paths) if not outputs.is_merged_trace(f)]
+    from profiler_kit.path_kinds import is_merged_trace
+
+    files = [f for f in trace_files(paths) if not is_merged_trace(f)]
     if target.resolve() in {f.resolve() for f in files}:
         raise UsageError(f"-o {out}: that is one of the traces; refusing to overwrite it")
     found = summarize(files, jobs=jobs)
@@ -353,9 +355,9 @@ def default_report_path(paths: Sequence[str | os.PathLike[str]]) -> Path:
 def is_run_folder_report(paths: Sequence[str | os.PathLike[str]]) -> bool:
     """Whether the report of ``paths`` goes, by default, into a run folder as its own
     ``report.html`` (the one ``profkit run`` wrote), which ``report`` rewrites."""
-    from profiler_kit import artifacts
+    from profiler_kit.path_kinds import PathKind, kind_of
 
-    return len(paths) == 1 and (Path(paths[0]) / artifacts.RUN_JSON).is_file()
+    return len(paths) == 1 and kind_of(paths[0]) is PathKind.RUN_FOLDER
 
 
 def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = None,
@@ -369,21 +371,22 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
     traces again, as is ``memory_report`` (:func:`memory_section` of the same paths).
     Traces it cannot read itself are left out, listed in the report, and each raises a
     ``LeftOutWarning``."""
-    from profiler_kit import artifacts
     from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
     from profiler_kit.errors import LeftOutWarning
+    from profiler_kit.path_kinds import PathKind, kind_of
     from profiler_kit.render.html import report as html_report
     from profiler_kit.results import read_run
 
     runs, reports, trace_paths = [], [], []
     for p in map(Path, paths):
-        if p.is_dir() and (p / artifacts.RUN_JSON).is_file():
+        kind = kind_of(p)
+        if kind is PathKind.RUN_FOLDER:
             runs.append(read_run(p))
             if (p / REPORT_NAME).is_file():
                 reports.append(load_report(p / REPORT_NAME))
             if any(s.trace_files for s in runs[-1].strategies):
                 trace_paths.append(p)
-        elif p.is_file() and _is_benchmark_report(p):
+        elif kind in (PathKind.DDP_REPORT, PathKind.RUN_RECORD):
             reports.append(load_report(p))
         else:
             trace_paths.append(p)
@@ -430,16 +433,6 @@ def _in_run_order(analyses: list[TraceAnalysis], run: RunResult,
         return len(order)
 
     return sorted(analyses, key=key)
-
-
-def _is_benchmark_report(path: Path) -> bool:
-    """A JSON file that is not a trace: a DDP benchmark report or a run.json to report on."""
-    name = path.name
-    if not name.endswith(".json") or name.endswith(".pt.trace.json"):
-        return False
-    with open(path, "rb") as f:
-        head = f.read(1 << 16)
-    return b'"traceEvents"' not in head
 
 
 def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,

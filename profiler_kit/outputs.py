@@ -30,8 +30,6 @@ SNIFF_BYTES = 1 << 16
 _PROFKIT_MARKS = (b'"schema": "profkit.', b'"schema":"profkit.',
                   b'<meta name="generator" content="profkit')
 _PROFKIT_HEADINGS = (b"# profkit ",)
-# the start of a merged trace (``profkit merge``), which is also a trace
-MERGED_MARK = b'{"schema": "profkit.merged-trace/'
 
 
 def check(path: str | None, flag: str, *, inputs: Iterable[str | os.PathLike[str]] = (),
@@ -95,16 +93,13 @@ def optional_value(argv: list[str], flag: str,
 
 
 def _names_an_input(path: Path, is_input: Callable[[Path], bool] | None) -> bool:
-    from profiler_kit.trace.loader import looks_like_trace
+    from profiler_kit.path_kinds import PathKind, kind_of
 
-    try:
-        if not path.exists():
-            return False  # a file to write
-        if path.is_dir():
-            return True
-    except OSError:
-        return False  # let the check say what is wrong with it
-    return (looks_like_trace(path) or is_merged_trace(path)
+    kind = kind_of(path)
+    if kind is PathKind.MISSING:
+        return False  # a file to write (or one the check will say is wrong)
+    return (kind in (PathKind.FOLDER, PathKind.RUN_FOLDER, PathKind.TRACE,
+                     PathKind.MERGED_TRACE)
             or (is_input is not None and is_input(path)))
 
 
@@ -121,19 +116,20 @@ def check_distinct(flags_and_paths: Iterable[tuple[str, Path | None]]) -> None:
 
 
 def _check_existing(target: Path, flag: str, force: bool, own: bool = False) -> None:
-    from profiler_kit.trace.loader import looks_like_trace
+    from profiler_kit.path_kinds import PathKind, kind_of
 
-    if is_merged_trace(target):
+    kind = kind_of(target)
+    if kind is PathKind.MERGED_TRACE:
         if not force:
             raise UsageError(f"{flag} {target}: exists (a trace profkit merged earlier); add "
                              "--force to replace it")
         return
-    if looks_like_trace(target):
+    if kind is PathKind.TRACE:
         hint = ""
         if flag == "--json":
             hint = " (for JSON on stdout, write --json - or put --json after the paths)"
         raise UsageError(f"{flag} {target}: an existing trace; refusing to overwrite it{hint}")
-    if _is_run_record(target):
+    if kind is PathKind.RUN_RECORD:
         raise UsageError(f"{flag} {target}: a run's record (run.json); refusing to overwrite it")
     if not written_by_profkit(target):
         other = "give another name with -o FILE" if own else "choose another name"
@@ -152,23 +148,6 @@ def written_by_profkit(path: Path) -> bool:
     except OSError:
         return False
     return any(m in head for m in _PROFKIT_MARKS) or head.startswith(_PROFKIT_HEADINGS)
-
-
-def is_merged_trace(path: Path) -> bool:
-    """Whether ``path`` (plain or gzip) is a trace ``profkit merge`` wrote."""
-    import zlib
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    if head[:2] == b"\x1f\x8b":
-        try:
-            head = zlib.decompressobj(wbits=31).decompress(head, 64)
-        except zlib.error:
-            return False
-    return head.startswith(MERGED_MARK)
 
 
 def write_stream(target: Path, produce: Callable[[IO[bytes]], T]) -> T:
@@ -192,17 +171,6 @@ def write_stream(target: Path, produce: Callable[[IO[bytes]], T]) -> T:
     finally:
         tmp.unlink(missing_ok=True)
     return result
-
-
-def _is_run_record(path: Path) -> bool:
-    from profiler_kit.artifacts import RUN_SCHEMA
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except OSError:
-        return False
-    return f'"schema": "{RUN_SCHEMA}"'.encode() in head
 
 
 def check_parent(target: Path, flag: str) -> None:

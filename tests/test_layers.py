@@ -22,9 +22,9 @@ TORCH = ("torch", "torchvision")
 MAY_IMPORT: dict[str, set[str]] = {
     "trace": {"trace", "errors"},
     "analysis": {"analysis", "trace", "errors"},
-    "sources": {"sources", "analysis", "trace", "errors", "results"},
+    "sources": {"sources", "analysis", "trace", "errors", "results", "path_kinds"},
     "ddp_benchmark": {"ddp_benchmark", "results", "noise", "contention", "errors", "artifacts",
-                      "__init__"},
+                      "path_kinds", "__init__"},
     "render": {"render", "analysis", "results", "noise", "ddp_benchmark", "scenario_info",
                "errors", "trace", "__init__"},
     "noise": {"noise"},
@@ -34,7 +34,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "record": {"record", "errors", "artifacts", "outputs", "__init__", "measure"},
 }
 NEVER_TORCH = {"trace", "analysis", "sources", "ddp_benchmark", "render", "results", "noise",
-               "contention", "scenario",
+               "contention", "scenario", "path_kinds",
                "errors", "artifacts", "outputs", "scenario_info", "cli", "api", "commands"}
 # what workloads import from the launcher stays light: torch is imported by the workload
 TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
@@ -43,7 +43,7 @@ TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
 TORCH_FREE_MODULES |= {"profiler_kit.record", "profiler_kit.record.command_line",
                        "profiler_kit.record.launch", "profiler_kit.record.bootstrap"}
 NEVER_RENDER = {"trace", "analysis", "sources", "ddp_benchmark", "measure", "results", "noise",
-                "contention", "scenario", "record",
+                "contention", "scenario", "record", "path_kinds",
                 "errors", "artifacts", "outputs", "scenario_info"}
 
 
@@ -146,7 +146,7 @@ def test_layers_import_only_what_they_may(module):
 # analysis/ is grouped by question into rooms; a room imports only rooms below it. The
 # modules at analysis/'s top bundle the rooms (one trace, one job, traces side by side).
 ANALYSIS_ROOM_LEVEL = {"core": 0, "time": 1, "perf": 1, "jobs": 1, "memory": 1,
-                       "diffs": 2, "advice": 2}
+                       "diffs": 2, "advice": 2, "code": 2}
 BUNDLE_LEVEL = 3
 # what reading or writing files, or starting processes, looks like in the source
 IO_MODULES = {"subprocess", "multiprocessing", "concurrent", "pickle", "gzip", "shutil",

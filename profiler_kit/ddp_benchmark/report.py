@@ -32,6 +32,7 @@ import numpy as np
 from profiler_kit import __version__
 from profiler_kit.artifacts import RUN_JSON, write_text_atomic
 from profiler_kit.errors import UsageError
+from profiler_kit.path_kinds import DDP_REPORT_NAME
 from profiler_kit.results import (
     OK,
     SKIPPED,
@@ -42,7 +43,7 @@ from profiler_kit.results import (
 )
 
 SCHEMA = "profkit.ddp_report/1"
-REPORT_NAME = "ddp_report.json"
+REPORT_NAME = DDP_REPORT_NAME
 PERCENTILES = (50, 75, 90, 95)
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from profiler_kit.artifacts import write_text_atomic
+from profiler_kit.path_kinds import MEMORY_CATEGORIES_SUFFIX
 
-SUFFIX = ".memory_categories.json"
+SUFFIX = MEMORY_CATEGORIES_SUFFIX
 FORMAT = 1
 
 

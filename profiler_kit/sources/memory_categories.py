@@ -9,8 +9,6 @@ import msgspec
 from profiler_kit.analysis.memory.categories import CategoriesDocument, CategoryPeak, category_peaks
 from profiler_kit.errors import TraceError
 
-SUFFIX = ".memory_categories.json"
-
 
 def read_category_peaks(path: str | Path) -> tuple[list[CategoryPeak], str | None]:
     """The peak per device in the file at ``path``, and a note (see ``category_peaks``);

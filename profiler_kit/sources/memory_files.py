@@ -13,39 +13,26 @@ from profiler_kit.analysis.memory.explained import StrategyMemory
 from profiler_kit.analysis.memory.strategies import MemoryReport, combine
 from profiler_kit.analysis.memory.usage import WHY_PROFILE_MEMORY_OFF, WHY_THREADED
 from profiler_kit.errors import TraceError
-from profiler_kit.sources.memory_categories import SUFFIX
+from profiler_kit.path_kinds import PathKind, kind_of
 from profiler_kit.sources.strategy_memory import explain
-
-SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
-
-
-def _is_snapshot(path: Path) -> bool:
-    if path.suffix in SNAPSHOT_SUFFIXES:
-        return True
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(1) == b"\x80"  # pickle protocol 2 and later
-    except OSError:
-        return False
 
 
 def is_memory_file(path: Path) -> bool:
     """A file ``profkit memory`` reads besides traces: memory categories or a snapshot."""
-    return path.name.endswith(SUFFIX) or _is_snapshot(path)
+    return kind_of(path) in (PathKind.MEMORY_CATEGORIES, PathKind.SNAPSHOT)
 
 
 def _kinds(files: list[Path], traces_too: bool = True
            ) -> tuple[list[Path], list[Path], list[Path]]:
     """(traces, categories, snapshots) among ``files``."""
-    from profiler_kit.trace.loader import looks_like_trace
-
     traces, cats, snaps = [], [], []
     for f in files:
-        if f.name.endswith(SUFFIX):
+        kind = kind_of(f)
+        if kind is PathKind.MEMORY_CATEGORIES:
             cats.append(f)
-        elif _is_snapshot(f):
+        elif kind is PathKind.SNAPSHOT:
             snaps.append(f)
-        elif traces_too and f.name.endswith((".json", ".json.gz")) and looks_like_trace(f):
+        elif traces_too and kind in (PathKind.TRACE, PathKind.MERGED_TRACE):
             traces.append(f)
     return traces, cats, snaps
 

@@ -17,10 +17,10 @@ import msgspec
 
 from profiler_kit.analysis.jobs.rank_summary import RankSummary
 from profiler_kit.errors import TraceError
+from profiler_kit.path_kinds import PathKind, kind_of
 from profiler_kit.trace.source import Unreadable
 
 SCHEMA = "profkit.rank-summaries/1"
-MARKER = b'"profkit.rank-summaries/'
 
 
 class SummaryDocument(msgspec.Struct):
@@ -38,13 +38,7 @@ def dumps(summaries: list[RankSummary], unreadable: Sequence[Unreadable] = ()) -
 
 def is_summary_file(path: Path) -> bool:
     """A ``.json`` file that starts as a summaries document does."""
-    if not path.name.endswith(".json") or not path.is_file():
-        return False
-    try:
-        with open(path, "rb") as fh:
-            return MARKER in fh.read(64)
-    except OSError:
-        return False
+    return path.name.endswith(".json") and kind_of(path) is PathKind.RANK_SUMMARIES
 
 
 def find_summary_files(paths: list[str | os.PathLike[str]]) -> list[Path]:
