@@ -24,6 +24,7 @@ import numpy as np
 from profiler_kit.analysis.advice.cpu_advice import with_cpu_findings
 from profiler_kit.analysis.advice.perf_rules import perf_recommendations
 from profiler_kit.analysis.advice.recommend import recommend
+from profiler_kit.analysis.code.view import CodeView, analyze_code
 from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.analysis.core.launch_links import attribute_gpu
 from profiler_kit.analysis.core.op_tree import build_op_tree
@@ -115,6 +116,10 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     step_device_ns: int | None = None  # the steps' device-side time, summed
     # launches or a GPU in use but no GPU activity recorded: what shows it (None: not so)
     gpu_activity_missing: MissingGpuActivity | None = None
+    # time by nn.Module instance and source line, forward and backward, compiled kernels'
+    # ops and CUDA graph replays (``modules`` and ``lines`` empty without module events or
+    # stacks; its notes say how to record them)
+    code: CodeView | None = None
 
     @property
     def has_gpu(self) -> bool:
@@ -233,6 +238,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         step_gpu_busy_share=_busy_share(timeline, step_device_ns),
         step_device_ns=step_device_ns,
         gpu_activity_missing=missing,
+        code=analyze_code(table, tree, gpu, top=top),
     )
 
 

@@ -27,6 +27,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(tcp://HOST:PORT; the traces' paths must be readable there), or on "
                         "a LocalCluster started for the command ('local'); needs "
                         "dask[distributed]")
+    p.add_argument("--modules", action="store_true",
+                   help="print each trace's nn.Module tree: calls, host time, device time "
+                        "forward and backward (traces recorded with stacks)")
+    p.add_argument("--depth", type=int, default=3, metavar="N",
+                   help="with --modules, the levels of the tree to print (default 3)")
+    p.add_argument("--by-line", action="store_true",
+                   help="print each trace's source lines by device time (CPU op time "
+                        "without GPU work), with the ops and kernels under each")
     add_output_arguments(p)
 
 
@@ -138,7 +146,24 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
                                               args.by_shape))
             render_jobs(console, jobs)
         print_memory(console, memory())
+        print_code(console, args, analyses)
     return 1 if unreadable else 0
+
+
+def print_code(console, args: argparse.Namespace, analyses: list) -> None:
+    """The module tree (``--modules``) and the source lines (``--by-line``) per trace."""
+    if not (getattr(args, "modules", False) or getattr(args, "by_line", False)):
+        return
+    from profiler_kit.render.console.code import by_line_lines, module_lines
+
+    for a in analyses:
+        if a.code is None:
+            continue
+        console.print(f"\n[bold]{a.label}[/bold]")
+        lines = module_lines(a.code, args.depth) if args.modules else []
+        lines += by_line_lines(a.code, args.top) if args.by_line else []
+        for line in lines:
+            console.print(f"  {line}", markup=False, highlight=False)
 
 
 def memory_section(paths: list[str]) -> Any:

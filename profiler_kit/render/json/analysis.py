@@ -79,7 +79,29 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "recommendations": _plain(a.recommendations),
         "notes": list(a.notes),
         "communication": _communication(a),
+        **_code(a),
     }
+
+
+def _code(a: TraceAnalysis) -> dict[str, Any]:
+    """The code view's keys, only where the trace has what they describe (so traces
+    without module events, stacks, compiled kernels or graph replays keep their document)."""
+    c = a.code
+    if c is None:
+        return {}
+    out: dict[str, Any] = {}
+    if c.modules:
+        out["modules"] = _plain(c.modules)
+        out["module_steps"] = c.steps
+        out["backward_links"] = {"backward_ops": c.backward_ops, "linked": c.backward_linked}
+        out["module_coverage"] = _plain(c.coverage)
+    if c.lines:
+        out["source_lines"] = _plain(c.lines)
+    if c.compiled:
+        out["compiled_kernels"] = _plain(c.compiled)
+    if c.graph_replays is not None:
+        out["graph_replays"] = _plain(c.graph_replays)
+    return out
 
 
 def _timeline(tl: Timeline | None) -> dict[str, Any] | None:
