@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from profiler_kit.trace.normalize import MEMORY_COLUMNS, Accumulator, memory_events
-from profiler_kit.trace.table import EventTable, RecordedInputs, TraceMeta
+from profiler_kit.trace.table import EventTable, KernelLaunches, RecordedInputs, TraceMeta
 
 EVENT_COLUMNS: dict[str, type] = {
     "cat": np.int8,
@@ -72,18 +72,27 @@ def list_memory(acc: Accumulator) -> dict[str, np.ndarray]:
 def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray],
                 memory: dict[str, np.ndarray],
                 inputs: dict[int, RecordedInputs] | None = None,
-                event_waits: dict[int, tuple[int, int]] | None = None) -> EventTable:
+                event_waits: dict[int, tuple[int, int]] | None = None,
+                launches: dict[str, np.ndarray] | None = None) -> EventTable:
     """The table with rows sorted by start time (stable: ties keep file order).
 
-    ``inputs`` and ``event_waits`` are keyed by row in file order (that of ``columns``).
+    ``inputs``, ``event_waits`` and ``launches`` (its ``row`` column) are keyed by row in
+    file order (that of ``columns``).
     """
     order = np.argsort(columns["ts_ns"], kind="stable")
     sorted_cols = {k: np.ascontiguousarray(columns[k][order]) for k in EVENT_COLUMNS}
-    if inputs or event_waits:
+    kernel_launches = None
+    if inputs or event_waits or launches is not None:
         new_row = np.empty(len(order), dtype=np.int64)
         new_row[order] = np.arange(len(order), dtype=np.int64)
         inputs = {int(new_row[r]): v for r, v in (inputs or {}).items()}
         event_waits = {int(new_row[r]): v for r, v in (event_waits or {}).items()}
+        if launches is not None:
+            rows = new_row[launches["row"]]
+            by_row = np.argsort(rows, kind="stable")
+            kernel_launches = KernelLaunches(**{
+                k: np.ascontiguousarray((rows if k == "row" else v)[by_row])
+                for k, v in launches.items()})
     return EventTable(
         meta=meta,
         names=list(acc.names),
@@ -95,5 +104,6 @@ def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray
         comms=sorted(acc.comms, key=lambda c: c.ts_ns),  # stable: ties keep file order
         inputs=inputs or {},
         event_waits=event_waits or {},
+        launches=kernel_launches,
         **sorted_cols,
     )

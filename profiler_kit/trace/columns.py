@@ -28,13 +28,17 @@ from profiler_kit.trace.normalize import (
     GPU_CAT_VALUES,
     INT32_MAX,
     INT32_MIN,
+    KERNEL_VALUE,
     PYTHON_FUNCTION_VALUE,
     SHAPES_NOT_KEPT,
     SYNC_VALUE,
     Accumulator,
+    accumulated_launches,
     category_code,
     event_wait,
     input_type_key,
+    join_launches,
+    launch_columns,
     string_id,
 )
 from profiler_kit.trace.schema import (
@@ -84,24 +88,29 @@ class ColumnBuilder:
 
     def table(self, path: Path, header: Mapping[str, Any]) -> EventTable:
         """The table of everything added, with the metadata from the trace's top-level keys."""
-        columns, inputs, waits = self.columns()
+        columns, inputs, waits, launches = self.columns()
         return build_table(meta_from_header(path, header), self.acc, columns,
-                           list_memory(self.acc), inputs, waits)
+                           list_memory(self.acc), inputs, waits, launches)
 
     def columns(self) -> tuple[dict[str, np.ndarray], dict[int, RecordedInputs],
-                               dict[int, tuple[int, int]]]:
-        """The chunks joined into whole columns, and the recorded inputs and event waits
-        by row (file order); the chunks are consumed."""
+                               dict[int, tuple[int, int]], dict[str, np.ndarray]]:
+        """The chunks joined into whole columns, and the recorded inputs, event waits and
+        kernel launches by row (file order); the chunks are consumed."""
         if not self.chunks:
-            return {k: np.empty(0, dtype=t) for k, t in EVENT_COLUMNS.items()}, {}, {}
+            return ({k: np.empty(0, dtype=t) for k, t in EVENT_COLUMNS.items()}, {}, {},
+                    join_launches([]))
         inputs: dict[int, RecordedInputs] = {}
         waits: dict[int, tuple[int, int]] = {}
+        launches: list[tuple[int, dict[str, np.ndarray]]] = []
         offset = 0
         for c in self.chunks:
             for row, value in c.pop("inputs", ()):
                 inputs[offset + row] = value
             for row, wait in c.pop("waits", ()):
                 waits[offset + row] = wait
+            launch = c.pop("launches", None)
+            if launch is not None:
+                launches.append((offset, launch))
             offset += len(c["ts_ns"])
         out = {}
         for key in EVENT_COLUMNS:
@@ -109,7 +118,7 @@ class ColumnBuilder:
             for c in self.chunks:
                 del c[key]
         self.chunks.clear()
-        return out, inputs, waits
+        return out, inputs, waits, join_launches(launches)
 
     def add_untyped(self, events: Iterable[Any]) -> None:
         """Plain decoded events, one by one with the per-event rules."""
@@ -125,6 +134,9 @@ class ColumnBuilder:
             if acc.event_waits:
                 chunk["waits"] = acc.event_waits
                 acc.event_waits = []
+            if acc.launches:
+                chunk["launches"] = accumulated_launches(acc.launches)
+                acc.launches = []
             self.chunks.append(chunk)
             for key in EVENT_COLUMNS:
                 getattr(acc, key).clear()
@@ -184,6 +196,7 @@ class ColumnBuilder:
             stream[gpu] = np.where(strm == ABSENT, tid[gpu], strm)
         inputs = recorded_inputs(args, cat, names)
         waits = event_waits(args, cat)
+        launches = kernel_launches(args, cat)
         # commit only now: an Irregular above leaves no trace of this batch
         self._others(others)
         self.acc.skipped.update(unsupported)
@@ -210,6 +223,8 @@ class ColumnBuilder:
             chunk["inputs"] = inputs
         if waits:
             chunk["waits"] = waits
+        if launches is not None:
+            chunk["launches"] = launches
         self.chunks.append(chunk)
 
     def _code_columns(self, args: list[Args], cat: np.ndarray, n: int
@@ -346,6 +361,21 @@ def event_waits(args: list[Args], cat: np.ndarray) -> list[tuple[int, tuple[int,
     return [(i, w) for i in np.flatnonzero(cat == SYNC_VALUE).tolist()
             if (a := args[i]).wait_on_stream != ABSENT
             and (w := event_wait(a.wait_on_stream, a.wait_on_record)) is not None]
+
+
+def kernel_launches(args: list[Args], cat: np.ndarray) -> dict[str, np.ndarray] | None:
+    """The launch columns of the kernel rows (None: no kernel in the batch)."""
+    rows = np.flatnonzero(cat == KERNEL_VALUE)
+    if not len(rows):
+        return None
+    k = [args[i] for i in rows.tolist()]
+    try:
+        return launch_columns(rows, [a.blocks_per_sm for a in k], [a.warps_per_sm for a in k],
+                              [a.occupancy_pct for a in k], [a.registers for a in k],
+                              [a.shared_memory for a in k], [a.grid for a in k],
+                              [a.block for a in k], typed=True)
+    except (OverflowError, TypeError, ValueError):
+        raise Irregular from None
 
 
 def document_table(path: Path, data: bytes) -> EventTable | None:

@@ -21,7 +21,7 @@ import msgspec
 
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.build import build_table, list_columns, list_memory, meta_from_header
-from profiler_kit.trace.normalize import Accumulator
+from profiler_kit.trace.normalize import Accumulator, accumulated_launches, join_launches
 from profiler_kit.trace.parallel import load_in_parts
 from profiler_kit.trace.pieces import PieceReader
 from profiler_kit.trace.schema import decode_whole, json_problem
@@ -87,7 +87,8 @@ def load_simple(path: str | os.PathLike[str]) -> EventTable:
     for event in doc["traceEvents"]:
         acc.add(event)
     return build_table(meta_from_header(p, doc), acc, list_columns(acc), list_memory(acc),
-                       dict(acc.inputs), dict(acc.event_waits))
+                       dict(acc.inputs), dict(acc.event_waits),
+                       accumulated_launches(acc.launches) or join_launches([]))
 
 
 def find_traces(path: str | os.PathLike[str]) -> list[Path]:

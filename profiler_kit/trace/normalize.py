@@ -39,6 +39,7 @@ GPU_CAT_VALUES = frozenset(int(c) for c in GPU_CATS)
 CPU_OP_VALUE = int(Cat.CPU_OP)
 SYNC_VALUE = int(Cat.SYNC)
 PYTHON_FUNCTION_VALUE = int(Cat.PYTHON_FUNCTION)
+KERNEL_VALUE = int(Cat.KERNEL)
 # Ops that only make views, allocate or read metadata: no data moves, so their recorded
 # shapes are not kept (they are most of a trace's ops; keeping them would only cost time).
 SHAPES_NOT_KEPT = frozenset({
@@ -145,6 +146,8 @@ class Accumulator:
         self.mem: dict[str, list[int]] = {k: [] for k in MEMORY_COLUMNS}
         self.inputs: list[tuple[int, RecordedInputs]] = []  # (row in these lists, inputs)
         self.event_waits: list[tuple[int, tuple[int, int]]] = []  # (row, (stream, record))
+        # kernel rows' launch args, raw: (row, *LAUNCH_KEYS values)
+        self.launches: list[tuple[Any, ...]] = []
         self.skipped: Counter[str] = Counter()
         self.normalized: Counter[str] = Counter()
         self.process_names: dict[int, str] = {}
@@ -259,6 +262,8 @@ class Accumulator:
         if cat == CPU_OP_VALUE and ("Input Dims" in args or "Input dims" in args) \
                 and name not in SHAPES_NOT_KEPT:
             self.inputs.append((len(self.ts_ns) - 1, recorded_inputs(args)))
+        elif cat == KERNEL_VALUE:
+            self.launches.append((len(self.ts_ns) - 1, *map(args.get, LAUNCH_KEYS)))
         elif cat == SYNC_VALUE and "wait_on_stream" in args:
             wait = event_wait(args.get("wait_on_stream"),
                               args.get("wait_on_cuda_event_record_corr_id"))
@@ -360,3 +365,97 @@ def memory_events(columns: dict[str, np.ndarray]) -> MemoryEvents:
     """MemoryEvents sorted by time (stable, so same-time events keep file order)."""
     order = np.argsort(columns["ts_ns"], kind="stable")
     return MemoryEvents(**{k: np.ascontiguousarray(v[order]) for k, v in columns.items()})
+
+
+# The launch args Kineto writes on each kernel (CUPTI's figures), in the order of
+# ``launch_columns``' arguments; see KernelLaunches.
+LAUNCH_KEYS = ("blocks per SM", "warps per SM", "est. achieved occupancy %",
+               "registers per thread", "shared memory", "grid", "block")
+LAUNCH_COLUMNS: dict[str, type] = {
+    "row": np.int64, "blocks_per_sm": np.float64, "warps_per_sm": np.float64,
+    "occupancy_pct": np.float64, "registers": np.int64, "shared_memory_bytes": np.int64,
+    "grid_blocks": np.int64, "block_threads": np.int64,
+}
+
+
+def _float_or_nan(value: Any) -> float:
+    if type(value) is int or type(value) is float:
+        f = float(value)
+        return f if math.isfinite(f) else math.nan
+    return math.nan
+
+
+def _int_or_absent(value: Any) -> int:
+    v = optional_int(value)
+    return -1 if v is None or v < 0 else v
+
+
+def dims_product(dims: list[Any]) -> np.ndarray:
+    """Per entry, the product of a ``grid``/``block`` list of integers (-1 where absent,
+    not a list of non-negative integers, or beyond 64 bits)."""
+    n = len(dims)
+    out = np.full(n, -1, dtype=np.int64)
+    if not n:
+        return out
+    if all(type(d) is list and len(d) == 3 for d in dims):
+        try:
+            a = np.array(dims, dtype=np.int64)
+        except (OverflowError, TypeError, ValueError):
+            a = None
+        if a is not None and a.ndim == 2:
+            ok = (a >= 0).all(axis=1) & (a.astype(np.float64).prod(axis=1) < 2.0**62)
+            out[ok] = a[ok].prod(axis=1)
+            return out
+    for i, d in enumerate(dims):
+        if type(d) is list and all(type(v) is int and 0 <= v <= INT64_MAX for v in d):
+            p = math.prod(d)
+            if p <= INT64_MAX:
+                out[i] = p
+    return out
+
+
+def launch_columns(rows: Any, blocks_per_sm: Any, warps_per_sm: Any, occupancy: Any,
+                   registers: Any, shared_memory: Any, grid: list[Any],
+                   block: list[Any], typed: bool = False) -> dict[str, np.ndarray]:
+    """The KernelLaunches columns (row in the chunk) from each kernel's launch args.
+
+    ``typed``: the numbers are already floats (NaN when absent) and ints (the ABSENT
+    sentinel when absent), as the typed decode gives them; else raw JSON values."""
+    n = len(grid)
+    if typed:
+        floats = [np.fromiter(v, dtype=np.float64, count=n)
+                  for v in (blocks_per_sm, warps_per_sm, occupancy)]
+        floats = [np.where(np.isfinite(f), f, np.nan) for f in floats]
+        ints = [np.fromiter(v, dtype=np.int64, count=n) for v in (registers, shared_memory)]
+    else:
+        floats = [np.array([_float_or_nan(x) for x in v], dtype=np.float64)
+                  for v in (blocks_per_sm, warps_per_sm, occupancy)]
+        ints = [np.array([_int_or_absent(x) for x in v], dtype=np.int64)
+                for v in (registers, shared_memory)]
+    ints = [np.where(i < 0, -1, i) for i in ints]
+    return {"row": np.asarray(rows, dtype=np.int64), "blocks_per_sm": floats[0],
+            "warps_per_sm": floats[1], "occupancy_pct": floats[2], "registers": ints[0],
+            "shared_memory_bytes": ints[1], "grid_blocks": dims_product(grid),
+            "block_threads": dims_product(block)}
+
+
+def accumulated_launches(launches: list[tuple[Any, ...]]) -> dict[str, np.ndarray] | None:
+    """The Accumulator's raw launch args as KernelLaunches columns (None: no kernel)."""
+    if not launches:
+        return None
+    rows, bps, wps, occ, regs, smem, grid, block = (list(c) for c in zip(*launches, strict=True))
+    return launch_columns(rows, bps, wps, occ, regs, smem, _int_lists(grid), _int_lists(block))
+
+
+def _int_lists(values: list[Any]) -> list[Any]:
+    """Lists of integers as they are, anything else None (as the typed decode takes them)."""
+    return [v if type(v) is list and all(type(x) is int for x in v) else None for v in values]
+
+
+def join_launches(parts: list[tuple[int, dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
+    """Launch columns of several chunks as one, each chunk's rows moved by its offset."""
+    out = {k: np.concatenate([c[k] for _, c in parts]) if parts else np.empty(0, dtype=t)
+           for k, t in LAUNCH_COLUMNS.items()}
+    if parts:
+        out["row"] = np.concatenate([c["row"] + offset for offset, c in parts])
+    return out

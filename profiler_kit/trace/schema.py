@@ -19,6 +19,7 @@ from profiler_kit.trace.comms import CommArgs
 from profiler_kit.trace.normalize import INT64_MIN
 
 ABSENT = INT64_MIN  # stands for a field the event does not have
+NAN = float("nan")  # stands for a float field the event does not have
 NO_RAW = msgspec.Raw()  # an absent shape field (empty JSON text)
 
 
@@ -51,6 +52,14 @@ class Args(CommArgs, gc=False):
     sequence_number: int = msgspec.field(default=ABSENT, name="Sequence number")
     fwd_thread_id: int = msgspec.field(default=ABSENT, name="Fwd thread id")
     call_from: str = msgspec.field(default="", name="CallFrom")
+    # a kernel's launch (KernelLaunches): floats NaN and ints ABSENT when absent
+    blocks_per_sm: float = msgspec.field(default=NAN, name="blocks per SM")
+    warps_per_sm: float = msgspec.field(default=NAN, name="warps per SM")
+    occupancy_pct: float = msgspec.field(default=NAN, name="est. achieved occupancy %")
+    registers: int = msgspec.field(default=ABSENT, name="registers per thread")
+    shared_memory: int = msgspec.field(default=ABSENT, name="shared memory")
+    grid: list[int] | None = None
+    block: list[int] | None = None
 
 
 class OtherArgs(msgspec.Struct, gc=False):

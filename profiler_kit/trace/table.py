@@ -123,6 +123,25 @@ def _json_list(raw: bytes) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+class KernelLaunches(msgspec.Struct):
+    """What Kineto wrote about each kernel's launch (CUPTI's figures), one entry per kernel
+    row, rows ascending. Absent values are NaN (floats) or -1 (integers): AMD traces and
+    older Kineto write some or none of them.
+    """
+
+    row: np.ndarray  # int64: the kernel's row in the event table
+    blocks_per_sm: np.ndarray  # float64 "blocks per SM": grid blocks / the device's SMs
+    warps_per_sm: np.ndarray  # float64 "warps per SM"
+    occupancy_pct: np.ndarray  # float64 "est. achieved occupancy %" (0-100)
+    registers: np.ndarray  # int64 "registers per thread"
+    shared_memory_bytes: np.ndarray  # int64 "shared memory" per block (static + dynamic)
+    grid_blocks: np.ndarray  # int64 product of "grid"
+    block_threads: np.ndarray  # int64 product of "block"
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
 class EventTable(msgspec.Struct):
     """All complete events of one trace, columnar. Rows are sorted by ``ts_ns``.
 
@@ -172,6 +191,9 @@ class EventTable(msgspec.Struct):
     call_from: np.ndarray | None = None  # int32
     # communication events with their args (collective, sizes, process group), by start
     comms: list[CommEvent] = msgspec.field(default_factory=list)
+    # the kernels' launch figures (blocks per SM, occupancy, registers, ...); None when the
+    # table was built without them
+    launches: KernelLaunches | None = None
 
     def input_type_of(self, row: int) -> list[str] | None:
         """The ``Input type`` list of ``row`` (None where the trace recorded none)."""
