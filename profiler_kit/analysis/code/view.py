@@ -37,7 +37,8 @@ from profiler_kit.trace.table import Cat, EventTable
 
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
 NO_MODULES_NOTE = ("no nn.Module events or Python stacks in this trace: record with "
-                   "`profkit record --with-stack` (or torch.profiler.profile(with_stack=True, "
+                   "`profkit record --stack` or `profkit run --with-stack` (or "
+                   "torch.profiler.profile(with_stack=True, "
                    "with_modules=True)) for time by module and source line")
 NO_STACKS_NOTE = ("nn.Module events but no calling lines (CallFrom): lines are the "
                   "functions' first lines; record with torch.profiler.profile(with_stack=True) "
