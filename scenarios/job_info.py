@@ -2,8 +2,8 @@
 
 ``ddp`` and ``pipeline`` call :func:`annotate_jobs` after a run: each measured strategy
 whose traces come from two or more ranks gets the straggler and the wait/transfer split
-of its exposed communication (``profiler_kit.analysis.job``), small enough for run.json;
-the run's console and summary print them per configuration. No torch import.
+of its exposed communication (``profiler_kit.analysis.job_analysis``), small enough for
+run.json; the run's console and summary print them per configuration. No torch import.
 """
 
 from __future__ import annotations
@@ -18,20 +18,21 @@ from profiler_kit.errors import ProfkitError
 
 def annotate_jobs(result: Any) -> Any:
     """``result`` with ``info["job"]`` on every measured strategy of several ranks."""
-    from profiler_kit.analysis import summaries
-    from profiler_kit.analysis.files import summarize_files
-    from profiler_kit.analysis.job import analyze_jobs, run_info
+    from profiler_kit.analysis.job_analysis import analyze_jobs
+    from profiler_kit.analysis.jobs.job_view import run_info
+    from profiler_kit.sources import summary_files
+    from profiler_kit.sources.trace_files import summarize_files
 
     run_dir = Path(result.run_dir)
     strategies = []
     for s in result.strategies:
         # ranks on hosts that did not share the run folder may have sent summaries instead
-        sent = (summaries.find_summary_files([run_dir / s.dir])
+        sent = (summary_files.find_summary_files([run_dir / s.dir])
                 if s.status == "ok" and s.dir else [])
         if s.status == "ok" and len(s.trace_files) + len(sent) > 1:
             files = [run_dir / f for f in s.trace_files]
             try:
-                read = [x for f in sent for x in summaries.load(f).summaries]
+                read = [x for f in sent for x in summary_files.load(f).summaries]
                 jobs = analyze_jobs([*summarize_files(files, [f.name for f in files]), *read])
             except ProfkitError:  # an unreadable trace costs the job view, not the run
                 jobs = ()

@@ -77,7 +77,7 @@ PEAK_TOLERANCE = 0.10  # a predicted peak within 10 % of the measured one holds
 def check_fit(points: Sequence[BatchPoint], device_memory: int | None) -> FitCheck | None:
     """The fit from the first two sizes with a peak, checked on the others; None when
     fewer than two sizes report a peak (the CPU reports none)."""
-    from profiler_kit.analysis import memory_fit
+    from profiler_kit.analysis.memory import fit as memory_fit
 
     ran = [p for p in points if p.status == OK and p.peak_bytes is not None]
     if len(ran) < 2:

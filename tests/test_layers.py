@@ -193,6 +193,38 @@ def test_analysis_reads_and_writes_no_files_and_starts_no_processes(module):
         f"{module} does I/O ({io_imports + calls}): that belongs in profiler_kit.sources")
 
 
+def _top_level_names(module: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(MODULES[module].read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_import_of_ours_names_what_exists(module):
+    """Lazy imports included, so a module moved is never left named at its old place."""
+    bad = []
+    for node in _import_nodes(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Import):
+            bad += [a.name for a in node.names
+                    if a.name.startswith(f"{PACKAGE}.") and a.name not in MODULES]
+        elif node.module and node.module.startswith(PACKAGE) and not node.level:
+            if node.module not in MODULES:
+                bad.append(node.module)
+                continue
+            defined = _top_level_names(node.module)
+            bad += [f"{node.module}.{a.name}" for a in node.names
+                    if f"{node.module}.{a.name}" not in MODULES and a.name not in defined]
+    assert not bad, f"{module} imports what does not exist: {bad}"
+
+
 def test_commands_are_listed_by_the_cli_and_never_import_it():
     assert not [m for m in MODULES if layer(m) == "commands" and f"{PACKAGE}.cli" in GRAPH[m]]
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from profiler_kit.analysis import intervals
-from profiler_kit.analysis.classify import COMMUNICATION, classify_op
-from profiler_kit.analysis.steps import analyze_steps
+from profiler_kit.analysis.core import intervals
+from profiler_kit.analysis.core.classify import COMMUNICATION, classify_op
+from profiler_kit.analysis.core.steps import analyze_steps
 from profiler_kit.trace.table import Cat, EventTable
 
 CPU_BASIS = "cpu: communication outstanding, no computation"
