@@ -405,3 +405,18 @@ def test_compare_gate_between_runs_with_rounds_and_not_judged_when_contended(
     assert not gate.regressions
     (why,) = gate.unjudged
     assert "the second run is unstable: round 1's samples fall in two clusters" in why
+
+
+def test_one_round_a_side_beside_other_work_is_not_judged(tmp_path: Path) -> None:
+    """One round a side cannot show the drift between runs that other work brings (an A/A
+    pair at load 6 read +91 %): beside other work such a change is not judged, and the
+    line says how to judge it."""
+    rng = np.random.default_rng(5)
+    one = _timed_run(tmp_path, 1, {"a": [_steps(rng, 4.0)]}, others_cores=1.6)
+    two = _timed_run(tmp_path, 2, {"a": [_steps(rng, 8.0)]}, others_cores=1.6)
+    gate = regression.timed_regressions(read_run(one), read_run(two), 0.05)
+    assert not gate.regressions
+    (line,) = gate.unjudged
+    assert ("other processes used 1.6 and 1.6 of 2 cores while the runs ran, and one round "
+            "a side cannot tell their effect from a change") in line
+    assert line.endswith("with --repeats 3; not failed")

@@ -33,10 +33,13 @@ import numpy as np
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.contention import BASELINE_SIDE, STRATEGY_SIDE, different, judged
+from profiler_kit.contention import side as contention_of
 from profiler_kit.ddp_benchmark.diff import ReportDiff
 from profiler_kit.noise import (
+    CONTENDED,
     NOT_TESTED,
     UNSTABLE,
+    WITHIN_RUN,
     NoiseVerdict,
     clustered,
     doubted,
@@ -130,6 +133,17 @@ def _timed_verdict(a: StrategyResult, b: StrategyResult, change: float) -> Noise
         why = clustered(_rounds(side))
         if why:
             return doubted(v, UNSTABLE, f"{who} is unstable: {why}")
+    if v.method == WITHIN_RUN:
+        busy = [s for s in (contention_of(a.contention), contention_of(b.contention))
+                if s is not None and s.contended_rounds]
+        if busy:
+            cores = max(s.cores for s in busy)
+            used = " and ".join(f"{s.others_cores:.1f}" for s in busy)
+            return doubted(v, CONTENDED, (
+                f"other processes used {used} of {cores} cores while "
+                f"{'the runs' if len(busy) == 2 else 'a run'} ran, and one round a side "
+                "cannot tell their effect from a change; rerun on a quiet machine, or with "
+                "--repeats 3"))
     return judged(v, different(a.contention, b.contention),
                   STRATEGY_SIDE if change < 0 else BASELINE_SIDE if change > 0 else None)
 
