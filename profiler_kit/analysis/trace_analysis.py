@@ -37,6 +37,7 @@ from profiler_kit.analysis.memory.over_time import MemoryTimeline, memory_timeli
 from profiler_kit.analysis.memory.usage import Memory, analyze_memory
 from profiler_kit.analysis.perf.precision import Precision, analyze_precision
 from profiler_kit.analysis.perf.roofline import MfuWindow, PerfModel, measure
+from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy, analyze_sm_occupancy
 from profiler_kit.analysis.time.busy import Timeline, analyze_timeline
 from profiler_kit.analysis.time.critical_path import MAX_EVENTS, CriticalPath, critical_path
 from profiler_kit.analysis.time.hotspots import (
@@ -120,6 +121,9 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
     # ops and CUDA graph replays (``modules`` and ``lines`` empty without module events or
     # stacks; its notes say how to record them)
     code: CodeView | None = None
+    # SM efficiency and achieved occupancy per device and step (the GPU busy window), per
+    # kernel name with its limiter (None: not computed)
+    sm: SmOccupancy | None = None
 
     @property
     def has_gpu(self) -> bool:
@@ -169,6 +173,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
                                 gpu_window, in_steps)
     else:
         timeline, launches, phases = trace_timeline, trace_launches, trace_phases
+    sm = _sm_occupancy(table, gpu, in_steps, timeline, steps)
     idle = attribute_idle(table, tree, gpu, in_steps,
                           steps.start_ns if in_steps is not None else None)
     precision = analyze_precision(table, gpu, top=top)
@@ -194,6 +199,8 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
     if path is None and missing is None:
         notes.append(f"critical path left out: its window holds more than {MAX_EVENTS:,} "
                      "events (profile with a schedule to get ProfilerStep# spans)")
+    code = analyze_code(table, tree, gpu, top=top)
+    sm = _with_sources(sm, code)
     return TraceAnalysis(
         path=str(meta.path),
         label=label or meta.trace_name or str(meta.path),
@@ -238,7 +245,8 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         step_gpu_busy_share=_busy_share(timeline, step_device_ns),
         step_device_ns=step_device_ns,
         gpu_activity_missing=missing,
-        code=analyze_code(table, tree, gpu, top=top),
+        code=code,
+        sm=sm,
     )
 
 
@@ -273,3 +281,35 @@ def _busy_share(timeline: Timeline, step_device_ns: int | None) -> float | None:
     if not step_device_ns or not timeline.devices:
         return None
     return min(1.0, timeline.busy_ns / (len(timeline.devices) * step_device_ns))
+
+
+def _sm_occupancy(table: EventTable, gpu: Any, in_steps: np.ndarray | None, timeline: Timeline,
+                  steps: Steps) -> SmOccupancy:
+    """SM efficiency and occupancy over GPU busy's window: the steps' device-side time
+    (as the TensorBoard plugin's), else each device's GPU window; and per step."""
+    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
+               for d in timeline.devices}
+    step_windows = tuple((st.number, st.device_start_ns, st.device_start_ns + st.device_dur_ns)
+                         for st in steps.steps if st.device_dur_ns > 0) \
+        if in_steps is not None else ()
+    if step_windows:
+        span = (step_windows[0][1], step_windows[-1][2])
+        windows = {d: span for d in windows}
+    return analyze_sm_occupancy(table, gpu, in_steps, windows, step_windows)
+
+
+def _with_sources(sm: SmOccupancy, code: CodeView | None) -> SmOccupancy:
+    """The kernels that idle the SMs with the user's line that launched most of their
+    time, from the code view (traces recorded with stacks)."""
+    if code is None or not sm.idle_kernels or not code.lines:
+        return sm
+    best: dict[str, tuple[int, str]] = {}
+    for line in code.lines:
+        for k in line.kernels:
+            if k.name not in best or k.device_ns > best[k.name][0]:
+                best[k.name] = (k.device_ns, line.site)
+    if not best:
+        return sm
+    idle = tuple(msgspec.structs.replace(k, source=best[k.name][1]) if k.name in best else k
+                 for k in sm.idle_kernels)
+    return msgspec.structs.replace(sm, idle_kernels=idle)

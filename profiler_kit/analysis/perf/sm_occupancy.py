@@ -1,0 +1,336 @@
+"""Below the busy line: how much of each GPU its kernels filled, as the TensorBoard plugin
+estimates it, and what limited them.
+
+Per device, over the GPU busy window (:mod:`..time.busy`) and of the same kernels:
+
+* **SM efficiency** (the plugin's "Est. SM Efficiency"): each kernel's ``blocks per SM``
+  (its grid blocks over the GPU's SMs); where kernels overlap their values add up; the sum
+  is capped at 1 and integrated over time, then divided by the window. A kernel of 2
+  blocks on 80 SMs counts 2/80 of its time. Kernels with no positive ``blocks per SM``
+  are left out, as the plugin leaves them.
+* **Achieved occupancy** (the plugin's "Est. Achieved Occupancy"): Kineto's per-kernel
+  ``est. achieved occupancy %`` (its theoretical occupancy, capped by the warps the grid
+  gives each SM) averaged with each kernel's time in the window as its weight. Kineto
+  writes 0 for kernels that opt into more than 48 KiB of shared memory per block; the
+  plugin averages those in, and so does this.
+
+Per step the same figures over each step's device-side window. Per kernel name: SM
+efficiency and occupancy weighted by kernel time, the idle SM time (time × (1 − SM
+efficiency)): the time it left most SMs idle while the GPU read busy; and its theoretical
+occupancy and limiter by the CUDA occupancy rules (:mod:`.occupancy_rules`). Traces
+without the fields (CPU-only, older Kineto, AMD) get None and one note.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from profiler_kit.analysis.core.arrays import dense_ids
+from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.perf.occupancy_rules import (
+    GRID,
+    DeviceLimits,
+    device_limits,
+    fills_gpu,
+    theoretical,
+)
+from profiler_kit.trace.table import Cat, EventTable
+
+TOP_KERNELS = 20
+TOP_IDLE = 5
+BUCKETS = 100  # points of the figures over time, per device
+NO_FIELDS_NOTE = ("SM efficiency and achieved occupancy withheld: the trace records no "
+                  "'blocks per SM' or 'est. achieved occupancy %' for its kernels")
+
+
+class DeviceSm(msgspec.Struct, frozen=True):
+    device: int
+    window_start_ns: int
+    window_ns: int
+    sm_efficiency: float | None  # None: no kernel with 'blocks per SM' in the window
+    achieved_occupancy: float | None  # fraction (0-1); None: none recorded
+    sm_busy_ns: float  # the integral of min(sum of blocks per SM, 1) over the window
+    kernels: int  # kernels in the window with 'blocks per SM'
+
+
+class StepSm(msgspec.Struct, frozen=True):
+    step: int  # ProfilerStep number
+    device: int
+    sm_efficiency: float | None
+    achieved_occupancy: float | None
+
+
+class OverTime(msgspec.Struct, frozen=True):
+    """One device's figures in equal buckets of its window (None: no kernel there)."""
+
+    device: int
+    start_ns: tuple[int, ...]
+    bucket_ns: int
+    sm_efficiency: tuple[float, ...]
+    achieved_occupancy: tuple[float | None, ...]
+
+
+class KernelSm(msgspec.Struct, frozen=True):
+    """One kernel name, over the whole trace (the rows of the kernels table)."""
+
+    name: str
+    count: int
+    total_ns: int
+    sm_efficiency: float | None  # time-weighted min(blocks per SM, 1)
+    achieved_occupancy: float | None  # time-weighted Kineto estimate (fraction)
+    idle_sm_ns: float  # time × (1 − SM efficiency), summed over its launches
+    theoretical_occupancy: float | None  # time-weighted, by the CUDA occupancy rules
+    limiter: str | None  # the limiter of most of its time (occupancy_rules.LIMITERS)
+    grid_blocks: int | None  # of its longest launch
+    block_threads: int | None
+    registers: int | None  # per thread
+    shared_memory_bytes: int | None  # per block
+    op: str | None = None  # the op that launched most of its time
+    source: str | None = None  # the user's line that launched it (traces with stacks)
+
+
+class SmOccupancy(msgspec.Struct, frozen=True):
+    available: bool  # the trace records blocks per SM or achieved occupancy
+    devices: tuple[DeviceSm, ...]
+    steps: tuple[StepSm, ...]
+    kernels: tuple[KernelSm, ...]  # largest total first
+    idle_kernels: tuple[KernelSm, ...]  # most idle SM time first (those with any)
+    over_time: tuple[OverTime, ...]
+    sms: int | None  # the (first) GPU's SMs (CUs)
+    note: str | None = None
+
+
+def sm_busy(start: np.ndarray, end: np.ndarray, value: np.ndarray,
+            window: tuple[int, int]) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """The plugin's merge of overlapping kernels' blocks per SM: the integral of
+    min(sum, 1) over ``window``, and the merged segments (start, end, value)."""
+    n = len(start)
+    if not n:
+        e = np.empty(0)
+        return 0.0, e.astype(np.int64), e.astype(np.int64), e
+    t = np.concatenate([start, end])
+    kind = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8)])  # start before end
+    delta = np.concatenate([value, -value])
+    order = np.lexsort((kind, t))
+    t, delta = t[order], delta[order]
+    level = np.cumsum(delta)[:-1]  # the sum after each endpoint, until the next one
+    s, e = t[:-1], t[1:]
+    keep = (e > s) & (level > 0.0)
+    s, e, v = s[keep], e[keep], np.minimum(level[keep], 1.0)
+    cs, ce = np.clip(s, *window), np.clip(e, *window)
+    return float(((ce - cs) * v).sum()), s, e, v
+
+
+def _weighted(start: np.ndarray, end: np.ndarray, value: np.ndarray,
+              window: tuple[int, int]) -> float | None:
+    """The plugin's occupancy: values weighted by their time inside ``window``."""
+    d = np.minimum(end, window[1]) - np.maximum(start, window[0])
+    keep = d > 0
+    if not keep.any():
+        return None
+    return float((value[keep] * d[keep]).sum() / d[keep].sum())
+
+
+def analyze_sm_occupancy(table: EventTable, gpu: GpuActivity, mask: np.ndarray | None,
+                         windows: dict[int, tuple[int, int]],
+                         step_windows: tuple[tuple[int, int, int], ...] = ()
+                         ) -> SmOccupancy:
+    """The figures of the kernels in ``mask`` (of ``gpu``; None: all) over each device's
+    window (``windows``: device -> (start, end), the GPU busy windows), per step
+    (``step_windows``: (number, start, end) device-side), and per kernel name."""
+    launches = table.launches
+    limits = _limits_by_device(table.meta.device_properties)
+    first = next(iter(limits.values()), None)
+    sms = first.sms if first is not None else None
+    kern = table.cat[gpu.row] == Cat.KERNEL
+    if launches is None or not len(launches) or not kern.any():
+        return SmOccupancy(False, (), (), (), (), (), sms, None if not kern.any() else
+                           NO_FIELDS_NOTE)
+    # every kernel row has a launch entry (rows ascending)
+    pos = np.searchsorted(launches.row, gpu.row[kern])
+    pos = np.minimum(pos, len(launches) - 1)
+    ok = launches.row[pos] == gpu.row[kern]
+    krow = gpu.row[kern][ok]
+    kpos = pos[ok]
+    korig = np.flatnonzero(kern)[ok]  # index into gpu
+    bps = launches.blocks_per_sm[kpos]
+    occ = launches.occupancy_pct[kpos]
+    has_bps = bps > 0
+    has_occ = occ >= 0
+    available = bool(has_bps.any() or has_occ.any())
+    start = table.ts_ns[krow]
+    end = start + table.dur_ns[krow]
+    device = table.device[krow]
+    sel = np.ones(len(krow), bool) if mask is None else mask[korig]
+
+    devices: list[DeviceSm] = []
+    over_time: list[OverTime] = []
+    steps: list[StepSm] = []
+    if available:
+        for dev, (w0, w1) in sorted(windows.items()):
+            on = sel & (device == dev)
+            b = on & has_bps
+            o = on & has_occ
+            busy, s, e, v = sm_busy(start[b], end[b], bps[b], (w0, w1))
+            span = w1 - w0
+            eff = busy / span if b.any() and span > 0 else None
+            ach = _weighted(start[o], end[o], occ[o], (w0, w1))
+            devices.append(DeviceSm(int(dev), int(w0), int(span), eff,
+                                    None if ach is None else ach / 100.0, busy,
+                                    int((b & (end > w0) & (start < w1)).sum())))
+            for number, s0, s1 in step_windows:
+                sb, *_ = sm_busy(start[b], end[b], bps[b], (s0, s1))
+                sa = _weighted(start[o], end[o], occ[o], (s0, s1))
+                steps.append(StepSm(number, int(dev),
+                                    sb / (s1 - s0) if b.any() and s1 > s0 else None,
+                                    None if sa is None else sa / 100.0))
+            if span > 0:
+                over_time.append(_over_time(int(dev), (w0, w1), s, e, v, start[o], end[o],
+                                            occ[o]))
+    kernels = _kernel_groups(table, gpu, korig, krow, kpos, limits)
+    idle = sorted((k for k in kernels if k.idle_sm_ns > 0), key=lambda k: -k.idle_sm_ns)
+    note = None if available else NO_FIELDS_NOTE
+    return SmOccupancy(available, tuple(devices), tuple(steps),
+                       tuple(kernels[:TOP_KERNELS]), tuple(idle[:TOP_IDLE]),
+                       tuple(over_time), sms, note)
+
+
+def _over_time(dev: int, window: tuple[int, int], s: np.ndarray, e: np.ndarray, v: np.ndarray,
+               os_: np.ndarray, oe: np.ndarray, ov: np.ndarray) -> OverTime:
+    w0, w1 = window
+    size = max(1, -(-(w1 - w0) // BUCKETS))
+    edges = np.arange(w0, w1, size, dtype=np.int64)
+    eff, ach = [], []
+    for b0 in edges.tolist():
+        b1 = min(b0 + size, w1)
+        cs, ce = np.clip(s, b0, b1), np.clip(e, b0, b1)
+        eff.append(round(float(((ce - cs) * v).sum()) / (b1 - b0), 6))
+        a = _weighted(os_, oe, ov, (b0, b1))
+        ach.append(None if a is None else round(a / 100.0, 6))
+    return OverTime(dev, tuple(edges.tolist()), int(size), tuple(eff), tuple(ach))
+
+
+def _limits_by_device(props: list[dict[str, Any]]) -> dict[int, DeviceLimits]:
+    out: dict[int, DeviceLimits] = {}
+    for p in props:
+        d = device_limits(p)
+        i = p.get("id")
+        if d is not None and type(i) is int:
+            out[i] = d
+    return out
+
+
+def _kernel_groups(table: EventTable, gpu: GpuActivity, korig: np.ndarray, krow: np.ndarray,
+                   kpos: np.ndarray, limits: dict[int, DeviceLimits]) -> list[KernelSm]:
+    """Per kernel name: the figures weighted by kernel time, and the limiter."""
+    if not len(krow):
+        return []
+    L = table.launches
+    assert L is not None
+    dur = table.dur_ns[krow].astype(np.float64)
+    bps = L.blocks_per_sm[kpos]
+    occ = L.occupancy_pct[kpos]
+    uniq, inv = dense_ids(table.name[krow])
+    inv = inv.reshape(-1)
+    n = len(uniq)
+    count = np.bincount(inv, minlength=n)
+    total = np.bincount(inv, weights=dur, minlength=n)
+    hb = bps > 0
+    eff_w = np.bincount(inv[hb], weights=dur[hb], minlength=n)
+    eff = np.bincount(inv[hb], weights=dur[hb] * np.minimum(bps[hb], 1.0), minlength=n)
+    idle = np.bincount(inv[hb], weights=dur[hb] * (1.0 - np.minimum(bps[hb], 1.0)), minlength=n)
+    ho = occ >= 0
+    occ_w = np.bincount(inv[ho], weights=dur[ho], minlength=n)
+    occ_s = np.bincount(inv[ho], weights=dur[ho] * occ[ho], minlength=n)
+    theo, limiter = _theoretical(table, krow, kpos, limits)
+    ht = ~np.isnan(theo)
+    theo_w = np.bincount(inv[ht], weights=dur[ht], minlength=n)
+    theo_s = np.bincount(inv[ht], weights=dur[ht] * theo[ht], minlength=n)
+    # the limiter with most time per name
+    lim_names = sorted({x for x in limiter if x})
+    lim_time = np.zeros((n, len(lim_names) + 1))
+    lim_idx = np.array([lim_names.index(x) + 1 if x else 0 for x in limiter], dtype=np.int64)
+    np.add.at(lim_time, (inv, lim_idx), dur)
+    best_lim = lim_time.argmax(axis=1)
+    # the longest launch of each name (its configuration is shown), and the op of most time
+    longest = np.full(n, -1, dtype=np.int64)
+    order = np.lexsort((dur, inv))
+    longest[inv[order]] = order
+    ops = _ops(table, gpu, korig, inv, dur, n)
+    out = []
+    for g in np.argsort(-total, kind="stable").tolist():
+        i = int(longest[g])
+        out.append(KernelSm(
+            name=table.names[int(uniq[g])], count=int(count[g]), total_ns=int(round(total[g])),
+            sm_efficiency=float(eff[g] / eff_w[g]) if eff_w[g] > 0 else None,
+            achieved_occupancy=float(occ_s[g] / occ_w[g] / 100.0) if occ_w[g] > 0 else None,
+            idle_sm_ns=float(idle[g]),
+            theoretical_occupancy=float(theo_s[g] / theo_w[g]) if theo_w[g] > 0 else None,
+            limiter=lim_names[best_lim[g] - 1] if best_lim[g] > 0 and
+            lim_time[g, best_lim[g]] > 0 else None,
+            grid_blocks=_known(L.grid_blocks[kpos[i]]),
+            block_threads=_known(L.block_threads[kpos[i]]),
+            registers=_known(L.registers[kpos[i]]),
+            shared_memory_bytes=_known(L.shared_memory_bytes[kpos[i]]),
+            op=ops[g]))
+    return out
+
+
+def _known(v: Any) -> int | None:
+    v = int(v)
+    return v if v >= 0 else None
+
+
+def _theoretical(table: EventTable, krow: np.ndarray, kpos: np.ndarray,
+                 limits: dict[int, DeviceLimits]) -> tuple[np.ndarray, list[str | None]]:
+    """Per launch: theoretical occupancy (NaN: unknown) and limiter, one rule evaluation
+    per distinct (device, configuration)."""
+    L = table.launches
+    assert L is not None
+    theo = np.full(len(krow), np.nan)
+    limiter: list[str | None] = [None] * len(krow)
+    if not limits:
+        return theo, limiter
+    keys = np.stack([table.device[krow].astype(np.int64), L.block_threads[kpos],
+                     L.registers[kpos], L.shared_memory_bytes[kpos], L.grid_blocks[kpos]])
+    uniq, inv = np.unique(keys, axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    for j in range(uniq.shape[1]):
+        dev, threads, regs, smem, grid = (int(x) for x in uniq[:, j])
+        d = limits.get(dev) or (next(iter(limits.values())) if len(limits) == 1 else None)
+        if d is None or threads <= 0:
+            continue
+        o = theoretical(d, threads, regs if regs >= 0 else None, smem if smem >= 0 else None)
+        if o is None:
+            continue
+        at = np.flatnonzero(inv == j)
+        theo[at] = o.occupancy
+        lim = GRID if fills_gpu(d, grid, o) is False else o.limiter
+        for i in at.tolist():
+            limiter[i] = lim
+    return theo, limiter
+
+
+def _ops(table: EventTable, gpu: GpuActivity, korig: np.ndarray, inv: np.ndarray,
+         dur: np.ndarray, n: int) -> list[str | None]:
+    """The launching op holding most of each name's time (None: not linked)."""
+    op_row = gpu.op_row[korig]
+    linked = op_row >= 0
+    out: list[str | None] = [None] * n
+    if not linked.any():
+        return out
+    op_name = table.name[op_row[linked]].astype(np.int64)
+    key = inv[linked].astype(np.int64) * (len(table.names) + 1) + op_name
+    u, k_inv = np.unique(key, return_inverse=True)
+    t = np.bincount(k_inv.reshape(-1), weights=dur[linked])
+    best: dict[int, tuple[float, int]] = {}
+    for k, time in zip(u.tolist(), t.tolist(), strict=True):
+        g, name = divmod(k, len(table.names) + 1)
+        if g not in best or time > best[g][0]:
+            best[g] = (time, name)
+    for g, (_, name) in best.items():
+        out[g] = table.names[name]
+    return out
