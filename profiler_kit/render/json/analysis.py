@@ -51,7 +51,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "cpu_hotspots": _plain(a.cpu),
         "kernels": _plain(a.kernels),
         "attribution": _plain(a.attribution),
-        "timeline": _timeline(tl),
+        "timeline": _with_sm(_timeline(tl), a),
         "precision": {
             **_plain(a.precision),
             "fp32_simt_top": [{"name": n, "total_ns": ns} for n, ns in a.precision.fp32_simt_top],
@@ -80,6 +80,7 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "notes": list(a.notes),
         "communication": _communication(a),
         **_code(a),
+        **_sm(a),
     }
 
 
@@ -102,6 +103,30 @@ def _code(a: TraceAnalysis) -> dict[str, Any]:
     if c.graph_replays is not None:
         out["graph_replays"] = _plain(c.graph_replays)
     return out
+
+
+def _with_sm(timeline: dict[str, Any] | None, a: TraceAnalysis) -> dict[str, Any] | None:
+    """Each device's SM efficiency and achieved occupancy beside its busy time, where the
+    trace records them (the keys are left out, never 0, where it does not)."""
+    sm = a.sm
+    if timeline is None or sm is None or not sm.available:
+        return timeline
+    by_device = {d.device: d for d in sm.devices}
+    for d in timeline["devices"]:
+        f = by_device.get(d["device"])
+        if f is not None:
+            d["sm_efficiency"] = f.sm_efficiency
+            d["achieved_occupancy"] = f.achieved_occupancy
+    return timeline
+
+
+def _sm(a: TraceAnalysis) -> dict[str, Any]:
+    """SM efficiency and occupancy in full (per step, per kernel, over time), for traces
+    with GPU kernels."""
+    sm = a.sm
+    if sm is None or (not sm.available and sm.note is None):
+        return {}
+    return {"sm_occupancy": _plain(sm)}
 
 
 def _timeline(tl: Timeline | None) -> dict[str, Any] | None:
