@@ -439,7 +439,7 @@ class Recorder:
             if not self.enabled or os.getpid() != self.pid:
                 return
             if action == "window" and (self.source is not None or self.phase != "wait"
-                                       or self.captures):
+                                       or self.captures or self.spawner):
                 return
             self.pending = action
             try:
@@ -457,7 +457,8 @@ class Recorder:
         action, self.pending = self.pending, None
         if not self.enabled or action is None:
             return
-        if action == "window" and self.phase == "wait" and self.source is None:
+        if action == "window" and self.phase == "wait" and self.source is None \
+                and not self.spawner:
             if _importing():  # never start the profiler in the middle of an import
                 self._timer(0.05, "window")
                 return
@@ -631,6 +632,17 @@ def _importing() -> bool:
     return False
 
 
+# the file name the hooks' wrappers show in stacks: "<...>" names no user code, so the
+# per-line attributions of --stack and --memory name the script's line, not profkit's
+WRAPPER_FILE = "<profkit record>"
+
+
+def _wrapper(fn: Any) -> Any:
+    """``fn`` shown in Python stacks and tracebacks as profkit's, not as a line of code."""
+    fn.__code__ = fn.__code__.replace(co_filename=WRAPPER_FILE)
+    return fn
+
+
 def _int_env(name: str) -> int | None:
     v = os.environ.get(name, "")
     return int(v) if v.isdigit() else None
@@ -665,6 +677,7 @@ def _install(torch: Any, rec: Recorder) -> None:
             wrapped = inner_wrap(func)
 
             @functools.wraps(wrapped)
+            @_wrapper
             def step(*args, **kwargs):
                 out = wrapped(*args, **kwargs)
                 if rec.enabled and args:
@@ -682,6 +695,7 @@ def _install(torch: Any, rec: Recorder) -> None:
     original_backward = torch.autograd.backward
 
     @functools.wraps(original_backward)
+    @_wrapper
     def backward(*args, **kwargs):
         if not rec.enabled:
             return original_backward(*args, **kwargs)
@@ -703,6 +717,7 @@ def _install(torch: Any, rec: Recorder) -> None:
     original_next = base_iter.__next__
 
     @functools.wraps(original_next)
+    @_wrapper
     def __next__(self):
         if not rec.enabled:
             return original_next(self)
@@ -730,6 +745,7 @@ def _install_profiler_watch(torch: Any, rec: Recorder) -> None:
     original_start = profile_cls.start
 
     @functools.wraps(original_start)
+    @_wrapper
     def start(self):
         if own(self):
             rec.on_own_profiler(self)
@@ -739,6 +755,7 @@ def _install_profiler_watch(torch: Any, rec: Recorder) -> None:
     original_prepare = prof_mod._KinetoProfile.prepare_trace
 
     @functools.wraps(original_prepare)
+    @_wrapper
     def prepare_trace(self):
         if own(self):
             rec.on_own_profiler(self)
@@ -748,6 +765,7 @@ def _install_profiler_watch(torch: Any, rec: Recorder) -> None:
     original_step = profile_cls.step
 
     @functools.wraps(original_step)
+    @_wrapper
     def step(self):
         if own(self):
             rec.on_own_step()
@@ -757,6 +775,7 @@ def _install_profiler_watch(torch: Any, rec: Recorder) -> None:
     original_export = prof_mod._KinetoProfile.export_chrome_trace
 
     @functools.wraps(original_export)
+    @_wrapper
     def export_chrome_trace(self, path, *args, **kwargs):
         out = original_export(self, path, *args, **kwargs)
         if own(self):
@@ -769,6 +788,7 @@ def _install_profiler_watch(torch: Any, rec: Recorder) -> None:
     original_enter = legacy.__enter__
 
     @functools.wraps(original_enter)
+    @_wrapper
     def __enter__(self):
         if rec.enabled:
             rec.on_own_profiler(self)
@@ -823,8 +843,11 @@ def _install_spawn(torch: Any, rec: Recorder) -> None:
     original = spawn_mod.start_processes
 
     @functools.wraps(original)
+    @_wrapper
     def start_processes(fn, *args, **kwargs):
         if rec.enabled and not isinstance(fn, _SpawnedFn):
+            if rec.phase in ("window", "window-done"):  # it waits for its ranks, which record
+                rec._drop_window()
             rec.spawner = True
             rec.write_status()
             fn = _SpawnedFn(fn, rec.cfg, rec.run_dir, rec.target)
