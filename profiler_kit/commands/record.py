@@ -199,7 +199,7 @@ class _View:
         from rich.panel import Panel
 
         from profiler_kit.commands.analyze import memory_section, print_memory
-        from profiler_kit.render.analysis_console import render_jobs, trace_view
+        from profiler_kit.render.console.analysis import render_jobs, trace_view
 
         console = Console(width=None if sys.stdout.isatty() else 120)
         if analyses:
@@ -215,7 +215,7 @@ class _View:
     def _write(self, analyses: Any, comparison: Any) -> None:
         from profiler_kit import api, artifacts, outputs
         from profiler_kit.errors import MissingDependency, ProfkitError
-        from profiler_kit.render.analysis_markdown import render as markdown
+        from profiler_kit.render.markdown.analysis import render as markdown
 
         self.markdown = markdown(analyses, comparison, top=self.args.top,
                                  unreadable=getattr(analyses, "unreadable", ()))
