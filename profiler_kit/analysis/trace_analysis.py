@@ -24,6 +24,7 @@ import numpy as np
 from profiler_kit.analysis.advice.cpu_advice import with_cpu_findings
 from profiler_kit.analysis.advice.perf_rules import perf_recommendations
 from profiler_kit.analysis.advice.recommend import recommend
+from profiler_kit.analysis.advice.sm_rules import sm_recommendations
 from profiler_kit.analysis.code.view import CodeView, analyze_code
 from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.analysis.core.launch_links import attribute_gpu
@@ -226,7 +227,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
         memory=memory,
         phases=phases,
         recommendations=findings.recommendations + perf_recommendations(
-            table, tree, gpu_bd, perf, instances),
+            table, tree, gpu_bd, perf, instances) + sm_recommendations(sm),
         notes=tuple(notes),
         memory_timeline=memory_timeline(table),
         step_timeline=step_timeline(table, tree, gpu, steps),

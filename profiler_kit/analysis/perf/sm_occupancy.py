@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.arrays import dense_ids
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.perf.occupancy_rules import (
@@ -101,6 +102,12 @@ class SmOccupancy(msgspec.Struct, frozen=True):
     over_time: tuple[OverTime, ...]
     sms: int | None  # the (first) GPU's SMs (CUs)
     note: str | None = None
+    # compute (non-communication) kernels with 'blocks per SM', over the whole trace: their
+    # time, and the SM time they left idle in launches too small to fill the GPU (limiter
+    # "grid"): the evidence of the small-kernels rule
+    compute_kernel_ns: float = 0.0
+    underfill_idle_ns: float = 0.0
+    underfill_launches: int = 0
 
 
 def sm_busy(start: np.ndarray, end: np.ndarray, value: np.ndarray,
@@ -190,12 +197,12 @@ def analyze_sm_occupancy(table: EventTable, gpu: GpuActivity, mask: np.ndarray |
             if span > 0:
                 over_time.append(_over_time(int(dev), (w0, w1), s, e, v, start[o], end[o],
                                             occ[o]))
-    kernels = _kernel_groups(table, gpu, korig, krow, kpos, limits)
+    kernels, underfill = _kernel_groups(table, gpu, korig, krow, kpos, limits)
     idle = sorted((k for k in kernels if k.idle_sm_ns > 0), key=lambda k: -k.idle_sm_ns)
     note = None if available else NO_FIELDS_NOTE
     return SmOccupancy(available, tuple(devices), tuple(steps),
                        tuple(kernels[:TOP_KERNELS]), tuple(idle[:TOP_IDLE]),
-                       tuple(over_time), sms, note)
+                       tuple(over_time), sms, note, *underfill)
 
 
 def _over_time(dev: int, window: tuple[int, int], s: np.ndarray, e: np.ndarray, v: np.ndarray,
@@ -224,10 +231,12 @@ def _limits_by_device(props: list[dict[str, Any]]) -> dict[int, DeviceLimits]:
 
 
 def _kernel_groups(table: EventTable, gpu: GpuActivity, korig: np.ndarray, krow: np.ndarray,
-                   kpos: np.ndarray, limits: dict[int, DeviceLimits]) -> list[KernelSm]:
-    """Per kernel name: the figures weighted by kernel time, and the limiter."""
+                   kpos: np.ndarray, limits: dict[int, DeviceLimits]
+                   ) -> tuple[list[KernelSm], tuple[float, float, int]]:
+    """Per kernel name: the figures weighted by kernel time, and the limiter; and the
+    compute kernels' time and the SM time they idled in launches that cannot fill the GPU."""
     if not len(krow):
-        return []
+        return [], (0.0, 0.0, 0)
     L = table.launches
     assert L is not None
     dur = table.dur_ns[krow].astype(np.float64)
@@ -246,6 +255,11 @@ def _kernel_groups(table: EventTable, gpu: GpuActivity, korig: np.ndarray, krow:
     occ_w = np.bincount(inv[ho], weights=dur[ho], minlength=n)
     occ_s = np.bincount(inv[ho], weights=dur[ho] * occ[ho], minlength=n)
     theo, limiter = _theoretical(table, krow, kpos, limits)
+    compute = hb & (gpu.klass[korig] != classify.CLASS_INDEX[classify.COMMUNICATION])
+    small = compute & np.array([x == GRID for x in limiter], dtype=bool)
+    underfill = (float(dur[compute].sum()),
+                 float((dur[small] * (1.0 - np.minimum(bps[small], 1.0))).sum()),
+                 int(small.sum()))
     ht = ~np.isnan(theo)
     theo_w = np.bincount(inv[ht], weights=dur[ht], minlength=n)
     theo_s = np.bincount(inv[ht], weights=dur[ht] * theo[ht], minlength=n)
@@ -276,7 +290,7 @@ def _kernel_groups(table: EventTable, gpu: GpuActivity, korig: np.ndarray, krow:
             registers=_known(L.registers[kpos[i]]),
             shared_memory_bytes=_known(L.shared_memory_bytes[kpos[i]]),
             op=ops[g]))
-    return out
+    return out, underfill
 
 
 def _known(v: Any) -> int | None:
