@@ -2,7 +2,8 @@
 
 ``torch.compile`` names its kernels after the ATen ops it fused: ``triton_poi_fused_add_mul_0``
 (Triton, pointwise), ``triton_red_fused__log_softmax_1`` (a reduction), ``cpp_fused_relu_2``
-(C++ on the CPU). The kind comes from the prefix; the ops are the words between ``fused_``
+(C++ on the CPU, ``graph_0_cpp_fused_relu_2`` in a trace with Inductor's kernel
+profiling). The kind comes from the prefix; the ops are the words between ``fused_``
 and the counter, read greedily against the names of ATen ops that hold an underscore
 (``native_layer_norm``, ``_to_copy``), so they split where the op names end.
 """
@@ -13,7 +14,8 @@ import re
 
 _KINDS = {"poi": "pointwise", "per": "persistent reduction", "red": "reduction",
           "tem": "template", "spl": "split scan", "sca": "scan"}
-_NAME = re.compile(r"^(?:(triton)_(?:(poi|per|red|tem|spl|sca)_)?|(cpp)_)fused_(\w+?)(?:_\d+)?$")
+_NAME = re.compile(r"^(?:graph_\d+_)?(?:(triton)_(?:(poi|per|red|tem|spl|sca)_)?|(cpp)_)"
+                   r"fused_(\w+?)(?:_\d+)?$")
 
 # ATen op names with an underscore inside (or in front), longest first when matched
 _MULTI = sorted({

@@ -27,6 +27,13 @@ from profiler_kit.analysis.code.frames import (
     thread_ids,
 )
 from profiler_kit.analysis.code.kernel_names import fused_kernel
+from profiler_kit.analysis.code.provenance import (
+    KernelSource,
+    Provenance,
+    find_kernel,
+    graph_keys,
+    kernel_sites,
+)
 from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.arrays import dense_ids
 from profiler_kit.analysis.core.launch_links import GpuActivity
@@ -58,6 +65,10 @@ class ModuleNode(msgspec.Struct, frozen=True):
     backward_device_ns: int  # GPU time of the backward of its forward ops
     op_ns: int  # CPU op self time inside its calls (forward)
     backward_op_ns: int  # CPU op self time of the backward of its forward ops
+    # each of the three less that of the modules it calls (what is the module's own)
+    self_backward_device_ns: int = 0
+    self_op_ns: int = 0
+    self_backward_op_ns: int = 0
     children: tuple[ModuleNode, ...] = ()
 
 
@@ -98,11 +109,17 @@ class Coverage(msgspec.Struct, frozen=True):
 
 
 class FusedKernel(msgspec.Struct, frozen=True):
+    """A kernel Inductor generated; ``lines`` and ``nodes``: the user's lines and the FX
+    nodes it fused, from Inductor's provenance saved beside the trace (empty without)."""
+
     name: str
     kind: str  # "Triton pointwise", "C++", ...
     ops: tuple[str, ...]
     count: int
     device_ns: int
+    op_ns: int = 0  # C++ kernels on the CPU: their ops' self time
+    lines: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
 
 
 class GraphReplay(msgspec.Struct, frozen=True):
@@ -126,7 +143,10 @@ class CodeView(msgspec.Struct, frozen=True):
     notes: tuple[str, ...]
 
 
-def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5) -> CodeView:
+def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5,
+                 provenance: Provenance | None = None) -> CodeView:
+    """``provenance``: Inductor's, saved beside the trace of a compiled model; its kernels
+    go to the user's lines of the nodes they fused (the first line where several)."""
     frames = frame_rows(table)
     mods = Nesting(table, module_rows(table, frames))
     fr = Nesting(table, frames)
@@ -147,6 +167,9 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
         if len(tree) else np.zeros(len(gpu), dtype=bool)
     k_fwd = np.where(k_node >= 0, links.forward_node[np.maximum(k_node, 0)], -1) \
         if len(tree) else np.full(len(gpu), -1, dtype=np.int64)
+    found: dict[str, KernelSource] = {}
+    k_prov = _compiled_sites(table, provenance, table.name[gpu.row], k_thread, k_ts, k_bwd,
+                             found)
     _move_to_forward(table, tree, k_bwd, k_fwd, k_thread, k_ts)
     k_dur = table.dur_ns[gpu.row]
 
@@ -157,6 +180,8 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
     o_ts = tree.start_ns[ops].copy()
     o_bwd = links.backward_node[ops] >= 0
     o_fwd = links.forward_node[ops]
+    o_prov = _compiled_sites(table, provenance, table.name[tree.row[ops]], o_thread, o_ts,
+                             o_bwd, found)
     _move_to_forward(table, tree, o_bwd, o_fwd, o_thread, o_ts)
     o_dur = tree.self_ns[ops]
 
@@ -173,9 +198,11 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
     k_graph = np.isin(launch_name, graph_ids) if graph_ids else np.zeros(len(gpu), dtype=bool)
 
     lines: tuple[SourceLine, ...] = ()
-    if len(fr):
+    if len(fr) or found:
         k_site = _sites(table, fr, k_thread, k_ts)
         o_site = _sites(table, fr, o_thread, o_ts)
+        k_site = np.where(k_prov != None, k_prov, k_site)  # noqa: E711 - elementwise
+        o_site = np.where(o_prov != None, o_prov, o_site)  # noqa: E711
         k_site[(k_bwd & (k_fwd < 0)) | k_comm] = None
         o_site[o_bwd & (o_fwd < 0)] = None
         lines = _lines(table, tree, gpu, ops, k_site, k_bwd, k_dur, o_site, o_bwd, o_dur, top)
@@ -184,8 +211,8 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
     return CodeView(
         steps=len(cpu_steps(table)), module_calls=len(mods), modules=modules, lines=lines,
         backward_ops=links.backward_ops, backward_linked=links.linked, coverage=coverage,
-        compiled=_compiled(table, gpu, k_dur), graph_replays=_graph(table, gpu, k_graph, k_dur,
-                                                                     launch_name, top),
+        compiled=_compiled(table, gpu, k_dur, tree, ops, o_dur, found),
+        graph_replays=_graph(table, gpu, k_graph, k_dur, launch_name, top),
         notes=tuple(notes))
 
 
@@ -261,7 +288,7 @@ def _module_tree(table: EventTable, mods: Nesting, k_mod, k_bwd, k_dur, o_mod, o
     calls = np.bincount(inst, minlength=k).tolist()
     host_i, self_host_i = per_inst(host), per_inst(host - child_host)
     dev_i, bdev_i, op_i, bop_i = (per_inst(incl[j]) for j in range(4))
-    self_dev_i = per_inst(excl[0])
+    self_dev_i, self_bdev_i, self_op_i, self_bop_i = (per_inst(excl[j]) for j in range(4))
     first = np.full(k, m, dtype=np.int64)
     np.minimum.at(first, inst, np.arange(m))
     first_order = np.argsort(mods.start[first], kind="stable")
@@ -275,7 +302,8 @@ def _module_tree(table: EventTable, mods: Nesting, k_mod, k_bwd, k_dur, o_mod, o
         name = table.names[int(uniq[i])].removeprefix(MODULE_PREFIX)
         children = tuple(node(c, seen | {c}) for c in kids.get(i, []) if c not in seen)
         return ModuleNode(name, calls[i], host_i[i], self_host_i[i], dev_i[i], self_dev_i[i],
-                          bdev_i[i], op_i[i], bop_i[i], children)
+                          bdev_i[i], op_i[i], bop_i[i], self_bdev_i[i], self_op_i[i],
+                          self_bop_i[i], children)
 
     roots = [node(i, frozenset({i})) for i in kids.get(-1, [])]
     return tuple(sorted(roots, key=lambda r: r.name))
@@ -429,20 +457,58 @@ def _coverage(table, tree, gpu, ops, k_mod, k_unlinked, k_bwd, k_dur, k_graph,
                     (fwd_ns + bwd_ns) / base if base > 0 else None, unattributed)
 
 
-def _compiled(table: EventTable, gpu: GpuActivity, k_dur: np.ndarray) -> tuple[FusedKernel, ...]:
-    if not len(gpu):
-        return ()
-    uniq, inv = dense_ids(table.name[gpu.row])
-    inv = inv.reshape(-1)
-    out = []
-    for i, u in enumerate(uniq.tolist()):
-        parsed = fused_kernel(table.names[u])
-        if parsed is None:
+def _compiled_sites(table: EventTable, provenance: Provenance | None, name_ids: np.ndarray,
+                    thread: np.ndarray, ts: np.ndarray, bwd: np.ndarray,
+                    found: dict[str, KernelSource]) -> np.ndarray:
+    """Per kernel (or CPU op): the user's line of the nodes its compiled kernel fused, from
+    the provenance, looked up in the graph whose ``## Call CompiledFxGraph`` range it ran
+    in; None where it is no compiled kernel or the provenance does not hold it.
+    ``found`` collects each kernel name's source (the first found)."""
+    out = np.full(len(name_ids), None, dtype=object)
+    if provenance is None or not len(name_ids):
+        return out
+    compiled_ids = [i for i in np.unique(name_ids).tolist()
+                    if i >= 0 and fused_kernel(table.names[i]) is not None]
+    sel = np.flatnonzero(np.isin(name_ids, compiled_ids)) if compiled_ids else []
+    if not len(sel):
+        return out
+    keys = graph_keys(table, thread[sel], ts[sel])
+    for j, key in zip(sel.tolist(), keys, strict=True):
+        name = table.names[int(name_ids[j])]
+        src = find_kernel(provenance, name, key, bool(bwd[j]))
+        if src is None:
             continue
-        sel = inv == i
-        out.append(FusedKernel(table.names[u], parsed[0], parsed[1], int(sel.sum()),
-                               int(k_dur[sel].sum())))
-    return tuple(sorted(out, key=lambda f: (-f.device_ns, f.name)))
+        found.setdefault(name, src)
+        sites = kernel_sites(src)
+        if sites:
+            out[j] = sites[0]
+    return out
+
+
+def _compiled(table: EventTable, gpu: GpuActivity, k_dur: np.ndarray, tree: OpTree,
+              ops: np.ndarray, o_dur: np.ndarray, found: dict[str, KernelSource]
+              ) -> tuple[FusedKernel, ...]:
+    """Inductor's kernels: on the GPU by kernel time, C++ ones on the CPU (ops named
+    ``graph_0_cpp_fused_...``) by their self time."""
+    out = []
+    for rows, dur, device in ((gpu.row, k_dur, True), (tree.row[ops], o_dur, False)):
+        if not len(rows):
+            continue
+        uniq, inv = dense_ids(table.name[rows])
+        inv = inv.reshape(-1)
+        for i, u in enumerate(uniq.tolist()):
+            name = table.names[u]
+            parsed = fused_kernel(name)
+            if parsed is None:
+                continue
+            sel = inv == i
+            total = int(dur[sel].sum())
+            src = found.get(name)
+            out.append(FusedKernel(name, parsed[0], parsed[1], int(sel.sum()),
+                                   total if device else 0, 0 if device else total,
+                                   kernel_sites(src) if src else (),
+                                   src.nodes if src else ()))
+    return tuple(sorted(out, key=lambda f: (-(f.device_ns + f.op_ns), f.name)))
 
 
 def _graph(table, gpu, k_graph, k_dur, launch_name, top) -> GraphReplay | None:

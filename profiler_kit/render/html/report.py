@@ -25,6 +25,7 @@ from profiler_kit.errors import MissingDependency
 from profiler_kit.render.console.analysis import recommendation_lines, value
 from profiler_kit.render.console.memory import has_memory, section_lines
 from profiler_kit.render.html import (
+    code_charts,
     diff_charts,
     job_charts,
     roofline_charts,
@@ -44,6 +45,7 @@ SECTION_ORDER = (
     trace_charts.TIME_BY_CLASS,
     diff_charts.STEP_CHANGE,
     trace_charts.ONE_STEP,
+    code_charts.BY_MODULE,
     trace_charts.MEMORY,
     roofline_charts.ROOFLINE,
     job_charts.ACROSS_RANKS,
@@ -81,6 +83,7 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
                            trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
     charts += diff_charts.waterfall_charts(comparison)
     charts += trace_charts.timeline_charts(analyses)
+    charts += code_charts.module_charts(analyses)
     charts += trace_charts.memory_charts(analyses)
     charts += roofline_charts.roofline_charts(analyses)
     charts += job_charts.job_charts(jobs)
