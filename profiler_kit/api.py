@@ -449,14 +449,16 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
     included (an existing file profkit wrote is replaced only with ``force``). Imports torch.
     """
     from profiler_kit.measure import runner
+    from profiler_kit.measure.passes import MeasureOptions
     from profiler_kit.render.markdown.run import render_markdown
     from profiler_kit.scenario import Scenario as _Scenario
     from profiler_kit.scenario import load
 
     sc = scenario if isinstance(scenario, _Scenario) else load(str(scenario))
-    result = runner.run(sc, params, device=device, strategies=strategies, opt_in=opt_in,
-                        amp=amp, options=options, out=out, seed=seed, argv=argv,
-                        observer=observer, summary=render_markdown, force=force,
+    request = runner.RunRequest(sc, params or {}, device=device, strategies=strategies,
+                                opt_in=opt_in, amp=amp, options=options or MeasureOptions(),
+                                out=out, seed=seed, argv=argv, force=force)
+    result = runner.run(request, observer=observer, summary=render_markdown,
                         verdicts=_verdicts)
     from profiler_kit.measure.distributed import is_output_rank
 

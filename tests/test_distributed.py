@@ -15,6 +15,7 @@ from profiler_kit import scenario
 from profiler_kit.measure import distributed, runner
 from profiler_kit.measure.distributed import RankFailure, launch
 from profiler_kit.measure.passes import MeasureOptions
+from profiler_kit.measure.runner import RunRequest
 from profiler_kit.scenario import RunConfig
 
 HERE = Path(__file__).parent
@@ -103,9 +104,9 @@ def test_rank_killed_mid_run_fails_the_strategy_and_the_run_goes_on(tmp_path: Pa
     mark = f"profkit-grandchild-{tmp_path.name}"
     tiny = scenario.from_file(TINY)
     start = time.monotonic()
-    result = runner.run(tiny, {"fail": "kill", "fail_step": 3, "grandchild": mark,
+    result = runner.run(RunRequest(tiny, {"fail": "kill", "fail_step": 3, "grandchild": mark,
                                "rank_timeout": 300}, device="cpu", options=OPTIONS,
-                        out=tmp_path)
+                        out=tmp_path))
     elapsed = time.monotonic() - start
     w2, w1 = result.strategies
     assert (w2.name, w2.status) == ("w2", "failed")

@@ -18,6 +18,7 @@ import pytest
 from profiler_kit import artifacts, cli, outputs
 from profiler_kit.measure import runner
 from profiler_kit.measure.passes import MeasureOptions
+from profiler_kit.measure.runner import RunRequest
 from profiler_kit.scenario import from_file
 
 HERE = Path(__file__).parent
@@ -108,8 +109,8 @@ def test_a_report_that_cannot_be_written_after_the_run_keeps_the_run(
 
 def test_a_run_where_nothing_could_run_exits_2_with_the_reasons(tmp_path: Path) -> None:
     options = MeasureOptions(repeats=1, iterations=2, warmup=0, profile_warmup=0, profile_active=1)
-    result = runner.run(from_file(SCENARIO), {}, device="cpu", options=options, out=tmp_path,
-                        strategies=["gpu_only"])
+    result = runner.run(RunRequest(from_file(SCENARIO), {}, device="cpu", options=options,
+                                   out=tmp_path, strategies=["gpu_only"]))
     assert result.nothing_ran and result.exit_status == 2
     r = run("--out", str(tmp_path), "--strategies", "gpu_only", "--device", "cpu")
     assert r.returncode == 2

@@ -12,6 +12,7 @@ from profiler_kit import artifacts
 from profiler_kit.errors import UsageError
 from profiler_kit.measure import runner
 from profiler_kit.measure.passes import MeasureOptions, measure
+from profiler_kit.measure.runner import RunRequest
 from profiler_kit.results import read_run
 from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload, from_file
 
@@ -81,8 +82,8 @@ def test_measure_gzip_and_rank_worker_names(tmp_path) -> None:
 
 
 def test_failing_and_wrong_strategies_are_recorded_and_the_others_run(tmp_path) -> None:
-    result = runner.run(from_file(HERE / "user_scenarios" / "failing.py"), {}, device="cpu",
-                        options=TINY, out=tmp_path)
+    result = runner.run(RunRequest(from_file(HERE / "user_scenarios" / "failing.py"), {},
+                                   device="cpu", options=TINY, out=tmp_path))
     by_name = {s.name: s for s in result.strategies}
     assert [s.name for s in result.strategies] == ["base", "broken", "wrong", "after",
                                                    "gpu_only"] or torch.cuda.is_available()
@@ -103,8 +104,8 @@ def test_failing_and_wrong_strategies_are_recorded_and_the_others_run(tmp_path) 
 
 
 def test_ctrl_c_keeps_what_finished_and_records_the_interruption(tmp_path) -> None:
-    result = runner.run(from_file(HERE / "user_scenarios" / "interrupted.py"), {},
-                        device="cpu", options=TINY, out=tmp_path)
+    result = runner.run(RunRequest(from_file(HERE / "user_scenarios" / "interrupted.py"), {},
+                        device="cpu", options=TINY, out=tmp_path))
     assert result.interrupted and result.exit_status == 130
     recorded = read_run(result.run_dir)
     assert recorded.interrupted is True and recorded.finished_at
@@ -114,7 +115,7 @@ def test_ctrl_c_keeps_what_finished_and_records_the_interruption(tmp_path) -> No
 
 
 def test_sweep_points_get_their_own_folders(tmp_path) -> None:
-    result = runner.run(Sweep(), {"n": "4,8"}, device="cpu", options=TINY, out=tmp_path)
+    result = runner.run(RunRequest(Sweep(), {"n": "4,8"}, device="cpu", options=TINY, out=tmp_path))
     assert [s.label for s in result.strategies] == ["n=4/plain", "n=4/again", "n=8/plain",
                                                     "n=8/again"]
     assert all(s.status == "ok" for s in result.strategies)
@@ -134,18 +135,18 @@ def test_a_new_run_never_reuses_a_folder(tmp_path) -> None:
 def test_bad_input_is_refused_before_anything_runs(tmp_path) -> None:
     scenario = Sweep()
     with pytest.raises(UsageError, match="no parameter --bogus"):
-        runner.run(scenario, {"bogus": 1}, device="cpu", out=tmp_path)
+        runner.run(RunRequest(scenario, {"bogus": 1}, device="cpu", out=tmp_path))
     with pytest.raises(UsageError, match="at least 1, got 0"):
-        runner.run(scenario, {"n": "4,0"}, device="cpu", out=tmp_path)
+        runner.run(RunRequest(scenario, {"n": "4,0"}, device="cpu", out=tmp_path))
     with pytest.raises(UsageError, match="--scale: expected float"):
-        runner.run(scenario, {"scale": "big"}, device="cpu", out=tmp_path)
+        runner.run(RunRequest(scenario, {"scale": "big"}, device="cpu", out=tmp_path))
     with pytest.raises(UsageError, match="--iterations must be at least 1"):
-        runner.run(scenario, {}, device="cpu", out=tmp_path,
-                   options=MeasureOptions(repeats=1, iterations=-1))
+        runner.run(RunRequest(scenario, {}, device="cpu", out=tmp_path,
+                   options=MeasureOptions(repeats=1, iterations=-1)))
     with pytest.raises(UsageError, match="no strategy 'nope'"):
-        runner.run(scenario, {}, device="cpu", out=tmp_path, strategies=["nope"])
+        runner.run(RunRequest(scenario, {}, device="cpu", out=tmp_path, strategies=["nope"]))
     with pytest.raises(UsageError, match="no AMP variants"):
-        runner.run(scenario, {}, device="cpu", out=tmp_path, amp=True)
+        runner.run(RunRequest(scenario, {}, device="cpu", out=tmp_path, amp=True))
     assert not any(tmp_path.iterdir())
 
 
@@ -164,8 +165,9 @@ def test_strategy_selection_opt_in_and_amp_twins() -> None:
 
 
 def test_a_subset_without_the_baseline_is_still_checked_against_it(tmp_path) -> None:
-    result = runner.run(from_file(HERE / "user_scenarios" / "failing.py"), {}, device="cpu",
-                        options=TINY, out=tmp_path, strategies=["wrong", "after"])
+    result = runner.run(RunRequest(from_file(HERE / "user_scenarios" / "failing.py"), {},
+                                   device="cpu", options=TINY, out=tmp_path,
+                                   strategies=["wrong", "after"]))
     by_name = {s.name: s for s in result.strategies}
     assert list(by_name) == ["wrong", "after"]
     assert by_name["wrong"].status == "failed" and by_name["wrong"].equivalence.checked
@@ -191,7 +193,8 @@ def test_repeats_measure_each_strategy_in_rounds_and_profile_once(tmp_path) -> N
             return super().build(strategy, config)
 
     options = replace(TINY, repeats=3)
-    result = runner.run(Counted(), {"n": "8"}, device="cpu", options=options, out=tmp_path)
+    result = runner.run(RunRequest(Counted(), {"n": "8"}, device="cpu", options=options,
+                                   out=tmp_path))
     assert order == ["plain", "again"] * 3, "one fresh workload per round, rounds take turns"
     for s in result.strategies:
         assert s.status == "ok", s.error
@@ -207,7 +210,8 @@ def test_repeats_measure_each_strategy_in_rounds_and_profile_once(tmp_path) -> N
     assert read_run(result.run_dir).strategies == result.strategies
     assert result.options["repeats"] == 3
     with pytest.raises(UsageError, match="--repeats must be at least 1"):
-        runner.run(Counted(), {}, device="cpu", out=tmp_path, options=replace(TINY, repeats=0))
+        runner.run(RunRequest(Counted(), {}, device="cpu", out=tmp_path,
+                              options=replace(TINY, repeats=0)))
 
 
 class AmpDtypes(Sweep):
@@ -222,6 +226,7 @@ class AmpDtypes(Sweep):
 
 
 def test_a_strategy_may_name_its_amp_dtype(tmp_path) -> None:
-    result = runner.run(AmpDtypes(), {"n": "4"}, device="cpu", options=TINY, out=tmp_path)
+    result = runner.run(RunRequest(AmpDtypes(), {"n": "4"}, device="cpu", options=TINY,
+                                   out=tmp_path))
     dtypes = {s.name: s.info["amp_dtype"] for s in result.strategies}
     assert dtypes == {"plain": None, "amp": "bfloat16", "amp_fp16": "float16"}

@@ -14,6 +14,7 @@ import pytest
 from profiler_kit.errors import UsageError
 from profiler_kit.measure import runner
 from profiler_kit.measure.passes import MeasureOptions
+from profiler_kit.measure.runner import RunRequest
 from profiler_kit.scenario import from_file
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "scenarios" / "your-own.md"
@@ -30,8 +31,8 @@ def guide_scenario() -> str:
 def test_the_guide_scenario_runs(tmp_path: Path) -> None:
     path = tmp_path / "matmul.py"
     path.write_text(guide_scenario())
-    result = runner.run(from_file(path), {"size": 32}, device="cpu", options=TINY,
-                        out=tmp_path / "runs")
+    result = runner.run(RunRequest(from_file(path), {"size": 32}, device="cpu", options=TINY,
+                        out=tmp_path / "runs"))
     assert [(s.name, s.status) for s in result.strategies] == [("whole", "ok"),
                                                                ("blocks", "ok")]
     blocks = result.strategies[1]
@@ -59,8 +60,8 @@ def test_a_workload_missing_a_required_attribute_fails_at_build_time(
     assert source != guide_scenario()
     path.write_text(source)
     with pytest.raises(UsageError, match=re.escape(message)) as caught:
-        runner.run(from_file(path), {"size": 8}, device="cpu", options=TINY,
-                   out=tmp_path / "runs")
+        runner.run(RunRequest(from_file(path), {"size": 8}, device="cpu", options=TINY,
+                   out=tmp_path / "runs"))
     assert "\n" not in str(caught.value)
     if message == "abstract method":
         assert "outputs" in str(caught.value)

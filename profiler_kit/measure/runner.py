@@ -218,24 +218,36 @@ class _Run:
                                     self.result.to_json())
 
 
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """What one run measures and where it goes: the scenario and its parameters (Python
+    values or command-line strings; sweep parameters take lists), the device, the
+    strategies (None: the scenario's defaults, plus ``opt_in``), autocast, the measuring
+    options, the folder the run folder goes in, the seed, the command line to record, and
+    whether an existing output file profkit wrote may be replaced."""
+
+    scenario: Scenario
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    device: str = "auto"
+    strategies: Sequence[str] | None = None
+    opt_in: Sequence[str] = ()
+    amp: bool = False
+    options: MeasureOptions = dataclasses.field(default_factory=MeasureOptions)
+    out: str | Path = "traces"
+    seed: int = 0
+    argv: list[str] | None = None
+    force: bool = False
+
+
 def run(
-    scenario: Scenario,
-    params: Mapping[str, Any] | None = None,
+    request: RunRequest,
     *,
-    device: str = "auto",
-    strategies: Sequence[str] | None = None,
-    opt_in: Sequence[str] = (),
-    amp: bool = False,
-    options: MeasureOptions | None = None,
-    out: str | Path = "traces",
-    seed: int = 0,
-    argv: list[str] | None = None,
     observer: RunObserver | None = None,
     summary: Callable[[RunResult], str] | None = None,
-    force: bool = False,
     verdicts: Callable[[RunResult], RunResult] | None = None,
 ) -> RunResult:
-    """Measure every selected strategy of ``scenario`` at every point; write the run folder
+    """Measure every selected strategy of the request's scenario at every point; write the
+    run folder
     (run.json, traces, key averages, the scenario's own reports, and ``summary(result)``
     as summary.md). ``verdicts(result)`` adds to each strategy what its traces say
     against the baseline's, before the summary is written.
@@ -253,13 +265,11 @@ def run(
     if not is_output_rank():
         quiet_out = tempfile.mkdtemp(prefix="profkit-rank-")
         try:
-            return _measure_run(scenario, params, device, strategies, opt_in, amp, options,
-                                quiet_out, seed, argv, observer, force)
+            return _measure_run(dataclasses.replace(request, out=quiet_out), observer)
         finally:
             shutil.rmtree(quiet_out, ignore_errors=True)
-    result = _measure_run(scenario, params, device, strategies, opt_in, amp, options, out,
-                          seed, argv, observer, force)
-    result = _scenario_extras(scenario, result)
+    result = _measure_run(request, observer)
+    result = _scenario_extras(request.scenario, result)
     if verdicts is not None:
         result = verdicts(result)
     if summary is not None:
@@ -309,29 +319,26 @@ def _scenario_extras(scenario: Scenario, result: RunResult) -> RunResult:
     return result
 
 
-def _measure_run(scenario: Scenario, params: Mapping[str, Any] | None, device: str,
-                 strategies: Sequence[str] | None, opt_in: Sequence[str], amp: bool,
-                 options: MeasureOptions | None, out: str | Path, seed: int,
-                 argv: list[str] | None, observer: RunObserver | None,
-                 force: bool = False) -> RunResult:
-    options = options or MeasureOptions()
+def _measure_run(request: RunRequest, observer: RunObserver | None) -> RunResult:
+    scenario, options, seed = request.scenario, request.options, request.seed
     validate_options(options)
-    device = devices.resolve(device)
+    device = devices.resolve(request.device)
     if options.memory_snapshot and device == "cpu":
         raise UsageError("--memory-snapshot records the CUDA caching allocator and needs a "
                          "CUDA device; this run is on the CPU (--with-stack records memory "
                          "by category there)")
-    resolved = dict(scenario.resolve(resolve_params(scenario, params or {}, device)))
-    check_outputs(scenario, resolved, out, force)
+    resolved = dict(scenario.resolve(resolve_params(scenario, request.params or {}, device)))
+    check_outputs(scenario, resolved, request.out, request.force)
     points = points_of(scenario, resolved)
     plans = []
     for point in points:
         point_params = {**resolved, **point}
         scenario.validate(point_params)
-        chosen = select_strategies(scenario, point_params, strategies, opt_in, amp)
+        chosen = select_strategies(scenario, point_params, request.strategies, request.opt_in,
+                                   request.amp)
         plans.append((point, point_params, chosen))
 
-    run_dir = _new_run_dir(out, scenario)
+    run_dir = _new_run_dir(request.out, scenario)
     state = _Run(RunResult(
         run_dir=run_dir,
         scenario=scenario.name,
@@ -343,7 +350,7 @@ def _measure_run(scenario: Scenario, params: Mapping[str, Any] | None, device: s
         sweep=tuple(p.name for p in scenario.params if p.sweep),
         points=tuple(points) if points != [{}] else (),
         options=asdict(options),
-        environment=devices.environment(argv),
+        environment=devices.environment(request.argv),
         strategies=(),
         started_at=_now(),
         seed=seed,
