@@ -28,6 +28,7 @@ from profiler_kit.render.wording.diff_views import (
     waterfall_table,
 )
 from profiler_kit.render.wording.names import short_name
+from profiler_kit.render.wording.sm_figures import idle_kernel_lines, limiter_text, sm_line
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold"}
@@ -92,6 +93,9 @@ def _steps(a: TraceAnalysis) -> Text:
         text.append(f"\nGPU busy {units.percent(a.step_gpu_busy_share)} of the device-side "
                     f"step time ({units.duration(a.timeline.busy_ns)} in "
                     f"{units.duration(a.step_device_ns)})")
+    line = sm_line(a.sm)
+    if line:
+        text.append("\n" + line)
     if s.breakdown is not None:
         text.append("\n" + step_breakdown_line(s.breakdown), style="dim")
     return text
@@ -228,15 +232,30 @@ def _breakdown(title: str, bd: Breakdown, what: str, width: int) -> Table:
 
 def _kernels(a: TraceAnalysis, top: int, width: int) -> Table:
     t = Table(title=f"Top GPU kernels (of {len(a.kernels):,} names)", **_TABLE)
-    t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=_name_width(width) - 6)
+    sm = {k.name: k for k in a.sm.kernels} if a.sm is not None and a.sm.available else None
+    name_width = _name_width(width) - (6 if sm is None else 32)
+    t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=name_width)
     t.add_column("class", no_wrap=True, min_width=13)
     t.add_column("count", justify="right", no_wrap=True, min_width=5)
     t.add_column("total", justify="right", no_wrap=True, min_width=7)
     t.add_column("mean", justify="right", no_wrap=True, min_width=7)
+    if sm is not None:
+        for col, w in (("SM eff.", 7), ("occ.", 6), ("limiter", 14)):
+            t.add_column(col, justify="left" if col == "limiter" else "right", no_wrap=True,
+                         min_width=w)
     for k in a.kernels[:top]:
-        _row(t, short_name(k.name, _name_width(width) - 8), k.klass, f"{k.count:,}",
-                  units.duration(k.total_ns),
-                  units.duration(k.total_ns / k.count if k.count else None))
+        cells = [short_name(k.name, name_width - 2), k.klass, f"{k.count:,}",
+                 units.duration(k.total_ns),
+                 units.duration(k.total_ns / k.count if k.count else None)]
+        if sm is not None:
+            f = sm.get(k.name)
+            cells += [units.percent(f.sm_efficiency), units.percent(f.achieved_occupancy),
+                      limiter_text(f)] if f is not None else ["-", "-", "-"]
+        _row(t, *cells)
+    idle = idle_kernel_lines(a.sm, max(30, width - 70))
+    if idle:
+        t.caption = "\n".join(idle)
+        t.caption_justify = "left"
     return t
 
 

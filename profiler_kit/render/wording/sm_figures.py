@@ -1,0 +1,41 @@
+"""SM efficiency, achieved occupancy and the limiters as text, shared by the renderers.
+Formats only: every number comes from :mod:`profiler_kit.analysis.perf.sm_occupancy`."""
+
+from __future__ import annotations
+
+from profiler_kit.analysis.perf.sm_occupancy import KernelSm, SmOccupancy
+from profiler_kit.render.wording import units
+from profiler_kit.render.wording.names import short_name
+
+
+def sm_line(sm: SmOccupancy | None) -> str | None:
+    """Per device: SM efficiency and achieved occupancy (or the note saying why not)."""
+    if sm is None:
+        return None
+    if not sm.available:
+        return sm.note
+    parts = [f"gpu:{d.device} SM efficiency {units.percent(d.sm_efficiency)}, achieved "
+             f"occupancy {units.percent(d.achieved_occupancy)}" for d in sm.devices]
+    return "; ".join(parts) + " (est., as the TensorBoard plugin)" if parts else None
+
+
+def limiter_text(k: KernelSm) -> str:
+    if k.limiter is None:
+        return "-"
+    return "too few blocks" if k.limiter == "grid" else k.limiter
+
+
+def idle_kernel_lines(sm: SmOccupancy | None, width: int = 60) -> list[str]:
+    """The kernels that leave most SMs idle while the GPU reads busy, with their launch."""
+    if sm is None or not sm.available or not sm.idle_kernels:
+        return []
+    lines = ["SMs left idle while busy (time × (1 − SM efficiency)):"]
+    for k in sm.idle_kernels:
+        config = f"; grid {k.grid_blocks:,} × {k.block_threads}" \
+            if k.grid_blocks is not None and k.block_threads is not None else ""
+        lines.append(f"  {units.duration(k.idle_sm_ns):>8} {short_name(k.name, width)}"
+                     f" (SM eff. {units.percent(k.sm_efficiency)}, {limiter_text(k)}{config})")
+        launch = ", ".join(x for x in (k.op, k.source) if x)
+        if launch:
+            lines.append(f"           launched by {launch}")
+    return lines
