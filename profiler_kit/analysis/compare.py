@@ -66,6 +66,15 @@ def _peak(a: TraceAnalysis, field: str) -> Value:
     return max(values) if values else None
 
 
+def _sm_mean(a: TraceAnalysis, field: str) -> Value:
+    """A device figure of SM efficiency or occupancy, averaged over the GPUs (None where the
+    trace does not record it)."""
+    if a.sm is None or not a.sm.available:
+        return None
+    values = [getattr(d, field) for d in a.sm.devices if getattr(d, field) is not None]
+    return sum(values) / len(values) if values else None
+
+
 def _achieved_flops(a: TraceAnalysis) -> Value:
     """Modelled FLOPs per second of the modelled ops' own time (GPU time of their kernels,
     or op time on a CPU trace): FLOP/s while the kernels run."""
@@ -83,6 +92,10 @@ _METRICS: tuple[tuple[str, str, str, str, Callable[[TraceAnalysis], Value]], ...
      _gpu(lambda a: a.timeline.idle_share)),
     ("step_gpu_busy_share", "GPU busy / device-side step", "fraction", "higher",
      _gpu(lambda a: a.step_gpu_busy_share)),
+    ("sm_efficiency", "SM efficiency (est.)", "fraction", "higher",
+     _gpu(lambda a: _sm_mean(a, "sm_efficiency"))),
+    ("achieved_occupancy", "achieved occupancy (est.)", "fraction", "higher",
+     _gpu(lambda a: _sm_mean(a, "achieved_occupancy"))),
     ("multi_stream_ns", "time with 2+ streams busy", "ns", "higher",
      _gpu(lambda a: sum(d.multi_stream_ns for d in a.timeline.devices))),
     ("multi_device_ns", "time with 2+ devices busy", "ns", "higher",
