@@ -195,3 +195,13 @@ def test_no_fields_no_figures(tmp_path):
          "args": {"device": 0, "stream": 7}}]}))
     sm = analyze_table(load(path)).sm
     assert not sm.available and sm.devices == () and sm.note is not None
+
+
+def test_html_report_draws_the_figures_over_time():
+    from profiler_kit.render.html.sm_charts import sm_charts
+
+    (chart,) = sm_charts([analysis("h100_bert_small.json.gz")])
+    assert [d["name"] for d in chart.data] == ["h100_bert_small gpu:0 SM efficiency",
+                                               "h100_bert_small gpu:0 achieved occupancy"]
+    assert len(chart.data[0]["y"]) == 100 and max(chart.data[0]["y"]) <= 100
+    assert sm_charts([analysis("mi300_bert_small.json.gz")]) == []

@@ -31,6 +31,7 @@ from profiler_kit.render.html import (
     roofline_charts,
     run_charts,
     scenario_charts,
+    sm_charts,
     trace_charts,
 )
 from profiler_kit.render.html.figures import Chart
@@ -47,6 +48,7 @@ SECTION_ORDER = (
     trace_charts.ONE_STEP,
     code_charts.BY_MODULE,
     trace_charts.MEMORY,
+    sm_charts.SM_EFFICIENCY,
     roofline_charts.ROOFLINE,
     job_charts.ACROSS_RANKS,
 )
@@ -85,6 +87,7 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
     charts += trace_charts.timeline_charts(analyses)
     charts += code_charts.module_charts(analyses)
     charts += trace_charts.memory_charts(analyses)
+    charts += sm_charts.sm_charts(analyses)
     charts += roofline_charts.roofline_charts(analyses)
     charts += job_charts.job_charts(jobs)
     for run in runs:

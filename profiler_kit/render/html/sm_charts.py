@@ -1,0 +1,51 @@
+"""SM efficiency and achieved occupancy over time, per GPU, as the TensorBoard plugin's
+trace view draws them beside GPU utilization. Formats only: the buckets come from
+:mod:`profiler_kit.analysis.perf.sm_occupancy`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
+from profiler_kit.render.html.figures import Chart, axis, ms, series_color
+from profiler_kit.render.html.trace_charts import name_of
+
+SM_EFFICIENCY = "Below the busy line"
+
+
+def sm_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
+    """One chart of every trace's GPUs: SM efficiency (solid), achieved occupancy (dashed)."""
+    data: list[dict[str, Any]] = []
+    for i, a in enumerate(analyses):
+        if a.sm is None or not a.sm.available:
+            continue
+        for j, series in enumerate(a.sm.over_time):
+            color = series_color(i * 2 + j)
+            x = [ms(t - series.start_ns[0]) for t in series.start_ns]
+            label = f"{name_of(a)} gpu:{series.device}"
+            data.append({
+                "type": "scatter", "mode": "lines", "name": f"{label} SM efficiency",
+                "legendgroup": label, "x": x,
+                "y": [100 * v for v in series.sm_efficiency],
+                "line": {"color": color, "width": 2, "shape": "hv"},
+                "hovertemplate": "%{y:.1f} % SM efficiency at %{x:.4g} ms<extra>"
+                                 f"{label}</extra>"})
+            data.append({
+                "type": "scatter", "mode": "lines", "name": f"{label} achieved occupancy",
+                "legendgroup": label, "x": x,
+                "y": [None if v is None else 100 * v for v in series.achieved_occupancy],
+                "line": {"color": color, "width": 1.5, "dash": "dash", "shape": "hv"},
+                "hovertemplate": "%{y:.1f} % occupancy at %{x:.4g} ms<extra>"
+                                 f"{label}</extra>"})
+    if not data:
+        return []
+    return [Chart(
+        id="sm-efficiency", section=SM_EFFICIENCY, title="SM efficiency and occupancy over time",
+        caption="Est. SM efficiency (solid: each kernel's blocks per SM, capped at 1, over "
+                "each bucket's time) and est. achieved occupancy (dashed: Kineto's estimate "
+                "weighted by kernel time) as the TensorBoard plugin estimates them, in 100 "
+                "buckets of the GPU busy window; a gap: no kernel in the bucket.",
+        data=data,
+        layout={"xaxis": axis("ms from the window's start"),
+                "yaxis": axis("%", range=[0, 105])})]
