@@ -207,17 +207,41 @@ def analyze_sm_occupancy(table: EventTable, gpu: GpuActivity, mask: np.ndarray |
 
 def _over_time(dev: int, window: tuple[int, int], s: np.ndarray, e: np.ndarray, v: np.ndarray,
                os_: np.ndarray, oe: np.ndarray, ov: np.ndarray) -> OverTime:
+    """The figures in ``BUCKETS`` equal buckets of ``window``: integrals of step functions
+    read at the bucket edges (no pass over the kernels per bucket)."""
     w0, w1 = window
     size = max(1, -(-(w1 - w0) // BUCKETS))
-    edges = np.arange(w0, w1, size, dtype=np.int64)
-    eff, ach = [], []
-    for b0 in edges.tolist():
-        b1 = min(b0 + size, w1)
-        cs, ce = np.clip(s, b0, b1), np.clip(e, b0, b1)
-        eff.append(round(float(((ce - cs) * v).sum()) / (b1 - b0), 6))
-        a = _weighted(os_, oe, ov, (b0, b1))
-        ach.append(None if a is None else round(a / 100.0, 6))
-    return OverTime(dev, tuple(edges.tolist()), int(size), tuple(eff), tuple(ach))
+    starts = np.arange(w0, w1, size, dtype=np.int64)
+    edges = np.append(starts, w1)
+    busy = np.diff(_integral_at(s, e, v, edges))
+    # occupancy: the sum of running kernels' occupancy and their count, as step functions
+    n = len(os_)
+    t = np.concatenate([os_, oe])
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    occ_level = np.cumsum(np.concatenate([ov, -ov])[order])[:-1] if n else np.empty(0)
+    cnt_level = np.cumsum(np.concatenate([np.ones(n), -np.ones(n)])[order])[:-1] \
+        if n else np.empty(0)
+    occ = np.diff(_integral_at(t[:-1], t[1:], occ_level, edges)) if n else np.zeros(len(starts))
+    cnt = np.diff(_integral_at(t[:-1], t[1:], cnt_level, edges)) if n else np.zeros(len(starts))
+    width = np.diff(edges).astype(np.float64)
+    eff = [round(float(x), 6) for x in busy / width]
+    ach = [None if c <= 0 else round(float(o / c) / 100.0, 6)
+           for o, c in zip(occ.tolist(), cnt.tolist(), strict=True)]
+    return OverTime(dev, tuple(starts.tolist()), int(size), tuple(eff), tuple(ach))
+
+
+def _integral_at(s: np.ndarray, e: np.ndarray, v: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """The integral up to each point of a step function that is ``v`` on the disjoint,
+    sorted segments [s, e) and 0 elsewhere."""
+    if not len(s):
+        return np.zeros(len(points))
+    cum = np.concatenate([[0.0], np.cumsum((e - s) * v)])
+    k = np.searchsorted(s, points, side="right")  # segments starting at or before the point
+    inside = np.clip(points - s[np.maximum(k - 1, 0)], 0, None)
+    last = np.maximum(k - 1, 0)
+    partial = np.where(k > 0, np.minimum(inside, e[last] - s[last]) * v[last], 0.0)
+    return cum[np.maximum(k - 1, 0)] * (k > 0) + partial
 
 
 def _limits_by_device(props: list[dict[str, Any]]) -> dict[int, DeviceLimits]:
