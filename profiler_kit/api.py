@@ -6,6 +6,7 @@ the analysis side never pulls in torch.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -42,26 +43,44 @@ def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return files
 
 
-class Analyses(list):
-    """The analyses of :func:`analyze`, one per trace (a plain list), and ``jobs``: the
-    job view of every job whose ranks are among them (see ``profiler_kit.analysis.jobs.job_view``);
-    ``unreadable``: the traces that could not be read, each with the reason."""
+@dataclasses.dataclass(frozen=True)
+class Analyses(Sequence["TraceAnalysis"]):
+    """What :func:`analyze` found: one analysis per trace (``traces``; the result reads as
+    that sequence), and ``jobs``: the job view of every job whose ranks are among them (see
+    ``profiler_kit.analysis.job_analysis``); ``unreadable``: the traces that could not be
+    read, each with the reason; ``baseline``: the run's own baseline when the paths hold a
+    profkit run folder (the folder of its baseline strategy, for compare), else None (the
+    first trace); ``sides``: when two folders were given as two sides (two runs), per
+    analysis its side and its strategy's key, so that compare pairs the strategies
+    (``analysis.compare.sides_of``), else None."""
 
-    jobs: tuple = ()
-    unreadable: tuple = ()
-    # the run's own baseline when the paths hold a profkit run folder: the folder of its
-    # baseline strategy (for compare's ``baseline``), else None (the first trace)
+    traces: tuple[TraceAnalysis, ...]
+    jobs: tuple[JobView, ...] = ()
+    unreadable: tuple[Unreadable, ...] = ()
     baseline: str | None = None
-    # two folders given as two sides (two runs): per analysis, its side and its strategy's
-    # key, so that compare pairs the strategies (``analysis.compare.sides_of``), else None
     sides: list[tuple[int, str]] | None = None
 
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.traces[index]
 
-class Summaries(list):
-    """The rank summaries of :func:`summarize` (a plain list), and ``unreadable``: the
-    traces that could not be read, each with the reason."""
+    def __len__(self) -> int:
+        return len(self.traces)
 
-    unreadable: tuple = ()
+
+@dataclasses.dataclass(frozen=True)
+class Summaries(Sequence["RankSummary"]):
+    """The rank summaries of :func:`summarize` (``summaries``; the result reads as that
+    sequence), and ``unreadable``: the traces that could not be read, each with the
+    reason."""
+
+    summaries: tuple[RankSummary, ...]
+    unreadable: tuple[Unreadable, ...] = ()
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.summaries[index]
+
+    def __len__(self) -> int:
+        return len(self.summaries)
 
 
 def _readable(results: list, what: str) -> tuple[list, tuple]:
@@ -103,16 +122,14 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     given = {Path(p).resolve() for p in paths if Path(p).is_file()}
     labels = label_traces(files, [f.resolve() in given for f in files])
     read, unreadable = _readable(analyze_files(files, labels, top, jobs), "trace")
-    out = Analyses(read)
-    out.unreadable = unreadable
-    out.baseline = _run_baseline(paths, out)
-    out.sides = sides_of([Path(p) for p in paths], [Path(a.path) for a in out])
-    ranks = [a.communication for a in out if a.communication is not None]
+    ranks = [a.communication for a in read if a.communication is not None]
+    job_views: tuple[JobView, ...] = ()
     if len(ranks) > 1:  # a job needs two ranks; one trace's analysis skips the module
         from profiler_kit.analysis.job_analysis import analyze_jobs
 
-        out.jobs = analyze_jobs(ranks)
-    return out
+        job_views = analyze_jobs(ranks)
+    return Analyses(tuple(read), job_views, unreadable, _run_baseline(paths, read),
+                    sides_of([Path(p) for p in paths], [Path(a.path) for a in read]))
 
 
 def _run_baseline(paths: Sequence[str | os.PathLike[str]], analyses: Sequence[Any]
@@ -158,8 +175,8 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
         paths = [paths]
     found = summary_files.find_summary_files(list(paths))
     documents = [summary_files.load(f) for f in found]
-    out = Summaries(s for d in documents for s in d.summaries)
-    out.unreadable = tuple(u for d in documents for u in d.unreadable)
+    summaries = [s for d in documents for s in d.summaries]
+    unreadable = tuple(u for d in documents for u in d.unreadable)
     trace_paths = [p for p in paths if Path(p) not in found]
     if trace_paths:
         from profiler_kit.errors import TraceError
@@ -167,7 +184,7 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
         try:
             files = trace_files(trace_paths)
         except TraceError:
-            if not out:
+            if not summaries:
                 raise
             files = []
         given = {Path(p).resolve() for p in trace_paths if Path(p).is_file()}
@@ -177,10 +194,10 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
             results = dask_tasks.summarize_files(scheduler, files, labels)
         else:
             results = summarize_files(files, labels, jobs)
-        read, unreadable = _readable(results, "trace")
-        out.extend(read)
-        out.unreadable += unreadable
-    return out
+        read, left_out = _readable(results, "trace")
+        summaries.extend(read)
+        unreadable += left_out
+    return Summaries(tuple(summaries), unreadable)
 
 
 def job_view(items: Sequence[RankSummary] | Sequence[str | os.PathLike[str]],
