@@ -13,7 +13,12 @@ cached first, as an installed HTA's is.
 
 Targets: profkit at least 6x faster, with at most half HTA's peak memory.
 
-    python benchmarks/analyze_vs_hta.py [--repeat 5] [--hta-python PATH] [TRACE ...]
+``--before REV`` also runs profkit as it was at the git revision REV (a worktree under
+benchmarks/.cache), taking turns with today's and HTA, so a change is measured against
+what it replaced in the same run: "no slower" is today's wall time over REV's, paired.
+
+    python benchmarks/analyze_vs_hta.py [--repeat 5] [--hta-python PATH] [--before REV]
+                                        [TRACE ...]
 """
 
 from __future__ import annotations
@@ -45,8 +50,23 @@ kernel_type_df, kernel_df = analyzer.get_gpu_kernel_breakdown(visualize=False)
 print(len(kernel_df))
 """
 
-def profkit_command(python: str, trace: Path) -> list[str]:
-    return [python, "-m", "profiler_kit", "analyze", str(trace), "--json"]
+def profkit_command(python: str, trace: Path, root: Path | None = None) -> list[str]:
+    """``profkit analyze TRACE --json``; from the source tree ``root`` when given."""
+    run = [python, "-m", "profiler_kit", "analyze", str(trace), "--json"]
+    return ["env", f"PYTHONPATH={root}", *run] if root is not None else run
+
+
+def worktree(rev: str) -> Path:
+    """A checkout of ``rev`` under benchmarks/.cache (made once, byte-compiled)."""
+    commit = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    where = CACHE / f"profkit-{commit}"
+    if not where.exists():
+        subprocess.run(["git", "worktree", "add", "--detach", str(where), commit], cwd=ROOT,
+                       check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(where / "profiler_kit")],
+                       check=True)
+    return where
 
 
 def byte_compile_profkit(python: str) -> None:
@@ -98,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="Python of the environment with HolisticTraceAnalysis")
     parser.add_argument("--ranks", type=int, default=0, metavar="N",
                         help="also measure a folder of N copies of each trace as N ranks")
+    parser.add_argument("--before", metavar="REV",
+                        help="also measure profkit at the git revision REV, taking turns")
     args = parser.parse_args(argv)
+    before = worktree(args.before) if args.before else None
     if not args.hta_python.exists():
         print(f"{args.hta_python}: no HTA environment; see benchmarks/README.md", file=sys.stderr)
         return 2
@@ -112,11 +135,12 @@ def main(argv: list[str] | None = None) -> int:
         size = sum(f.stat().st_size for f in folder.iterdir())
         print(f"\n{trace.name} ({size / 1e6:.1f} MB on disk), "
               f"median of {args.repeat} runs each, taking turns, each a fresh process")
-        ours, theirs = measure_alternating({
-            "profkit": profkit_command(args.python, trace),
-            "HTA": [str(args.hta_python), "-c", HTA_CODE, str(folder)],
-        }, args.repeat)
-        for s in (ours, theirs):
+        commands = {"profkit": profkit_command(args.python, trace),
+                    "HTA": [str(args.hta_python), "-c", HTA_CODE, str(folder)]}
+        if before is not None:
+            commands[f"at {args.before}"] = profkit_command(args.python, trace, before)
+        ours, theirs, *then = measure_alternating(commands, args.repeat)
+        for s in (ours, theirs, *then):
             print(f"  {s.label:8s} wall {s.wall_s:7.2f} s  cpu {s.cpu_s:7.2f} s  "
                   f"peak RSS {mib(s.peak_rss_bytes):>10s}")
         speedup = paired_ratio(theirs, ours)
@@ -128,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
               f"median of the paired ratios) with {memory:.2f}x HTA's peak memory "
               f"(targets >= {SPEEDUP_TARGET:.0f}x, <= {MEMORY_TARGET}x): "
               f"{'PASS' if passed else 'FAIL'}")
+        if then:
+            print(f"  today's profkit takes {paired_ratio(ours, then[0]):.2f}x the wall time "
+                  f"and {paired_ratio(ours, then[0], 'cpu_s'):.2f}x the CPU time of profkit "
+                  f"at {args.before} (median of the paired ratios; above 1: slower)")
     return 0 if ok else 1
 
 
