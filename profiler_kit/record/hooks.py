@@ -322,6 +322,7 @@ class Recorder:
         try:
             self.kp.export_chrome_trace(path)
             capture["files"].append(os.path.basename(path))
+            self._inductor_provenance(path)
             if self.cfg.get("memory"):
                 categories = self._memory_categories()
                 if categories:
@@ -334,6 +335,18 @@ class Recorder:
         self.captures.append(capture)
         self.write_status()
         return capture
+
+    def _inductor_provenance(self, trace: str) -> None:
+        """Inductor's provenance of the graphs the script compiled, beside the trace."""
+        if "torch._inductor.output_code" not in sys.modules:
+            return
+        from profiler_kit.measure import inductor_provenance
+
+        stem = os.path.basename(trace).split(".pt.trace.json", 1)[0]
+        try:
+            inductor_provenance.write_beside(self.run_dir, stem)
+        except Exception as exc:  # noqa: BLE001 - the trace is written; say why not this
+            self.notes.append(f"Inductor's provenance could not be written: {exc}")
 
     def _memory_categories(self) -> str | None:
         """Memory by category beside the trace (what ``profkit memory`` reads)."""
@@ -709,6 +722,19 @@ def _install(torch: Any, rec: Recorder) -> None:
         return out
 
     torch.autograd.backward = backward
+
+    # torch.compile: Inductor's provenance on before it compiles (saved beside the trace)
+    original_compile = torch.compile
+
+    @functools.wraps(original_compile)
+    @_wrapper
+    def compile(*args, **kwargs):
+        from profiler_kit.measure import inductor_provenance
+
+        inductor_provenance.enable()
+        return original_compile(*args, **kwargs)
+
+    torch.compile = compile
 
     # DataLoader batches: the boundary before the batch is fetched
     from torch.utils.data import dataloader as dl

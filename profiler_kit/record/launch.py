@@ -161,6 +161,10 @@ def record(target: Target, run_dir: Path, config: dict[str, Any],
     try:
         proc = subprocess.Popen(target.argv, env=env)
     except OSError as exc:
+        try:
+            run_dir.rmdir()  # made for this recording, still empty
+        except OSError:
+            pass
         raise UsageError(f"{target.argv[0]}: cannot run it: {outputs.problem(exc)}") from None
     done: set[tuple[int, str]] = set()
     complete_at: float | None = None

@@ -47,10 +47,11 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batches", type=int, default=8, help="batches per epoch")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--start", default=None, help="the workers' start method (spawn)")
     args = parser.parse_args()
     torch.manual_seed(0)
     loader = DataLoader(Shapes(args.batches * 16), batch_size=16, shuffle=True,
-                        num_workers=args.workers)
+                        num_workers=args.workers, multiprocessing_context=args.start)
     model = Net()
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     loss_fn = nn.CrossEntropyLoss()
