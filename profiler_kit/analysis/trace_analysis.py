@@ -25,6 +25,7 @@ from profiler_kit.analysis.advice.cpu_advice import with_cpu_findings
 from profiler_kit.analysis.advice.perf_rules import perf_recommendations
 from profiler_kit.analysis.advice.recommend import recommend
 from profiler_kit.analysis.advice.sm_rules import sm_recommendations
+from profiler_kit.analysis.code.provenance import Provenance
 from profiler_kit.analysis.code.view import CodeView, analyze_code
 from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.analysis.core.launch_links import attribute_gpu
@@ -131,8 +132,10 @@ class TraceAnalysis(msgspec.Struct, frozen=True):
         return self.gpu.count > 0
 
 
-def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> TraceAnalysis:
-    """Run every analysis on one event table."""
+def analyze_table(table: EventTable, label: str | None = None, top: int = 5,
+                  provenance: Provenance | None = None) -> TraceAnalysis:
+    """Run every analysis on one event table; ``provenance``: Inductor's, saved beside
+    the trace of a compiled model (compiled kernels to the user's lines)."""
     tree = build_op_tree(table)
     gpu = attribute_gpu(table, tree)
     missing = missing_gpu_activity(table, gpu)
@@ -200,7 +203,7 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5) -> 
     if path is None and missing is None:
         notes.append(f"critical path left out: its window holds more than {MAX_EVENTS:,} "
                      "events (profile with a schedule to get ProfilerStep# spans)")
-    code = analyze_code(table, tree, gpu, top=top)
+    code = analyze_code(table, tree, gpu, top=top, provenance=provenance)
     sm = _with_sources(sm, code)
     return TraceAnalysis(
         path=str(meta.path),

@@ -22,7 +22,12 @@ from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trac
 
 from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.contention import RoundContention
-from profiler_kit.measure import contention_watch, memory_categories, memory_snapshot
+from profiler_kit.measure import (
+    contention_watch,
+    inductor_provenance,
+    memory_categories,
+    memory_snapshot,
+)
 from profiler_kit.measure import devices as dev
 from profiler_kit.measure.timing import Progress, time_phases
 from profiler_kit.scenario import Workload
@@ -89,6 +94,8 @@ def measure(
     strategy_dir.mkdir(parents=True, exist_ok=True)
     devices = list(workload.devices)
     phases = _phases(workload)
+    if options.profile:  # before the first call compiles: each kernel to its FX nodes' lines
+        inductor_provenance.enable_if_compiling()
 
     dev.reset_peak_memory(devices)
     contention_watch.mark_root()
@@ -108,6 +115,8 @@ def measure(
         after = sorted(set(os.listdir(strategy_dir)) - before)
         trace_files = tuple(str(strategy_dir / f) for f in after
                             if f.endswith((".pt.trace.json", ".pt.trace.json.gz")))
+        if trace_files:  # a compiled model's kernels to the user's lines, beside the trace
+            inductor_provenance.write_beside(strategy_dir, worker_name)
         if cpu_peak is not None:
             peak = {"cpu": {"allocated_bytes": cpu_peak}, **peak}
         ka_files = _write_key_averages(averages, strategy_dir, worker_name)

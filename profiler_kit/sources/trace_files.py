@@ -76,7 +76,9 @@ def _analyze(task: tuple[Path, str, int, int | None]) -> TraceAnalysis | Unreada
         table = load(path, jobs=parts)
     except TraceError as exc:
         return _unreadable(path, exc)
-    return analyze_table(table, label=label, top=top)
+    from profiler_kit.sources.inductor_provenance import read_provenance
+
+    return analyze_table(table, label=label, top=top, provenance=read_provenance(path))
 
 
 def summarize_one(task: tuple[Path, str, int | None]) -> RankSummary | Unreadable:

@@ -76,6 +76,7 @@ def by_line_lines(view: CodeView, top: int = 10) -> list[str]:
         out.extend(f"    kernel {k.name}  x{k.count}  {duration(k.device_ns)}" for k in g.kernels)
     if view.compiled:
         out.append("compiled (Inductor) kernels, the ops their names say they fuse:")
-        out.extend(f"    {f.name}  {f.kind}  x{f.count}  {duration(f.device_ns)}  "
-                   f"[{' + '.join(f.ops)}]" for f in view.compiled[:top])
+        out.extend(f"    {f.name}  {f.kind}  x{f.count}  {duration(f.device_ns or f.op_ns)}  "
+                   f"[{' + '.join(f.ops)}]" + (f"  {', '.join(f.lines)}" if f.lines else "")
+                   for f in view.compiled[:top])
     return out
