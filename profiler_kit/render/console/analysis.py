@@ -39,6 +39,9 @@ def _row(table: Table, *cells: str | Text) -> None:
     table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
 
 
+WIDE_CONSOLE = 120  # columns from which the top-kernel table shows class and limiter too
+
+
 def _name_width(console_width: int) -> int:
     """Room left for a name column beside four fixed columns, inside the panel."""
     return max(24, console_width - 46)
@@ -233,24 +236,33 @@ def _breakdown(title: str, bd: Breakdown, what: str, width: int) -> Table:
 def _kernels(a: TraceAnalysis, top: int, width: int) -> Table:
     t = Table(title=f"Top GPU kernels (of {len(a.kernels):,} names)", **_TABLE)
     sm = {k.name: k for k in a.sm.kernels} if a.sm is not None and a.sm.available else None
-    name_width = _name_width(width) - (6 if sm is None else 32)
+    # the SM figures need room: below WIDE_CONSOLE the class (in the table above) and the
+    # limiter (in the idle-SM lines below) give theirs to the kernel's name
+    wide = sm is None or width >= WIDE_CONSOLE
+    name_width = _name_width(width) - (6 if sm is None else 36 if wide else 8)
     t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=name_width)
-    t.add_column("class", no_wrap=True, min_width=13)
+    if wide:
+        t.add_column("class", no_wrap=True, min_width=13)
     t.add_column("count", justify="right", no_wrap=True, min_width=5)
     t.add_column("total", justify="right", no_wrap=True, min_width=7)
     t.add_column("mean", justify="right", no_wrap=True, min_width=7)
     if sm is not None:
-        for col, w in (("SM eff.", 7), ("occ.", 6), ("limiter", 14)):
+        for col, w in (("SM eff.", 7), ("occ.", 6), ("limiter", 13))[:3 if wide else 2]:
             t.add_column(col, justify="left" if col == "limiter" else "right", no_wrap=True,
                          min_width=w)
     for k in a.kernels[:top]:
-        cells = [short_name(k.name, name_width - 2), k.klass, f"{k.count:,}",
-                 units.duration(k.total_ns),
+        cells = [short_name(k.name, name_width - 2), *([k.klass] if wide else []),
+                 f"{k.count:,}", units.duration(k.total_ns),
                  units.duration(k.total_ns / k.count if k.count else None)]
         if sm is not None:
             f = sm.get(k.name)
-            cells += [units.percent(f.sm_efficiency), units.percent(f.achieved_occupancy),
-                      limiter_text(f)] if f is not None else ["-", "-", "-"]
+            # Kineto writes 0 for kernels it cannot estimate (over 48 KiB of shared memory):
+            # the device's average counts it as the plugin does, a kernel's row says n/a
+            occupancy = units.percent(f.achieved_occupancy) if f is not None and \
+                f.achieved_occupancy else "n/a"
+            figures = [units.percent(f.sm_efficiency), occupancy,
+                       limiter_text(f)] if f is not None else ["-", "-", "-"]
+            cells += figures if wide else figures[:2]
         _row(t, *cells)
     idle = idle_kernel_lines(a.sm, max(30, width - 70))
     if idle:

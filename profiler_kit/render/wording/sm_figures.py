@@ -22,7 +22,7 @@ def sm_line(sm: SmOccupancy | None) -> str | None:
 def limiter_text(k: KernelSm) -> str:
     if k.limiter is None:
         return "-"
-    return "too few blocks" if k.limiter == "grid" else k.limiter
+    return "few blocks" if k.limiter == "grid" else k.limiter
 
 
 def idle_kernel_lines(sm: SmOccupancy | None, width: int = 60) -> list[str]:
