@@ -527,7 +527,7 @@ class Recorder:
         self.phase = "wait"
         self.write_status()
 
-    # ---- the script's own profiler --------------------------------------------------------------
+    # ---- the script's own profiler ----------------------------------------------------
     def on_own_profiler(self, prof: Any) -> None:
         """The script starts its own profiler: ours gives way, its traces are used."""
         self.own["used"] = True
@@ -563,7 +563,7 @@ class Recorder:
         self.own["exports"].append(os.path.abspath(path))
         self.write_status()
 
-    # ---- the end ------------------------------------------------------------------------------------
+    # ---- the end ------------------------------------------------------------------------
     def finish(self, status: int | None, how: str) -> None:
         """The script ended (``how``: exit, exception, interrupt): keep what was recorded."""
         if not self.enabled or os.getpid() != self.pid:
