@@ -343,6 +343,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, args, m
     assert not (tmp_path / "traces").exists()
 
 
+def test_the_signal_goes_only_to_a_recording_on_signal(capsys):
+    """SIGUSR2 ends a process that does not handle it: another process is left alone."""
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        assert cli.main(["record", "--signal", str(other.pid)]) == 2
+        assert "not a recording started with --on-signal" in capsys.readouterr().err
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_an_output_folder_with_other_files_is_refused(tmp_path, capsys):
     folder = tmp_path / "mine"
     folder.mkdir()

@@ -112,8 +112,13 @@ def _send(pid: int) -> int:
     import os
     import signal
 
+    from profiler_kit.record.launch import listens
+
     if pid <= 0:
         raise UsageError(f"--signal {pid}: not a process id")
+    if listens(pid) is False:  # SIGUSR2 would end it
+        raise UsageError(f"--signal {pid}: not a recording started with --on-signal (the "
+                         "signal would end it); nothing sent")
     try:
         os.kill(pid, signal.SIGUSR2)
     except ProcessLookupError:

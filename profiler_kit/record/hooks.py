@@ -470,8 +470,8 @@ class Recorder:
         action, self.pending = self.pending, None
         if not self.enabled or action is None:
             return
-        if action == "window" and self.phase == "wait" and self.source is None \
-                and not self.spawner:
+        if action == "window" and self.phase in ("wait", "window-done") \
+                and self.source is None and not self.spawner:
             if _importing():  # never start the profiler in the middle of an import
                 self._timer(0.05, "window")
                 return

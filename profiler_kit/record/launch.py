@@ -181,7 +181,9 @@ def record(target: Target, run_dir: Path, config: dict[str, Any],
                 pass
 
     previous = {}
-    wanted = {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: forward, signal.SIGUSR2: forward}
+    wanted = {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: forward}
+    if config.get("on_signal"):  # else SIGUSR2 would end the script: left as it is
+        wanted[signal.SIGUSR2] = forward
     for sig, handler in wanted.items():
         try:
             previous[sig] = signal.signal(sig, handler)
@@ -255,6 +257,30 @@ def _drop_cut_step(path: Path, kept: set[int]) -> None:
     data = json.dumps(doc).encode()
     artifacts.write_bytes_atomic(path, gzip.compress(data, 3) if path.name.endswith(".gz")
                                  else data)
+
+
+def listens(pid: int) -> bool | None:
+    """Whether process ``pid`` is a recording started with --on-signal (profkit's process,
+    or a recorded one), as far as /proc tells; None where it cannot tell."""
+    proc = Path("/proc") / str(pid)
+    try:
+        words = (proc / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    if b"record" in words and b"--on-signal" in words:
+        return True
+    try:
+        environ = (proc / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    prefix = f"{ENV_CONFIG}=".encode()
+    for item in environ:
+        if item.startswith(prefix):
+            try:
+                return bool(json.loads(item[len(prefix):]).get("on_signal"))
+            except ValueError:
+                return None
+    return False
 
 
 def exit_status(code: int) -> int:
