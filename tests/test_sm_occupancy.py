@@ -8,7 +8,7 @@ import gzip
 import json
 
 import pytest
-from real_traces import DATA, analysis
+from real_traces import DATA, analysis, ns
 from tb_reference import run_profile
 
 from profiler_kit.analysis.perf.occupancy_rules import (
@@ -205,3 +205,75 @@ def test_html_report_draws_the_figures_over_time():
                                                "h100_bert_small gpu:0 achieved occupancy"]
     assert len(chart.data[0]["y"]) == 100 and max(chart.data[0]["y"]) <= 100
     assert sm_charts([analysis("mi300_bert_small.json.gz")]) == []
+
+
+def _by_hand(name: str, a) -> dict[str, tuple[float | None, float | None]]:
+    """Per hotspot class, from the raw trace JSON: the kernels launched inside a
+    ProfilerStep# span, each weighted by its time inside its GPU's window:
+    sum(t × min(blocks per SM, 1)) / sum(t), and the same of the occupancy estimate."""
+    events = json.loads(gzip.decompress((DATA / name).read_bytes()))["traceEvents"]
+    steps = [(e["ts"], e["ts"] + e["dur"]) for e in events
+             if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
+    launched = {e["args"]["correlation"] for e in events
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in
+                e.get("args", {}) and any(s <= e["ts"] < t for s, t in steps)}
+    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
+               for d in a.sm.devices}
+    klass = {}
+    for k in a.kernels:
+        assert klass.setdefault(k.name, k.klass) == k.klass  # one class per name here
+    sums: dict[str, list[float]] = {}
+    for e in events:
+        args = e.get("args", {})
+        if e.get("cat") != "kernel" or args.get("correlation") not in launched:
+            continue
+        w0, w1 = windows[args["device"]]
+        start = ns(e["ts"])
+        t = min(start + ns(e["dur"]), w1) - max(start, w0)
+        s = sums.setdefault(klass[e["name"]], [0.0] * 4)
+        if t > 0 and args.get("blocks per SM", 0) > 0:
+            s[0] += t
+            s[1] += t * min(args["blocks per SM"], 1.0)
+        if t > 0 and "est. achieved occupancy %" in args:
+            s[2] += t
+            s[3] += t * args["est. achieved occupancy %"] / 100
+    return {c: (s[1] / s[0] if s[0] else None, s[3] / s[2] if s[2] else None)
+            for c, s in sums.items() if s[0] or s[2]}
+
+
+@pytest.mark.parametrize("name", ["h100_vit_image_classification.json.gz",
+                                  "a100_ddp_nccl_rank0.json.gz"])
+def test_per_class_figures_by_hand_and_in_the_console(name):
+    from rich.console import Console
+
+    from profiler_kit.render.console.analysis import trace_view
+
+    a = analysis(name)
+    hand = _by_hand(name, a)
+    ours = {c.klass: (c.sm_efficiency, c.achieved_occupancy) for c in a.sm.classes}
+    assert set(ours) == set(hand) and len(ours) >= 6
+    for c, (eff, occ) in hand.items():
+        assert ours[c][0] == pytest.approx(eff, abs=1e-9), c
+        assert ours[c][1] == pytest.approx(occ, abs=1e-9), c
+    doc = trace_document(a)["sm_occupancy"]["classes"]
+    assert {d["class"]: d["sm_efficiency"] for d in doc} == {c: f[0] for c, f in ours.items()}
+    for width in (80, 120):
+        console = Console(width=width, record=True, color_system=None,
+                          file=open("/dev/null", "w"))
+        console.print(trace_view(a, width=width))
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= width
+        table = text[text.index("GPU time by class"):text.index("Top GPU kernels")]
+        for c, (eff, occ) in hand.items():
+            row = next(line for line in table.splitlines() if line.split()[:1] == [c])
+            cells = " ".join(row.split())
+            assert f" {100 * eff:.1f} % " in cells if eff is not None else " - " in cells, row
+            assert f" {100 * occ:.1f} % " in cells if occ else " n/a " in cells or " - " in \
+                cells, row
+
+
+def test_perf_groups_carry_their_kernels_figures():
+    perf = analysis("h100_vit_image_classification.json.gz").perf
+    conv = next(g for g in perf.groups if g.op == "aten::convolution")
+    assert 0 < conv.sm_efficiency < 1 and conv.achieved_occupancy is not None
+    assert all(g.sm_efficiency is None for g in analysis("mi300_bert_small.json.gz").perf.groups)

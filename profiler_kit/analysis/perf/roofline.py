@@ -4,7 +4,8 @@ Each op instance with a model (:mod:`perf_model`) gets the GPU time of every ker
 memcpy and memset in its subtree (the activities linked to it or to an op below it):
 ``time_source`` "device"; on a CPU-only trace, the op's own duration: "host". Shares of
 a peak, the bound and MFU are computed from device time only: a trace whose GPU work
-went unrecorded (:mod:`profiler_kit.analysis.time.unrecorded_activity`) gets FLOPs and bytes, no rate. When modelled ops nest
+went unrecorded (:mod:`profiler_kit.analysis.time.unrecorded_activity`) gets FLOPs and
+bytes, no rate. When modelled ops nest
 (``aten::linear`` > ``aten::addmm``), the innermost one counts, so no FLOP or
 nanosecond is counted twice. Instances are grouped by (op, input shapes, dtypes,
 scalar arguments); each group gets its rates, arithmetic intensity, the side of the
@@ -48,6 +49,7 @@ from profiler_kit.analysis.perf.perf_model import (
     op_cost,
 )
 from profiler_kit.analysis.perf.precision import tf32_kernel
+from profiler_kit.analysis.perf.sm_occupancy import launch_figures
 from profiler_kit.trace.table import EventTable, RecordedInputs
 
 MFU_MIN_COVERAGE = 0.5  # modelled ops' share of the GPU time below which MFU is left out
@@ -84,6 +86,10 @@ class ShapeGroup(msgspec.Struct, frozen=True):
     memory_peak_share: float | None  # achieved bytes/s / peak bandwidth
     tf32: bool  # fp32 matrix work on tensor-core kernels (see precision.tf32_kernel): TF32 peak
     causal: bool  # causal attention: FLOPs are half the full products (see perf_model)
+    # its kernels' min(blocks per SM, 1) and Kineto's occupancy estimate (fraction), each
+    # weighted by kernel time (sm_occupancy); None where the trace records neither
+    sm_efficiency: float | None = None
+    achieved_occupancy: float | None = None
 
 
 class FamilyRate(msgspec.Struct, frozen=True):
@@ -199,7 +205,8 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity,
 
     ``window``: the wall time and the ops MFU counts (None: MFU over the trace's GPU
     window). ``device_time_missing``: the trace ran work on a GPU but recorded none of it
-    (:mod:`profiler_kit.analysis.time.unrecorded_activity`): its ops' host durations are only their launch times, so
+    (:mod:`profiler_kit.analysis.time.unrecorded_activity`): its ops' host durations are
+    only their launch times, so
     FLOPs and bytes are counted and no rate, share of a peak, bound or MFU is given."""
     has_gpu = len(gpu) > 0
     if not table.inputs:
@@ -263,7 +270,8 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity,
     if idle:
         notes.append(f"{idle} modelled op instances ran no GPU work (CPU-side tensors): "
                      f"left out" if has_gpu else f"{idle} modelled ops took no time: left out")
-    groups = _groups(table, tree, counted_nodes, node_key, keys, time_ns, tf32, rated)
+    sm = _sm_by_node(table, gpu, owner_of_node) if has_gpu else None
+    groups = _groups(table, tree, counted_nodes, node_key, keys, time_ns, tf32, rated, sm)
     if device_time_missing:
         groups = tuple(_unrated(g) for g in groups)
     if any(g.causal for g in groups):
@@ -582,9 +590,33 @@ def _backward_nodes(table: EventTable, tree: OpTree) -> np.ndarray:
     return nearest_self_or_ancestor(flag, tree.parent) >= 0
 
 
+def _sm_by_node(table: EventTable, gpu: GpuActivity, owner_of_node: np.ndarray
+                ) -> np.ndarray | None:
+    """Per counted node, over the kernels it owns (as :func:`_gpu_time` gives it their
+    time): the time of those with blocks per SM, that time × min(blocks per SM, 1), the
+    time of those with an occupancy estimate, and that time × the estimate (%); None
+    where the trace records neither field."""
+    bps, occ = launch_figures(table, gpu)
+    if not (bps > 0).any() and not (occ >= 0).any():
+        return None
+    n = len(owner_of_node)
+    owner = np.full(len(gpu), -1, dtype=np.int64)
+    linked = gpu.node >= 0
+    if n:
+        owner[linked] = owner_of_node[gpu.node[linked]]
+    dur = table.dur_ns[gpu.row].astype(np.float64)
+    hb, ho = (owner >= 0) & (bps > 0), (owner >= 0) & (occ >= 0)
+    return np.stack([
+        np.bincount(owner[hb], weights=dur[hb], minlength=n),
+        np.bincount(owner[hb], weights=dur[hb] * np.minimum(bps[hb], 1.0), minlength=n),
+        np.bincount(owner[ho], weights=dur[ho], minlength=n),
+        np.bincount(owner[ho], weights=dur[ho] * occ[ho], minlength=n)])
+
+
 def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, node_key: np.ndarray,
             keys: _Keys, time_ns: np.ndarray, tf32: np.ndarray,
-            peak: DevicePeak | None) -> tuple[ShapeGroup, ...]:
+            peak: DevicePeak | None, sm: np.ndarray | None = None
+            ) -> tuple[ShapeGroup, ...]:
     """Instances grouped by key (op, shapes, dtypes, arguments) and direction, vectorized."""
     if not len(nodes):
         return ()
@@ -599,6 +631,9 @@ def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, node_key: np.nda
     mean_fps = np.bincount(inverse, weights=keys.flops[kid_of] * per_s, minlength=len(uniq))
     mean_bps = np.bincount(inverse, weights=keys.bytes[kid_of] * per_s, minlength=len(uniq))
     uses_tf32 = np.bincount(inverse, weights=tf32[nodes], minlength=len(uniq)) > 0
+    if sm is not None:
+        sm = np.stack([np.bincount(inverse, weights=row[nodes], minlength=len(uniq))
+                       for row in sm])
     out = []
     for i, g in enumerate(uniq.tolist()):
         kid, bwd = divmod(g, 2)
@@ -607,6 +642,11 @@ def _groups(table: EventTable, tree: OpTree, nodes: np.ndarray, node_key: np.nda
                           recorded.types, recorded.concrete, bool(bwd), int(count[i]),
                           int(total[i]), bool(uses_tf32[i]), peak,
                           (float(mean_fps[i] / count[i]), float(mean_bps[i] / count[i]))))
+        if sm is not None:
+            eff_w, eff, occ_w, occ = sm[:, i].tolist()
+            out[-1] = msgspec.structs.replace(
+                out[-1], sm_efficiency=eff / eff_w if eff_w > 0 else None,
+                achieved_occupancy=occ / occ_w / 100.0 if occ_w > 0 else None)
     out.sort(key=lambda g: (-g.total_ns, g.op))
     return tuple(out)
 

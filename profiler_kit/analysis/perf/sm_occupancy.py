@@ -14,7 +14,10 @@ Per device, over the GPU busy window (:mod:`..time.busy`) and of the same kernel
   writes 0 for kernels that opt into more than 48 KiB of shared memory per block; the
   plugin averages those in, and so does this.
 
-Per step the same figures over each step's device-side window. Per kernel name: SM
+Per step the same figures over each step's device-side window. Per hotspot class (the
+rows of "GPU time by class"): SM efficiency (min(blocks per SM, 1)) and achieved
+occupancy of its kernels, each weighted by the kernel's time inside the device's window,
+of the same kernels and window as the device's figures. Per kernel name: SM
 efficiency and occupancy weighted by kernel time, the idle SM time (time × (1 − SM
 efficiency)): the time it left most SMs idle while the GPU read busy; and its theoretical
 occupancy and limiter by the CUDA occupancy rules (:mod:`.occupancy_rules`). Traces
@@ -93,6 +96,15 @@ class KernelSm(msgspec.Struct, frozen=True):
     source: str | None = None  # the user's line that launched it (traces with stacks)
 
 
+class ClassSm(msgspec.Struct, frozen=True):
+    """One hotspot class's kernels over the devices' windows, weighted by their time there."""
+
+    klass: str = msgspec.field(name="class")
+    kernels: int  # kernels of the class in the windows with either field
+    sm_efficiency: float | None  # time-weighted min(blocks per SM, 1)
+    achieved_occupancy: float | None  # time-weighted Kineto estimate (fraction)
+
+
 class SmOccupancy(msgspec.Struct, frozen=True):
     available: bool  # the trace records blocks per SM or achieved occupancy
     devices: tuple[DeviceSm, ...]
@@ -108,6 +120,7 @@ class SmOccupancy(msgspec.Struct, frozen=True):
     compute_kernel_ns: float = 0.0
     underfill_idle_ns: float = 0.0
     underfill_launches: int = 0
+    classes: tuple[ClassSm, ...] = ()  # per hotspot class, most kernel time first
 
 
 def sm_busy(start: np.ndarray, end: np.ndarray, value: np.ndarray,
@@ -197,12 +210,59 @@ def analyze_sm_occupancy(table: EventTable, gpu: GpuActivity, mask: np.ndarray |
             if span > 0:
                 over_time.append(_over_time(int(dev), (w0, w1), s, e, v, start[o], end[o],
                                             occ[o]))
+    classes = _classes(gpu.klass[korig], sel, device, start, end, bps, occ, windows) \
+        if available else ()
     kernels, underfill = _kernel_groups(table, gpu, korig, krow, kpos, limits)
     idle = sorted((k for k in kernels if k.idle_sm_ns > 0), key=lambda k: -k.idle_sm_ns)
     note = None if available else NO_FIELDS_NOTE
     return SmOccupancy(available, tuple(devices), tuple(steps),
                        tuple(kernels[:TOP_KERNELS]), tuple(idle[:TOP_IDLE]),
-                       tuple(over_time), sms, note, *underfill)
+                       tuple(over_time), sms, note, *underfill, classes=classes)
+
+
+def _classes(klass: np.ndarray, sel: np.ndarray, device: np.ndarray, start: np.ndarray,
+             end: np.ndarray, bps: np.ndarray, occ: np.ndarray,
+             windows: dict[int, tuple[int, int]]) -> tuple[ClassSm, ...]:
+    """Per hotspot class: min(blocks per SM, 1) and the occupancy estimate of the kernels
+    in ``sel``, each weighted by its time inside its device's window (the weight of the
+    device's achieved occupancy)."""
+    lo = np.full(len(start), np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(len(start), np.iinfo(np.int64).min, dtype=np.int64)
+    for dev, (w0, w1) in windows.items():
+        on = device == dev
+        lo[on], hi[on] = w0, w1
+    t = (np.minimum(end, hi) - np.maximum(start, lo)).astype(np.float64)
+    inside = sel & (t > 0)
+    hb, ho = inside & (bps > 0), inside & (occ >= 0)
+    n = len(classify.CLASSES)
+    k = klass.astype(np.int64)
+    eff_w = np.bincount(k[hb], weights=t[hb], minlength=n)
+    eff_s = np.bincount(k[hb], weights=t[hb] * np.minimum(bps[hb], 1.0), minlength=n)
+    occ_w = np.bincount(k[ho], weights=t[ho], minlength=n)
+    occ_s = np.bincount(k[ho], weights=t[ho] * occ[ho], minlength=n)
+    count = np.bincount(k[hb | ho], minlength=n)
+    time = np.bincount(k[hb | ho], weights=t[hb | ho], minlength=n)
+    return tuple(
+        ClassSm(classify.CLASSES[c], int(count[c]),
+                float(eff_s[c] / eff_w[c]) if eff_w[c] > 0 else None,
+                float(occ_s[c] / occ_w[c] / 100.0) if occ_w[c] > 0 else None)
+        for c in np.argsort(-time, kind="stable").tolist() if count[c])
+
+
+def launch_figures(table: EventTable, gpu: GpuActivity) -> tuple[np.ndarray, np.ndarray]:
+    """Per GPU activity of ``gpu``: its kernel's blocks per SM (0: none) and Kineto's
+    achieved occupancy estimate in % (-1: none), for figures over other groupings."""
+    bps = np.zeros(len(gpu))
+    occ = np.full(len(gpu), -1.0)
+    launches = table.launches
+    if launches is None or not len(launches) or not len(gpu):
+        return bps, occ
+    kern = np.flatnonzero(table.cat[gpu.row] == Cat.KERNEL)
+    pos = np.minimum(np.searchsorted(launches.row, gpu.row[kern]), len(launches) - 1)
+    ok = launches.row[pos] == gpu.row[kern]
+    bps[kern[ok]] = launches.blocks_per_sm[pos[ok]]
+    occ[kern[ok]] = launches.occupancy_pct[pos[ok]]
+    return bps, occ
 
 
 def _over_time(dev: int, window: tuple[int, int], s: np.ndarray, e: np.ndarray, v: np.ndarray,

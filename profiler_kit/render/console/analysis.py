@@ -28,7 +28,13 @@ from profiler_kit.render.wording.diff_views import (
     waterfall_table,
 )
 from profiler_kit.render.wording.names import short_name
-from profiler_kit.render.wording.sm_figures import idle_kernel_lines, limiter_text, sm_line
+from profiler_kit.render.wording.sm_figures import (
+    class_figures,
+    idle_kernel_lines,
+    limiter_text,
+    occupancy_text,
+    sm_line,
+)
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold"}
@@ -214,21 +220,35 @@ def _launches(a: TraceAnalysis) -> Text | None:
     return t
 
 
-def _breakdown(title: str, bd: Breakdown, what: str, width: int) -> Table:
+def _breakdown(title: str, bd: Breakdown, what: str, width: int,
+               sm: dict[str, tuple[str, str]] | None = None) -> Table:
+    """Time per class; with ``sm`` (class -> SM efficiency, occupancy as text) two columns
+    more, and below WIDE_CONSOLE the counts give their room to the names."""
+    counts = sm is None or width >= WIDE_CONSOLE
+    room = max(24, width - 68) if sm is not None and counts else \
+        _name_width(width) if counts else max(20, width - 60)
+    times = counts or room >= 33  # at 80 columns the names keep what room there is
     t = Table(title=Text(title), **_TABLE)
     t.add_column("class", no_wrap=True, min_width=13)
-    t.add_column("count", justify="right", no_wrap=True, min_width=5)
+    if counts:
+        t.add_column("count", justify="right", no_wrap=True, min_width=5)
     t.add_column("time", justify="right", no_wrap=True, min_width=7)
     t.add_column("share", justify="right", no_wrap=True, min_width=6)
-    t.add_column(f"top {what} (time, count, name)", overflow="ellipsis", no_wrap=True,
-                 max_width=_name_width(width))
+    if sm is not None:
+        t.add_column("SM eff.", justify="right", no_wrap=True, min_width=7)
+        t.add_column("occ.", justify="right", no_wrap=True, min_width=6)
+    t.add_column(f"top {what} ({'time, ' if times else ''}{'count, ' if counts else ''}name)",
+                 overflow="ellipsis", no_wrap=True, max_width=room)
     for c in bd.classes:
         top = "\n".join(
-            f"{units.duration(n.total_ns):>8} ×{n.count:<5} "
-            f"{short_name(n.name, _name_width(width) - 18)}"
+            (f"{units.duration(n.total_ns):>8} " if times else "")
+            + (f"×{n.count:<5} " if counts else "")
+            + short_name(n.name, room - (18 if counts else 11 if times else 2))
             for n in c.top[:3]
         )
-        _row(t, c.klass, f"{c.count:,}", units.duration(c.total_ns), units.percent(c.share), top)
+        figures = [] if sm is None else list(sm.get(c.klass, ("-", "-")))
+        _row(t, c.klass, *([f"{c.count:,}"] if counts else []), units.duration(c.total_ns),
+             units.percent(c.share), *figures, top)
     t.caption = f"total {units.duration(bd.total_ns)} in {bd.count:,} {what}"
     return t
 
@@ -256,10 +276,9 @@ def _kernels(a: TraceAnalysis, top: int, width: int) -> Table:
                  units.duration(k.total_ns / k.count if k.count else None)]
         if sm is not None:
             f = sm.get(k.name)
-            # Kineto writes 0 for kernels it cannot estimate (over 48 KiB of shared memory):
-            # the device's average counts it as the plugin does, a kernel's row says n/a
-            occupancy = units.percent(f.achieved_occupancy) if f is not None and \
-                f.achieved_occupancy else "n/a"
+            # a kernel Kineto could not estimate (0) reads n/a
+            occupancy = occupancy_text(f.achieved_occupancy) if f is not None and \
+                f.achieved_occupancy is not None else "n/a"
             figures = [units.percent(f.sm_efficiency), occupancy,
                        limiter_text(f)] if f is not None else ["-", "-", "-"]
             cells += figures if wide else figures[:2]
@@ -301,16 +320,20 @@ def _perf(a: TraceAnalysis, top: int, width: int) -> list:
         header = perf_tables.group_header(perf)
         rows = perf_tables.group_rows(perf, top)
         details = None
-        if narrow:  # no mean, bandwidth or intensity; shapes on a line of their own
+        sm = ("SM eff.", "occ.") if perf_tables.has_sm(perf) else ()
+        if narrow:  # no mean, bandwidth or intensity; shapes (and SM figures) on a line
+            keep = [i for i, col in enumerate(header) if col not in (
+                "mean", "TB/s", "GB/s", "FLOP/B", "dtype, input shapes", *sm)]
+            details = [r[-1] + (f"; SM eff. {r[-3]}, occ. {r[-2]}" if sm else "")
+                       for r in rows]
+        else:  # below 150 columns the SM figures take the mean's and intensity's room
             keep = [i for i, col in enumerate(header)
-                    if col not in ("mean", "TB/s", "GB/s", "FLOP/B", "dtype, input shapes")]
-            details = [r[-1] for r in rows]
-        else:
-            keep = list(range(len(header)))
+                    if not (sm and width < 150 and col in ("mean", "FLOP/B"))]
         n = len(keep)
+        cols = tuple(header[i] for i in keep)
         lines = perf_tables.text_table(
-            tuple(header[i] for i in keep), [tuple(r[i] for i in keep) for r in rows], room,
-            frozenset({0, n - 1} | ({n - 2} if not narrow else set())),
+            cols, [tuple(r[i] for i in keep) for r in rows], room,
+            frozenset({0, n - 1} | ({cols.index("bound: % of peak")} if not narrow else set())),
             ((n - 1, 28), (0, 20), (n - 1, 12)), details)
         parts.append(_titled(f"Ops by input shape (largest total first, "
                              f"{min(top, len(perf.groups))} of {len(perf.groups):,})", lines))
@@ -471,7 +494,7 @@ def trace_view(a: TraceAnalysis, top: int = 10, width: int = 120) -> Group:
         parts.append(lt)
     if a.has_gpu:
         parts.append(_breakdown(f"GPU time by class ({window_label(a)})", a.gpu, "kernels",
-                                width))
+                                width, class_figures(a.sm)))
         for dev, bd in a.gpu_by_device:
             parts.append(_breakdown(f"GPU time by class, gpu:{dev}", bd, "kernels", width))
         parts.append(_kernels(a, top, width))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from profiler_kit.analysis.perf.roofline import DEVICE, HOST, PerfModel, ShapeGroup
 from profiler_kit.render.wording import units
+from profiler_kit.render.wording.sm_figures import occupancy_text
 
 
 def rate_unit(perf: PerfModel) -> str:
@@ -32,9 +33,16 @@ def family_header(perf: PerfModel) -> tuple[str, ...]:
             "% peak BW")
 
 
+def has_sm(perf: PerfModel) -> bool:
+    """The groups carry their kernels' SM efficiency or occupancy (traces with the fields)."""
+    return any(g.sm_efficiency is not None or g.achieved_occupancy is not None
+               for g in perf.groups)
+
+
 def group_header(perf: PerfModel) -> tuple[str, ...]:
+    sm = ("SM eff.", "occ.") if has_sm(perf) else ()
     return ("op", "count", "total", "mean", rate_unit(perf), bw_unit(perf), "FLOP/B",
-            "bound: % of peak", "dtype, input shapes")
+            "bound: % of peak", *sm, "dtype, input shapes")
 
 
 def summary_lines(perf: PerfModel) -> list[str]:
@@ -131,6 +139,7 @@ def shapes(g: ShapeGroup) -> str:
 
 
 def group_rows(perf: PerfModel, top: int) -> list[tuple[str, ...]]:
+    sm = has_sm(perf)
     rows = []
     for g in perf.groups[:top]:
         if g.bound == "memory":
@@ -144,7 +153,9 @@ def group_rows(perf: PerfModel, top: int) -> list[tuple[str, ...]]:
             units.duration(g.total_ns), units.duration(g.mean_ns),
             flop_rate(perf, g.flops_per_s, False), bandwidth(perf, g.bytes_per_s),
             f"{g.intensity_flops_per_byte:.3g}" if g.intensity_flops_per_byte is not None
-            else "-", bound, shapes(g)))
+            else "-", bound,
+            *((units.percent(g.sm_efficiency), occupancy_text(g.achieved_occupancy))
+              if sm else ()), shapes(g)))
     return rows
 
 

@@ -19,6 +19,24 @@ def sm_line(sm: SmOccupancy | None) -> str | None:
     return "; ".join(parts) + " (est., as the TensorBoard plugin)" if parts else None
 
 
+def occupancy_text(occupancy: float | None) -> str:
+    """Kineto writes 0 for kernels it cannot estimate (over 48 KiB of shared memory): the
+    device's average counts them as the plugin does; a kernel's or group's figure of 0
+    reads n/a (None: the trace has no figure)."""
+    if occupancy is None:
+        return "-"
+    return units.percent(occupancy) if occupancy > 0 else "n/a"
+
+
+def class_figures(sm: SmOccupancy | None) -> dict[str, tuple[str, str]] | None:
+    """Per hotspot class: SM efficiency and achieved occupancy as text; None where the
+    trace records neither (the SM line carries the note)."""
+    if sm is None or not sm.available:
+        return None
+    return {c.klass: (units.percent(c.sm_efficiency), occupancy_text(c.achieved_occupancy))
+            for c in sm.classes}
+
+
 def limiter_text(k: KernelSm) -> str:
     if k.limiter is None:
         return "-"
