@@ -92,7 +92,7 @@ def test_markdown_has_tables_and_escapes_pipes(analyses):
     md = analysis_markdown.render(analyses, compare(analyses))
     assert md.startswith("# profkit analysis")
     assert "## Comparison" in md and "## a100_ddp_nccl_rank0" in md
-    assert "| class | count | time | share | top kernels |" in md
+    assert "| class | count | time | share | SM eff. | occ. | top kernels |" in md
     assert "**GPU mostly idle [gpu:0]" in md
     for line in md.splitlines():
         if line.startswith("|"):

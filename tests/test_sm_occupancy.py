@@ -277,3 +277,25 @@ def test_perf_groups_carry_their_kernels_figures():
     conv = next(g for g in perf.groups if g.op == "aten::convolution")
     assert 0 < conv.sm_efficiency < 1 and conv.achieved_occupancy is not None
     assert all(g.sm_efficiency is None for g in analysis("mi300_bert_small.json.gz").perf.groups)
+
+
+def test_markdown_shows_the_figures_the_idle_kernels_or_one_note():
+    from profiler_kit.render.markdown.analysis import trace_section
+
+    a = analysis("h100_bert_small.json.gz")
+    text = "\n".join(trace_section(a))
+    d = a.sm.devices[0]
+    assert (f"gpu:0 SM efficiency {100 * d.sm_efficiency:.1f} %, achieved occupancy "
+            f"{100 * d.achieved_occupancy:.1f} %") in text
+    top = a.sm.idle_kernels[0]
+    assert "SMs left idle while busy" in text
+    idle = text[text.index("SMs left idle while busy"):].splitlines()
+    assert next(line for line in idle if line.startswith("- ")).endswith(
+        f"launched by `{top.op}`, `{top.source}`")
+    gemm = next(c for c in a.sm.classes if c.klass == "gemm")
+    row = next(line for line in text.splitlines() if line.startswith("| gemm |"))
+    assert f"| {100 * gemm.sm_efficiency:.1f} % |" in row
+    amd = "\n".join(trace_section(analysis("mi300_bert_small.json.gz")))
+    assert amd.count("withheld") == 1 and "SM eff." not in amd and "idle while busy" not in amd
+    cpu = "\n".join(trace_section(analysis("cpu_only_gloo.json.gz")))
+    assert "SM eff" not in cpu and "occupancy" not in cpu

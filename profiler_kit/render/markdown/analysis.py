@@ -30,6 +30,7 @@ from profiler_kit.render.wording.diff_views import (
     verdict_lines,
 )
 from profiler_kit.render.wording.names import short_name
+from profiler_kit.render.wording.sm_figures import class_figures, limiter_text, sm_line
 from profiler_kit.trace.source import Unreadable
 
 
@@ -43,13 +44,40 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out + [""]
 
 
-def _breakdown(title: str, bd: Breakdown, what: str) -> list[str]:
+def _breakdown(title: str, bd: Breakdown, what: str,
+               sm: dict[str, tuple[str, str]] | None = None) -> list[str]:
     rows = [
         [c.klass, f"{c.count:,}", units.duration(c.total_ns), units.percent(c.share),
+         *(sm.get(c.klass, ("-", "-")) if sm is not None else ()),
          "; ".join(f"`{short_name(n.name, 60)}` {units.duration(n.total_ns)}" for n in c.top[:3])]
         for c in bd.classes
     ]
-    return [f"### {title}", ""] + _table(["class", "count", "time", "share", f"top {what}"], rows)
+    figures = ["SM eff.", "occ."] if sm is not None else []
+    return [f"### {title}", ""] + _table(["class", "count", "time", "share", *figures,
+                                          f"top {what}"], rows)
+
+
+def _sm(a: TraceAnalysis) -> list[str]:
+    """SM efficiency and achieved occupancy per GPU (or the note why not), as the console's
+    line under GPU busy."""
+    line = sm_line(a.sm)
+    return [line + ".", ""] if line else []
+
+
+def _idle_kernels(a: TraceAnalysis) -> list[str]:
+    """The kernels that leave most SMs idle while the GPU reads busy, with their launch."""
+    sm = a.sm
+    if sm is None or not sm.available or not sm.idle_kernels:
+        return []
+    out = ["SMs left idle while busy (time × (1 − SM efficiency)):", ""]
+    for k in sm.idle_kernels:
+        config = f"; grid {k.grid_blocks:,} × {k.block_threads}" \
+            if k.grid_blocks is not None and k.block_threads is not None else ""
+        launch = ", ".join(f"`{x}`" for x in (k.op, k.source) if x)
+        out.append(f"- {units.duration(k.idle_sm_ns)} `{short_name(k.name, 80)}` (SM eff. "
+                   f"{units.percent(k.sm_efficiency)}, {limiter_text(k)}{config})"
+                   + (f", launched by {launch}" if launch else ""))
+    return out + [""]
 
 
 def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
@@ -81,15 +109,18 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
             ["device", "window", "busy", "idle", "2+ streams", "comm.", "comm. exposed"], rows)
         if a.window == "steps" and a.trace_timeline is not None:
             out += [trace_timeline_line(d) + "." for d in a.trace_timeline.devices] + [""]
+    out += _sm(a)
     lines = launch_lines(a)
     if lines:
         out += [f"### GPU idle causes and kernel launches ({window_label(a)})", ""]
         out += [f"- {line}" for line in lines] + [""]
     if a.has_gpu:
-        out += _breakdown(f"GPU time by class ({window_label(a)})", a.gpu, "kernels")
+        out += _breakdown(f"GPU time by class ({window_label(a)})", a.gpu, "kernels",
+                          class_figures(a.sm))
         rows = [[f"`{short_name(k.name)}`", k.klass, f"{k.count:,}", units.duration(k.total_ns)]
                 for k in a.kernels[:top]]
         out += ["### Top GPU kernels", ""] + _table(["kernel", "class", "count", "total"], rows)
+        out += _idle_kernels(a)
     if a.cpu.count:
         out += _breakdown("CPU ops by self time", a.cpu, "ops")
     c = a.critical_path
