@@ -6,8 +6,9 @@ Gates:
 
 - ``compare``: ``profkit run tests/noise_scenario.py`` (three strategies that sleep
   ``--sleep-ms`` per step, one round), then ``profkit compare RUN_A RUN_B
-  --fail-on-regression 5``, each strategy of B against the same strategy of A; the slow
-  run sleeps twice as long per step.
+  --fail-on-regression 5``, each strategy of B against the same strategy of A by its
+  timed steps (run.json); the slow run sleeps twice as long per step. The gate is also
+  run with the two runs the other way round, since which comes first is chance.
 - ``diff``: ``profkit run ddp`` (resnet18 on small images, ``--repeats 3`` by default),
   then ``profkit diff RUN_A RUN_B --fail-on-regression 5``. ``diff`` pairs reports by
   model and batch size, so the slow run's lever is the image size (``--slow-image-size``,
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,15 +84,19 @@ def gate(args: argparse.Namespace, a: Path, b: Path) -> tuple[int, str, str, boo
     pct = str(args.pct)
     limit = args.pct / 100
     if args.gate == "compare":
-        done = profkit("compare", str(a), str(b), "--fail-on-regression", pct, "--json", "-",
-                       check=False)
-        doc = json.loads(done.stdout)
-        falls = [w for w in doc["comparison"]["steps"]["waterfalls"] if w]
-        # b against a by -x is a against b by x / (1 - x)... as a step ratio: a / b - 1
-        reversed_fails = any(w["before_ns"] / w["after_ns"] - 1 > limit for w in falls
-                             if w["after_ns"] > 0)
-        seen = ", ".join(f"{w['label'].rsplit('/', 1)[-1]} "
-                         f"{100 * w['delta_ns'] / w['before_ns']:+.1f} %" for w in falls)
+        done = profkit("compare", str(a), str(b), "--fail-on-regression", pct, check=False)
+        # the gate reads the timed steps of run.json: the change it saw, per strategy
+        from profiler_kit.results import read_run
+
+        before = {s.label: statistics.median(s.samples_ns)
+                  for s in read_run(a).strategies if s.samples_ns}
+        after = {s.label: statistics.median(s.samples_ns)
+                 for s in read_run(b).strategies if s.samples_ns and s.label in before}
+        seen = ", ".join(f"{label} {100 * (m / before[label] - 1):+.1f} %"
+                         for label, m in after.items())
+        # which run comes first is chance: the same gate with the runs the other way round
+        reversed_fails = profkit("compare", str(b), str(a), "--fail-on-regression", pct,
+                                 check=False).returncode == 1
     else:
         done = profkit("diff", str(a), str(b), "--fail-on-regression", pct, "--json", "-",
                        check=False)

@@ -1,7 +1,8 @@
 """Rules on the ranks of a job together: why its collectives take the time they take.
 
 From one rank's trace a collective's time is waiting and transferring at once. Side by
-side (the job view, :mod:`profiler_kit.analysis.jobs.job_view`) they separate, and each cause gets its own rule:
+side (the job view, :mod:`profiler_kit.analysis.jobs.job_view`) they separate, and each
+cause gets its own rule:
 
 - ``waiting_for_late_rank``: the ranks' exposed wait (for the last rank to arrive, with
   nothing else to run) per step, over the step time. It names the late rank and what it
@@ -13,8 +14,9 @@ side (the job view, :mod:`profiler_kit.analysis.jobs.job_view`) they separate, a
   one host. Elsewhere the link is not in the traces, and a note says the rule was not
   judged.
 - ``exposed_transfer``: the exposed transfer per step over the step time, with the
-  advice of what the exposed collectives are for (:mod:`profiler_kit.analysis.jobs.comm_context`: DDP's bucket
-  advice only for DDP's gradient all-reduce).
+  advice of what the exposed collectives are for
+  (:mod:`profiler_kit.analysis.jobs.comm_context`: DDP's bucket advice only for DDP's
+  gradient all-reduce).
 """
 
 from __future__ import annotations

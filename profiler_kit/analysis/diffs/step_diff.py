@@ -4,9 +4,10 @@ Each step's time is decomposed exactly (integer ns) as
 
     window = sum over classes of busy(class) - overlap + idle
 
-On a GPU trace the window is the step's device-side span (:mod:`profiler_kit.analysis.core.steps`: from where the
-previous step ended on the device, or the step's CPU start, to the end of the last GPU
-activity launched in it, or its CPU end); busy(class) sums the durations, clipped to the
+On a GPU trace the window is the step's device-side span
+(:mod:`profiler_kit.analysis.core.steps`: from where the previous step ended on the
+device, or the step's CPU start, to the end of the last GPU activity launched in it, or its
+CPU end); busy(class) sums the durations, clipped to the
 window, of the activities launched in the step (linked by correlation id), per class;
 overlap is that sum minus the length of their union (time two or more ran at once,
 counted once per extra activity); idle is the window minus the union. On a CPU-only

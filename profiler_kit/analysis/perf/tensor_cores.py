@@ -13,7 +13,7 @@ although ``xmma`` names most tensor-core kernels); the instruction shapes
 (``s1688``, ``h884``) before the SIMT ``sgemm``/``scudnn`` words; AMD's MFMA tokens
 before the Tensile ``Cijk_`` prefix that VALU kernels share.
 
-``tests/test_analysis_tensor_cores.py`` holds real kernel names of every family, taken
+``tests/analysis/test_analysis_tensor_cores.py`` holds real kernel names of every family, taken
 from traces of V100, A100, H100, GH200, B200, MI250 and MI300X, with the answer each
 must get.
 """

@@ -41,7 +41,7 @@ from profiler_kit.measure import distributed
 from profiler_kit.measure.distributed.liveness import BEAT_S, Pulse, name_lost
 from profiler_kit.measure.passes import Measurement
 
-# The one test hook (tests/test_two_host_failures.py): the rank this names stops itself
+# The one test hook (tests/measure/test_two_host_failures.py): the rank this names stops itself
 # (SIGSTOP) right before it sends its files, silent from then on as a host that is gone.
 STOP_BEFORE_SENDING_ENV = "PROFKIT_TEST_STOP_BEFORE_SENDING"
 

@@ -1,0 +1,188 @@
+"""``profkit analyze`` and ``profkit compare`` end to end, in a subprocess like a user runs them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parents[1] / "data"
+DDP = DATA / "a100_ddp_nccl_rank0.json.gz"
+CPU = DATA / "cpu_torch_profiler.pt.trace.json.gz"
+
+
+def profkit(*args: str, width: int = 100) -> subprocess.CompletedProcess:
+    env = {"COLUMNS": str(width), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
+    return subprocess.run([sys.executable, "-m", "profiler_kit", *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_analyze_never_imports_torch():
+    code = ("import sys; from profiler_kit.cli import main; "
+            f"rc = main(['analyze', '--json', '-', {str(DDP)!r}]); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["schema"] == "profkit.analysis/3"
+
+
+def test_analyze_prints_the_console_report():
+    r = profkit("analyze", str(DDP))
+    assert r.returncode == 0, r.stderr
+    assert "GPU time by class" in r.stdout and "Recommendations" in r.stdout
+
+
+def test_json_to_a_file_and_markdown(tmp_path):
+    out, md = tmp_path / "a.json", tmp_path / "report.md"
+    r = profkit("analyze", str(CPU), "--json", str(out), "--markdown", str(md))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["traces"][0]["memory"]["recorded"] is True
+    cpu = doc["traces"][0]["memory"]["devices"][0]
+    assert cpu["device"] == "cpu" and cpu["peak_allocated_bytes"] > 0
+    assert cpu["peak_reserved_bytes"] is None  # the CPU allocator's 0 says nothing
+    assert md.read_text().startswith("# profkit analysis")
+    assert "CPU ops by self time" in r.stdout  # the console report still prints
+
+
+def test_folder_with_one_trace_per_rank_shows_each_rank_and_compares(tmp_path):
+    run = tmp_path / "run" / "ddp"
+    run.mkdir(parents=True)
+    for rank in (0, 1):
+        shutil.copy(DDP, run / f"worker{rank}.pt.trace.json.gz")
+    (tmp_path / "run" / "run.json").write_text("{}")  # not a trace: left out
+    r = profkit("analyze", str(tmp_path / "run"), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [t["label"] for t in doc["traces"]] == ["worker0", "worker1"]
+    assert doc["comparison"]["labels"] == ["worker0", "worker1"]
+
+
+def test_traces_analyzed_in_parallel_give_the_same_document(tmp_path):
+    for rank, src in enumerate((DDP, CPU, DDP)):
+        shutil.copy(src, tmp_path / f"worker{rank}.pt.trace.json.gz")
+    one, two = (profkit("analyze", str(tmp_path), "--json", "-", "--jobs", n) for n in "12")
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert one.stdout == two.stdout
+    assert [t["label"] for t in json.loads(two.stdout)["traces"]] == [
+        "worker0", "worker1", "worker2"]
+
+
+def test_a_bad_trace_among_several_is_one_line_in_parallel(tmp_path):
+    """Named in one warning line; the others are still analyzed (exit 1)."""
+    shutil.copy(DDP, tmp_path / "a.pt.trace.json.gz")
+    (tmp_path / "b.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", ')
+    shutil.copy(CPU, tmp_path / "c.pt.trace.json.gz")
+    r = profkit("analyze", str(tmp_path), "--jobs", "2", "--json", "-")
+    assert r.returncode == 1
+    assert r.stderr.startswith("profkit: warning: ") and "b.pt.trace.json" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert [t["label"] for t in json.loads(r.stdout)["traces"]] == ["a", "c"]
+
+
+def test_forking_only_from_a_single_threaded_process():
+    code = ("import threading; from profiler_kit.trace.forking import may_fork as s; "
+            "a = s(); e = threading.Event(); t = threading.Thread(target=e.wait); t.start(); "
+            "b = s(); e.set(); t.join(); print(a, b)")
+    env = {"OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert r.stdout.split() == ["True", "False"], r.stderr
+
+
+def test_compare_with_baseline(tmp_path):
+    for name, src in (("sequential", DDP), ("streams", CPU)):
+        (tmp_path / name).mkdir()
+        shutil.copy(src, tmp_path / name / "w.pt.trace.json.gz")
+    r = profkit("compare", str(tmp_path / "sequential"), str(tmp_path / "streams"),
+                "--baseline", "streams", width=140)
+    assert r.returncode == 0, r.stderr
+    assert "Comparison (baseline: streams" in r.stdout
+    assert "step time (median)" in r.stdout and "sequential" in r.stdout
+    assert "GPU time by class" not in r.stdout  # compare shows the table only
+    r = profkit("compare", str(tmp_path / "sequential"), "--baseline", "nope")
+    assert r.returncode == 2 and "nope" in r.stderr
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "not_json", "not_trace", "empty_dir"])
+def test_bad_inputs_are_one_line_and_exit_2(tmp_path, make):
+    target = tmp_path / "t.json"
+    if make == "empty":
+        target.write_text("")
+    elif make == "not_json":
+        target.write_text("{nope")
+    elif make == "not_trace":
+        target.write_text('{"hello": 1}')
+    elif make == "empty_dir":
+        target = tmp_path / "nothing_here"
+        target.mkdir()
+    r = profkit("analyze", str(target))
+    assert r.returncode == 2
+    assert r.stderr.startswith("profkit: error: ") and len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr
+
+
+def test_refuses_to_overwrite_an_input_trace(tmp_path):
+    trace = tmp_path / "t.json.gz"
+    shutil.copy(CPU, trace)
+    r = profkit("analyze", str(trace), "--json", str(trace))
+    assert r.returncode == 2 and "refusing" in r.stderr
+    assert trace.read_bytes() == CPU.read_bytes()
+
+
+def test_odd_events_are_skipped_and_counted_in_the_output(tmp_path):
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": "no_dur", "pid": 1, "tid": 1, "ts": 1},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+         "args": {"device": 0, "stream": 7, "correlation": 1}},
+    ]
+    trace = tmp_path / "odd.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    r = profkit("analyze", str(trace), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)["traces"][0]
+    assert sum(doc["skipped"].values()) == 1
+    assert [k["name"] for k in doc["kernels"]] == ["k"]
+    r = profkit("analyze", str(trace))
+    assert "Events skipped: 1" in r.stdout
+
+
+def test_legacy_kineto_categories(tmp_path):
+    """Older Kineto names: Operator, Runtime, Kernel, Memcpy (and ``external id``)."""
+    events = [
+        {"ph": "X", "cat": "Operator", "name": "aten::conv2d", "pid": 1, "tid": 1,
+         "ts": 0, "dur": 100, "args": {"External id": 5}},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 10, "dur": 5, "args": {"correlation": 77, "external id": 5}},
+        {"ph": "X", "cat": "Kernel", "name": "implicit_convolve_sgemm", "pid": 0, "tid": 7,
+         "ts": 20, "dur": 30, "args": {"device": 0, "stream": 7, "correlation": 77,
+                                       "external id": 5}},
+        {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7,
+         "ts": 60, "dur": 10, "args": {"device": 0, "stream": 7, "correlation": 78}},
+    ]
+    trace = tmp_path / "legacy.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    from profiler_kit import api
+
+    (a,) = api.analyze(trace)
+    assert {c.klass: c.total_ns for c in a.gpu.classes} == {"convolution": 30_000,
+                                                            "memcpy": 10_000}
+    assert a.attribution.by_correlation == 1
+    assert a.timeline.devices[0].busy_ns == 40_000
+    c = api.compare([trace, CPU], baseline=str(trace))
+    assert c.labels == ("legacy", "cpu_torch_profiler") and c.baseline == 0
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """``profkit analyze ... --json | head``: no traceback when the pipe closes early."""
+    proc = subprocess.Popen([sys.executable, "-m", "profiler_kit", "analyze", "--json", "-",
+                             str(DDP), str(DDP)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # more than a pipe's buffer will be written: the write fails
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    assert err == b""
