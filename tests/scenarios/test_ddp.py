@@ -189,14 +189,14 @@ def test_a_a_pair_of_repeated_runs_is_within_noise(tmp_path: Path) -> None:
     conditions and say nothing about the next run's. With repeats but no margin, the t
     interval alone excluded 0 at +3.7 %: repeats back to back share the run's drift.)"""
     ddp = _ddp()
-    options = MeasureOptions(iterations=6, warmup=2, profile_wait=0, profile_warmup=0,
+    options = MeasureOptions(iterations=5, warmup=1, profile_wait=0, profile_warmup=0,
                              profile_active=1, repeats=3)
     runs = [api.run(ddp, TINY, device="cpu", options=options, out=tmp_path / side,
                     strategies=["ddp-w1"]) for side in ("a", "b")]
     for run in runs:
         (w1,) = run.strategies
         assert w1.status == "ok", w1.error
-        assert [len(r) for r in w1.repeat_samples_ns] == [6, 6, 6]
+        assert [len(r) for r in w1.repeat_samples_ns] == [5, 5, 5]
     d = api.diff(runs[0].run_dir, runs[1].run_dir)
     (c,) = d.benchmarks[0].configurations
     assert (c.configuration, c.noise_model, c.base_repeats, c.test_repeats) == (
