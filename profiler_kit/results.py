@@ -193,6 +193,11 @@ class StrategyResult(msgspec.Struct, frozen=True):
         return len(self.repeat_samples_ns) or (1 if self.samples_ns else 0)
 
     @property
+    def round_samples_ns(self) -> tuple[tuple[int, ...], ...]:
+        """Each timed round's samples (one round when the strategy was not repeated)."""
+        return self.repeat_samples_ns or (self.samples_ns,)
+
+    @property
     def last_round_median_ns(self) -> float | None:
         """The median of the latest round alone (``stats`` pools every round)."""
         last = self.repeat_samples_ns[-1] if self.repeat_samples_ns else self.samples_ns
@@ -391,7 +396,7 @@ def add_repeat(s: StrategyResult, samples_ns: Sequence[int],
     pool every round's samples, ``repeat_samples_ns`` keeps them apart for the noise
     verdicts between runs, and each rank's and each phase's samples grow alike (so the
     phases still add up to the step), as does the record of what competed with them."""
-    repeats = (*(s.repeat_samples_ns or (s.samples_ns,)), tuple(int(v) for v in samples_ns))
+    repeats = (*s.round_samples_ns, tuple(int(v) for v in samples_ns))
     pooled = tuple(v for r in repeats for v in r)
     st = stats(pooled)
     per_rank = tuple(
@@ -430,10 +435,6 @@ def against_baseline(strategies: Sequence[StrategyResult], baseline: str
     return tuple(found)
 
 
-def _rounds(s: StrategyResult) -> tuple[tuple[int, ...], ...]:
-    return s.repeat_samples_ns or (s.samples_ns,)
-
-
 def _speedup_noise(base: StrategyResult, s: StrategyResult) -> NoiseVerdict:
     """Whether ``s``'s speedup over ``base`` (same point) is beyond noise: not judged where
     the two ran under different contention and the slower side had it worse (an unstable
@@ -441,7 +442,7 @@ def _speedup_noise(base: StrategyResult, s: StrategyResult) -> NoiseVerdict:
     with the reason, since quiet the gap would only grow."""
     work = (s.items_per_step / base.items_per_step
             if s.items_per_step > 0 and base.items_per_step > 0 else 1.0)
-    v = _judged(_rounds(base), _rounds(s), work)
+    v = _judged(base.round_samples_ns, s.round_samples_ns, work)
     faster = (_contention.STRATEGY_SIDE if (v.ci_low_fraction or 0) > 0 else
               _contention.BASELINE_SIDE if (v.ci_high_fraction or 0) < 0 else None)
     return _contention.judged(v, _contention.different(base.contention, s.contention), faster)

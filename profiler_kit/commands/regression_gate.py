@@ -122,15 +122,11 @@ def _timed(s: StrategyResult) -> bool:
     return s.status == "ok" and len(s.samples_ns) > 0
 
 
-def _rounds(s: StrategyResult) -> tuple[tuple[int, ...], ...]:
-    return s.repeat_samples_ns or (s.samples_ns,)
-
-
 def _timed_verdict(a: StrategyResult, b: StrategyResult, change: float) -> NoiseVerdict:
     """Whether ``b``'s median step differs from ``a``'s beyond noise between two runs."""
-    v = percentile_verdict(_rounds(a), _rounds(b), 50, within_one_run=True)
+    v = percentile_verdict(a.round_samples_ns, b.round_samples_ns, 50, within_one_run=True)
     for who, side in (("the first run", a), ("the second run", b)):
-        why = clustered(_rounds(side))
+        why = clustered(side.round_samples_ns)
         if why:
             return doubted(v, UNSTABLE, f"{who} is unstable: {why}")
     if v.method == WITHIN_RUN:
