@@ -195,8 +195,11 @@ def test_analysis_reads_and_writes_no_files_and_starts_no_processes(module):
 
 def _top_level_names(module: str) -> set[str]:
     names: set[str] = set()
-    for node in ast.parse(MODULES[module].read_text()).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    nodes = list(ast.parse(MODULES[module].read_text()).body)
+    for node in nodes:
+        if isinstance(node, ast.If):  # both branches (``if TYPE_CHECKING: ... else: ...``)
+            nodes += node.body + node.orelse
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -1,7 +1,13 @@
-"""One trace, fully analyzed: :func:`analyze_table` bundles every analysis into a ``TraceAnalysis``.
+"""One trace, fully analyzed: :func:`analyze_table` runs every registered analysis into a
+``TraceAnalysis``.
 
 This is what ``profkit analyze``, ``profkit compare`` and ``profkit run``'s summary
 read. It holds raw numbers only (ns, bytes, fractions); renderers format them.
+
+Each field of ``TraceAnalysis`` is one analysis registered below (``@analysis(name,
+type)`` over a function of the shared :class:`~profiler_kit.analysis.registry.TraceContext`),
+in registration order: adding an analysis is its module in its room plus one registration
+here (see :mod:`profiler_kit.analysis.registry`).
 
 Windows: with ``ProfilerStep#`` spans, the GPU figures (``gpu``, ``timeline``,
 ``phases``, ``launches``) cover the GPU activities launched in the steps, over the
@@ -16,30 +22,29 @@ withheld, since the CPU-side durations of its launches are not GPU time.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 
 from profiler_kit.analysis.advice.cpu_advice import with_cpu_findings
 from profiler_kit.analysis.advice.perf_rules import perf_recommendations
-from profiler_kit.analysis.advice.recommend import recommend
+from profiler_kit.analysis.advice.recommend import Findings, recommend
 from profiler_kit.analysis.advice.sm_rules import sm_recommendations
 from profiler_kit.analysis.code.provenance import Provenance
 from profiler_kit.analysis.code.view import CodeView, analyze_code
 from profiler_kit.analysis.core.arrays import distinct
-from profiler_kit.analysis.core.launch_links import attribute_gpu
-from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.core.recommendation import Recommendation
-from profiler_kit.analysis.core.steps import Steps, analyze_steps, cpu_steps, step_of_activities
+from profiler_kit.analysis.core.steps import Steps
 from profiler_kit.analysis.diffs.op_diff import NameProfile, name_profile
 from profiler_kit.analysis.diffs.step_diff import StepTerms, decompose
 from profiler_kit.analysis.jobs.rank_summary import RankSummary, summarize_rank
 from profiler_kit.analysis.memory.over_time import MemoryTimeline, memory_timeline
 from profiler_kit.analysis.memory.usage import Memory, analyze_memory
 from profiler_kit.analysis.perf.precision import Precision, analyze_precision
-from profiler_kit.analysis.perf.roofline import MfuWindow, PerfModel, measure
+from profiler_kit.analysis.perf.roofline import Instances, MfuWindow, PerfModel, measure
 from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy, analyze_sm_occupancy
+from profiler_kit.analysis.registry import Registry, TraceContext
 from profiler_kit.analysis.time.busy import Timeline, analyze_timeline
 from profiler_kit.analysis.time.critical_path import MAX_EVENTS, CriticalPath, critical_path
 from profiler_kit.analysis.time.hotspots import (
@@ -53,7 +58,7 @@ from profiler_kit.analysis.time.idle_causes import IdleAttribution, attribute_id
 from profiler_kit.analysis.time.launches import Launches, analyze_launches
 from profiler_kit.analysis.time.phases import Phases, analyze_phases
 from profiler_kit.analysis.time.step_timeline import StepTimeline, step_timeline
-from profiler_kit.analysis.time.unrecorded_activity import MissingGpuActivity, missing_gpu_activity
+from profiler_kit.analysis.time.unrecorded_activity import MissingGpuActivity
 from profiler_kit.trace.table import EventTable
 
 
@@ -74,184 +79,345 @@ class Attribution(msgspec.Struct, frozen=True):
     unlinked: int  # classed by kernel name alone
 
 
-class TraceAnalysis(msgspec.Struct, frozen=True):
-    path: str
-    label: str
-    rank: int | None
-    world_size: int | None
-    devices: tuple[DeviceInfo, ...]
-    events: int
-    skipped: dict[str, int]  # reason -> events left out of the table
-    normalized: dict[str, int]  # reason -> events kept after a fix
-    gpu: Breakdown  # all GPU activity (kernels, memcpy, memset) by class
-    gpu_by_device: tuple[tuple[int, Breakdown], ...]  # only when several devices
-    cpu: Breakdown  # CPU op self time by class
-    kernels: tuple[NameTotal, ...]  # every GPU activity name, largest total first
-    attribution: Attribution
-    timeline: Timeline
-    steps: Steps
-    precision: Precision
-    perf: PerfModel  # FLOPs, bytes and rates per op and input shape, against the device's peak
-    memory: Memory
-    phases: Phases
-    recommendations: tuple[Recommendation, ...]
-    notes: tuple[str, ...]
-    memory_timeline: MemoryTimeline  # allocated/reserved over time per device
-    step_timeline: StepTimeline  # one representative step as intervals on lanes
-    names: NameProfile  # count and time per op and kernel name over the steps
-    step_terms: StepTerms  # step time decomposed into class busy time, overlap and idle
-    critical_path: CriticalPath | None  # of the median step (None: window too large)
-    # the rank's collectives and steps, for the job view across ranks (None: not computed)
-    communication: RankSummary | None = None
-    # "steps": gpu, gpu_by_device, timeline, phases and launches cover the steps (the
-    # activities launched in them, over the GPU-side steps window); "trace": the whole trace
-    window: str = "trace"
-    trace_gpu: Breakdown | None = None  # the whole trace's figures (same as above for "trace")
-    trace_timeline: Timeline | None = None
-    trace_phases: Phases | None = None
-    launches: Launches | None = None  # launch statistics and idle causes, in ``window``
-    trace_launches: Launches | None = None
-    # the idle gaps of ``launches`` by what the launching CPU thread was doing meanwhile
-    idle: IdleAttribution | None = None
-    # the steps' GPU busy time (per device, averaged) over their device-side time: a step
-    # of 13 s with 2 µs of GPU work is 0.00002 busy, although its GPU window is all busy
-    step_gpu_busy_share: float | None = None
-    step_device_ns: int | None = None  # the steps' device-side time, summed
-    # launches or a GPU in use but no GPU activity recorded: what shows it (None: not so)
-    gpu_activity_missing: MissingGpuActivity | None = None
-    # time by nn.Module instance and source line, forward and backward, compiled kernels'
-    # ops and CUDA graph replays (``modules`` and ``lines`` empty without module events or
-    # stacks; its notes say how to record them)
-    code: CodeView | None = None
-    # SM efficiency and achieved occupancy per device and step (the GPU busy window), per
-    # kernel name with its limiter (None: not computed)
-    sm: SmOccupancy | None = None
+class TraceAnalysisBase(msgspec.Struct, frozen=True):
+    """One trace, fully analyzed: one field per registered analysis (``ANALYSES``), in
+    registration order; raw numbers only (ns, bytes, fractions)."""
 
     @property
     def has_gpu(self) -> bool:
-        return self.gpu.count > 0
+        return self.gpu.count > 0  # type: ignore[attr-defined, no-any-return]
+
+
+ANALYSES = Registry("TraceAnalysis", TraceAnalysisBase, __name__)
+analysis = ANALYSES.register
+
+
+@analysis("path", str)
+def _path(ctx: TraceContext) -> str:
+    """The trace file."""
+    return str(ctx.meta.path)
+
+
+@analysis("label", str)
+def _label(ctx: TraceContext) -> str:
+    """The label given, else the trace's name, else its path."""
+    return ctx.label or ctx.meta.trace_name or str(ctx.meta.path)
+
+
+@analysis("rank", int | None)
+def _rank(ctx: TraceContext) -> int | None:
+    """The rank, from ``distributedInfo``."""
+    return ctx.meta.rank
+
+
+@analysis("world_size", int | None)
+def _world_size(ctx: TraceContext) -> int | None:
+    """The world size, from ``distributedInfo``."""
+    return _int_or_none(ctx.meta.distributed_info.get("world_size"))
+
+
+@analysis("devices", tuple[DeviceInfo, ...])
+def _devices(ctx: TraceContext) -> tuple[DeviceInfo, ...]:
+    """What ``deviceProperties`` says of each GPU."""
+    return tuple(_device_info(p) for p in ctx.meta.device_properties)
+
+
+@analysis("events", int)
+def _events(ctx: TraceContext) -> int:
+    """The rows of the event table."""
+    return len(ctx.table)
+
+
+@analysis("skipped", dict[str, int])
+def _skipped(ctx: TraceContext) -> dict[str, int]:
+    """Reason -> events left out of the table."""
+    return dict(ctx.table.skipped)
+
+
+@analysis("normalized", dict[str, int])
+def _normalized(ctx: TraceContext) -> dict[str, int]:
+    """Reason -> events kept after a fix."""
+    return dict(ctx.table.normalized)
+
+
+@analysis("gpu", Breakdown)
+def _gpu(ctx: TraceContext) -> Breakdown:
+    """All GPU activity (kernels, memcpy, memset) by class, in ``window``."""
+    if ctx.in_steps is None:
+        return ctx.result("trace_gpu")
+    return gpu_breakdown(ctx.table, ctx.gpu, ctx.in_steps, top=ctx.top)
+
+
+@analysis("gpu_by_device", tuple[tuple[int, Breakdown], ...])
+def _gpu_by_device(ctx: TraceContext) -> tuple[tuple[int, Breakdown], ...]:
+    """One breakdown per GPU, in ``window``; only when the trace has several."""
+    table, gpu = ctx.table, ctx.gpu
+    devices = distinct(table.device[gpu.row])
+    if len(devices) <= 1:
+        return ()
+    sel = np.ones(len(gpu), dtype=bool) if ctx.in_steps is None else ctx.in_steps
+    return tuple(
+        (int(d), gpu_breakdown(table, gpu, sel & (table.device[gpu.row] == d), top=ctx.top))
+        for d in devices.tolist()
+    )
+
+
+@analysis("cpu", Breakdown)
+def _cpu(ctx: TraceContext) -> Breakdown:
+    """CPU op self time by class."""
+    return cpu_breakdown(ctx.table, ctx.tree, top=ctx.top)
+
+
+@analysis("kernels", tuple[NameTotal, ...])
+def _kernels(ctx: TraceContext) -> tuple[NameTotal, ...]:
+    """Every GPU activity name, largest total first."""
+    return tuple(kernel_table(ctx.table, ctx.gpu))
+
+
+@analysis("attribution", Attribution)
+def _attribution(ctx: TraceContext) -> Attribution:
+    """How the GPU activities were linked to the ops that launched them."""
+    linked_by = ctx.gpu.linked_by
+    return Attribution(
+        by_correlation=int((linked_by == 1).sum()),
+        by_external_id=int((linked_by == 2).sum()),
+        unlinked=int((linked_by == 0).sum()),
+    )
+
+
+@analysis("timeline", Timeline)
+def _timeline(ctx: TraceContext) -> Timeline:
+    """GPU busy and idle per device and stream, in ``window``."""
+    if ctx.in_steps is None:
+        return ctx.result("trace_timeline")
+    gpu_window = ctx.gpu_window
+    return analyze_timeline(ctx.table, ctx.gpu, ctx.in_steps, gpu_window) if gpu_window \
+        else analyze_timeline(ctx.table, ctx.gpu, ctx.in_steps)
+
+
+@analysis("steps", Steps)
+def _steps(ctx: TraceContext) -> Steps:
+    """The ``ProfilerStep#`` steps (or the trace window), CPU and device side."""
+    return ctx.steps
+
+
+@analysis("precision", Precision)
+def _precision(ctx: TraceContext) -> Precision:
+    """The GEMMs' and convolutions' precision and tensor-core use."""
+    return analyze_precision(ctx.table, ctx.gpu, top=ctx.top)
+
+
+@analysis("perf", PerfModel)
+def _perf(ctx: TraceContext) -> PerfModel:
+    """FLOPs, bytes and rates per op and input shape, against the device's peak."""
+    return ctx.memo(_measured)[0]
+
+
+@analysis("memory", Memory)
+def _memory(ctx: TraceContext) -> Memory:
+    """Peak memory per device."""
+    return analyze_memory(ctx.table, ctx.tree, top=max(ctx.top, 10))
+
+
+@analysis("phases", Phases)
+def _phases(ctx: TraceContext) -> Phases:
+    """Time per ``record_function`` annotation, in ``window``."""
+    if ctx.in_steps is None:
+        return ctx.result("trace_phases")
+    return analyze_phases(ctx.table, ctx.tree, ctx.gpu, (ctx.steps.start_ns, ctx.steps.end_ns),
+                          ctx.gpu_window, ctx.in_steps)
+
+
+@analysis("recommendations", tuple[Recommendation, ...])
+def _recommendations(ctx: TraceContext) -> tuple[Recommendation, ...]:
+    """The rules that fire: the general rules', the perf model's, the SM rules'."""
+    perf, instances = ctx.memo(_measured)
+    return ctx.memo(_findings).recommendations + perf_recommendations(
+        ctx.table, ctx.tree, ctx.result("gpu"), perf, instances) + sm_recommendations(
+        ctx.result("sm"))
+
+
+@analysis("notes", tuple[str, ...])
+def _notes(ctx: TraceContext) -> tuple[str, ...]:
+    """Rules that could not be evaluated and why, and what the figures cover."""
+    missing = ctx.missing
+    notes = list(ctx.memo(_findings).notes)
+    if missing is not None:  # the line says why the GPU rules did not run
+        notes = [missing.line] + [n for n in notes if not n.startswith("CPU-only trace")]
+    if ctx.steps.source == "window":
+        notes.insert(0, "no ProfilerStep# spans: step and GPU figures describe the whole "
+                        "trace window")
+    if ctx.unlinked_steps:
+        notes.insert(0, "no GPU activity is linked to a launch inside the steps (no runtime "
+                        "correlation): GPU figures describe the whole trace window")
+    if ctx.result("critical_path") is None and missing is None:
+        notes.append(f"critical path left out: its window holds more than {MAX_EVENTS:,} "
+                     "events (profile with a schedule to get ProfilerStep# spans)")
+    return tuple(notes)
+
+
+@analysis("memory_timeline", MemoryTimeline)
+def _memory_timeline(ctx: TraceContext) -> MemoryTimeline:
+    """Allocated and reserved memory over time per device."""
+    return memory_timeline(ctx.table)
+
+
+@analysis("step_timeline", StepTimeline)
+def _step_timeline(ctx: TraceContext) -> StepTimeline:
+    """One representative step as intervals on lanes."""
+    return step_timeline(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
+
+
+@analysis("names", NameProfile)
+def _names(ctx: TraceContext) -> NameProfile:
+    """Count and time per op and kernel name over the steps."""
+    return name_profile(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
+
+
+@analysis("step_terms", StepTerms)
+def _step_terms(ctx: TraceContext) -> StepTerms:
+    """Step time decomposed into class busy time, overlap and idle."""
+    return decompose(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
+
+
+@analysis("critical_path", CriticalPath | None)
+def _critical_path(ctx: TraceContext) -> CriticalPath | None:
+    """The critical path of the median step (None: its window is too large, or the GPU's
+    work went unrecorded)."""
+    if ctx.missing is not None:
+        return None
+    return critical_path(ctx.table, ctx.gpu, ctx.steps, top=max(ctx.top, 10))
+
+
+@analysis("communication", RankSummary | None, default=None)
+def _communication(ctx: TraceContext) -> RankSummary | None:
+    """The rank's collectives and steps, for the job view across ranks (None: not
+    computed)."""
+    return summarize_rank(ctx.table, label=ctx.label or ctx.meta.trace_name, steps=ctx.steps,
+                          tree=ctx.tree, gpu=ctx.gpu)
+
+
+@analysis("window", str, default="trace")
+def _window(ctx: TraceContext) -> str:
+    """``"steps"``: gpu, gpu_by_device, timeline, phases and launches cover the steps (the
+    activities launched in them, over the GPU-side steps window); ``"trace"``: the whole
+    trace."""
+    return ctx.window
+
+
+@analysis("trace_gpu", Breakdown | None, default=None)
+def _trace_gpu(ctx: TraceContext) -> Breakdown | None:
+    """The whole trace's GPU activity by class (the same as ``gpu`` for ``"trace"``)."""
+    return gpu_breakdown(ctx.table, ctx.gpu, top=ctx.top)
+
+
+@analysis("trace_timeline", Timeline | None, default=None)
+def _trace_timeline(ctx: TraceContext) -> Timeline | None:
+    """The whole trace's GPU busy and idle."""
+    return analyze_timeline(ctx.table, ctx.gpu)
+
+
+@analysis("trace_phases", Phases | None, default=None)
+def _trace_phases(ctx: TraceContext) -> Phases | None:
+    """The whole trace's time per annotation."""
+    tl: Timeline = ctx.result("trace_timeline")
+    window = (tl.trace_start_ns, tl.trace_start_ns + tl.trace_window_ns)
+    return analyze_phases(ctx.table, ctx.tree, ctx.gpu, window)
+
+
+@analysis("launches", Launches | None, default=None)
+def _launches(ctx: TraceContext) -> Launches | None:
+    """Launch statistics and idle causes, in ``window``."""
+    if ctx.in_steps is None:
+        return ctx.result("trace_launches")
+    return analyze_launches(ctx.table, ctx.gpu, ctx.in_steps)
+
+
+@analysis("trace_launches", Launches | None, default=None)
+def _trace_launches(ctx: TraceContext) -> Launches | None:
+    """The whole trace's launch statistics."""
+    return analyze_launches(ctx.table, ctx.gpu)
+
+
+@analysis("idle", IdleAttribution | None, default=None)
+def _idle(ctx: TraceContext) -> IdleAttribution | None:
+    """The idle gaps of ``launches`` by what the launching CPU thread was doing
+    meanwhile."""
+    return attribute_idle(ctx.table, ctx.tree, ctx.gpu, ctx.in_steps,
+                          ctx.steps.start_ns if ctx.in_steps is not None else None)
+
+
+@analysis("step_gpu_busy_share", float | None, default=None)
+def _step_gpu_busy_share(ctx: TraceContext) -> float | None:
+    """The steps' GPU busy time (per device, averaged) over their device-side time: a
+    step of 13 s with 2 µs of GPU work is 0.00002 busy, although its GPU window is all
+    busy."""
+    return _busy_share(ctx.result("timeline"), ctx.result("step_device_ns"))
+
+
+@analysis("step_device_ns", int | None, default=None)
+def _step_device_ns(ctx: TraceContext) -> int | None:
+    """The steps' device-side time, summed (None: no device-side steps)."""
+    steps = ctx.steps
+    if ctx.in_steps is None or steps.device is None:
+        return None
+    return sum(st.device_dur_ns for st in steps.steps)
+
+
+@analysis("gpu_activity_missing", MissingGpuActivity | None, default=None)
+def _gpu_activity_missing(ctx: TraceContext) -> MissingGpuActivity | None:
+    """Launches or a GPU in use but no GPU activity recorded: what shows it (None: not
+    so)."""
+    return ctx.missing
+
+
+@analysis("code", CodeView | None, default=None)
+def _code(ctx: TraceContext) -> CodeView | None:
+    """Time by nn.Module instance and source line, forward and backward, compiled
+    kernels' ops and CUDA graph replays (``modules`` and ``lines`` empty without module
+    events or stacks; its notes say how to record them)."""
+    return analyze_code(ctx.table, ctx.tree, ctx.gpu, top=ctx.top, provenance=ctx.provenance)
+
+
+@analysis("sm", SmOccupancy | None, default=None)
+def _sm(ctx: TraceContext) -> SmOccupancy | None:
+    """SM efficiency and achieved occupancy per device and step (the GPU busy window),
+    per kernel name with its limiter, the kernels that idle the SMs with their line."""
+    sm = _sm_occupancy(ctx.table, ctx.gpu, ctx.in_steps, ctx.result("timeline"), ctx.steps)
+    return _with_sources(sm, ctx.result("code"))
+
+
+def _findings(ctx: TraceContext) -> Findings:
+    """The rules' findings (recommendations and notes), the CPU rules' included."""
+    table, tree, gpu, steps = ctx.table, ctx.tree, ctx.gpu, ctx.steps
+    findings = recommend(table, tree, gpu, ctx.result("gpu"), ctx.result("timeline"), steps,
+                         ctx.result("precision"), ctx.result("memory"), ctx.result("launches"),
+                         ctx.result("step_device_ns"), ctx.result("idle"))
+    return with_cpu_findings(findings, table, tree, gpu, steps)
+
+
+def _measured(ctx: TraceContext) -> tuple[PerfModel, Instances]:
+    """The perf model and the op instances it counted."""
+    window = _mfu_window(ctx.steps, ctx.result("timeline"), ctx.result("step_device_ns"))
+    return measure(ctx.table, ctx.tree, ctx.gpu, window,
+                   device_time_missing=ctx.missing is not None)
+
+
+if TYPE_CHECKING:
+    class TraceAnalysis(TraceAnalysisBase, frozen=True):
+        """The Struct ``ANALYSES.struct()`` makes, as the type checker sees it: each field
+        is declared in its registration, so reading one here is ``Any``."""
+
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    TraceAnalysis = ANALYSES.struct()
 
 
 def analyze_table(table: EventTable, label: str | None = None, top: int = 5,
                   provenance: Provenance | None = None) -> TraceAnalysis:
-    """Run every analysis on one event table; ``provenance``: Inductor's, saved beside
-    the trace of a compiled model (compiled kernels to the user's lines)."""
-    tree = build_op_tree(table)
-    gpu = attribute_gpu(table, tree)
-    missing = missing_gpu_activity(table, gpu)
-    steps = analyze_steps(table, gpu)
-    if missing is not None:  # a split without the GPU's work says nothing of the step
-        steps = msgspec.structs.replace(steps, breakdown=None, steps=tuple(
-            msgspec.structs.replace(st, breakdown=None) for st in steps.steps))
-    in_steps = None  # mask of the activities launched in the steps
-    window = "trace"
-    unlinked_steps = False
-    if steps.source == "ProfilerStep":
-        in_steps = step_of_activities(table, gpu, cpu_steps(table)) >= 0
-        if len(gpu) and not in_steps.any():
-            in_steps, unlinked_steps = None, True  # nothing to tell the steps' work apart
-        else:
-            window = "steps"
-    gpu_window = (steps.gpu_window_start_ns, steps.gpu_window_end_ns) \
-        if steps.gpu_window_start_ns is not None else None
-    trace_bd = gpu_breakdown(table, gpu, top=top)
-    gpu_bd = gpu_breakdown(table, gpu, in_steps, top=top) if in_steps is not None else trace_bd
-    devices = distinct(table.device[gpu.row])
-    by_device: tuple[tuple[int, Breakdown], ...] = ()
-    if len(devices) > 1:
-        sel = np.ones(len(gpu), dtype=bool) if in_steps is None else in_steps
-        by_device = tuple(
-            (int(d), gpu_breakdown(table, gpu, sel & (table.device[gpu.row] == d), top=top))
-            for d in devices.tolist()
-        )
-    trace_timeline = analyze_timeline(table, gpu)
-    trace_launches = analyze_launches(table, gpu)
-    trace_window = (trace_timeline.trace_start_ns,
-                    trace_timeline.trace_start_ns + trace_timeline.trace_window_ns)
-    trace_phases = analyze_phases(table, tree, gpu, trace_window)
-    if in_steps is not None:
-        timeline = analyze_timeline(table, gpu, in_steps, gpu_window) if gpu_window \
-            else analyze_timeline(table, gpu, in_steps)
-        launches = analyze_launches(table, gpu, in_steps)
-        phases = analyze_phases(table, tree, gpu, (steps.start_ns, steps.end_ns),
-                                gpu_window, in_steps)
-    else:
-        timeline, launches, phases = trace_timeline, trace_launches, trace_phases
-    sm = _sm_occupancy(table, gpu, in_steps, timeline, steps)
-    idle = attribute_idle(table, tree, gpu, in_steps,
-                          steps.start_ns if in_steps is not None else None)
-    precision = analyze_precision(table, gpu, top=top)
-    memory = analyze_memory(table, tree, top=max(top, 10))
-    step_device_ns = sum(st.device_dur_ns for st in steps.steps) \
-        if in_steps is not None and steps.device is not None else None
-    findings = recommend(table, tree, gpu, gpu_bd, timeline, steps, precision, memory,
-                         launches, step_device_ns, idle)
-    findings = with_cpu_findings(findings, table, tree, gpu, steps)
-    perf, instances = measure(table, tree, gpu, _mfu_window(steps, timeline, step_device_ns),
-                              device_time_missing=missing is not None)
-    meta = table.meta
-    notes = list(findings.notes)
-    if missing is not None:  # the line says why the GPU rules did not run
-        notes = [missing.line] + [n for n in notes if not n.startswith("CPU-only trace")]
-    if steps.source == "window":
-        notes.insert(0, "no ProfilerStep# spans: step and GPU figures describe the whole "
-                        "trace window")
-    if unlinked_steps:
-        notes.insert(0, "no GPU activity is linked to a launch inside the steps (no runtime "
-                        "correlation): GPU figures describe the whole trace window")
-    path = critical_path(table, gpu, steps, top=max(top, 10)) if missing is None else None
-    if path is None and missing is None:
-        notes.append(f"critical path left out: its window holds more than {MAX_EVENTS:,} "
-                     "events (profile with a schedule to get ProfilerStep# spans)")
-    code = analyze_code(table, tree, gpu, top=top, provenance=provenance)
-    sm = _with_sources(sm, code)
-    return TraceAnalysis(
-        path=str(meta.path),
-        label=label or meta.trace_name or str(meta.path),
-        rank=meta.rank,
-        world_size=_int_or_none(meta.distributed_info.get("world_size")),
-        devices=tuple(_device_info(p) for p in meta.device_properties),
-        events=len(table),
-        skipped=dict(table.skipped),
-        normalized=dict(table.normalized),
-        gpu=gpu_bd,
-        gpu_by_device=by_device,
-        cpu=cpu_breakdown(table, tree, top=top),
-        kernels=tuple(kernel_table(table, gpu)),
-        attribution=Attribution(
-            by_correlation=int((gpu.linked_by == 1).sum()),
-            by_external_id=int((gpu.linked_by == 2).sum()),
-            unlinked=int((gpu.linked_by == 0).sum()),
-        ),
-        timeline=timeline,
-        steps=steps,
-        precision=precision,
-        perf=perf,
-        memory=memory,
-        phases=phases,
-        recommendations=findings.recommendations + perf_recommendations(
-            table, tree, gpu_bd, perf, instances) + sm_recommendations(sm),
-        notes=tuple(notes),
-        memory_timeline=memory_timeline(table),
-        step_timeline=step_timeline(table, tree, gpu, steps),
-        names=name_profile(table, tree, gpu, steps),
-        step_terms=decompose(table, tree, gpu, steps),
-        critical_path=path,
-        communication=summarize_rank(table, label=label or meta.trace_name, steps=steps,
-                                     tree=tree, gpu=gpu),
-        window=window,
-        trace_gpu=trace_bd,
-        trace_timeline=trace_timeline,
-        trace_phases=trace_phases,
-        launches=launches,
-        trace_launches=trace_launches,
-        idle=idle,
-        step_gpu_busy_share=_busy_share(timeline, step_device_ns),
-        step_device_ns=step_device_ns,
-        gpu_activity_missing=missing,
-        code=code,
-        sm=sm,
-    )
+    """Run every registered analysis on one event table; ``provenance``: Inductor's, saved
+    beside the trace of a compiled model (compiled kernels to the user's lines)."""
+    return ANALYSES.analyze(table, label=label, top=top, provenance=provenance)
 
 
 def _mfu_window(steps: Steps, timeline: Timeline, step_device_ns: int | None

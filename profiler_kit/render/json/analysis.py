@@ -28,6 +28,31 @@ def _plain(value: Any) -> Any:
     return msgspec.to_builtins(value, str_keys=True)
 
 
+# The fields of ``TraceAnalysis`` written below, each with the keys of the trace object
+# that hold it (none: ``names`` is read by the comparison only). Every other field, an
+# analysis registered without a formatter here, is written as it is, under its own name,
+# after these.
+FIELD_KEYS: dict[str, tuple[str, ...]] = {
+    "path": ("path",), "label": ("label",), "rank": ("rank",), "world_size": ("world_size",),
+    "devices": ("devices",), "events": ("events",), "skipped": ("skipped",),
+    "normalized": ("normalized",), "gpu": ("gpu_hotspots",),
+    "gpu_by_device": ("gpu_hotspots_by_device",), "cpu": ("cpu_hotspots",),
+    "kernels": ("kernels",), "attribution": ("attribution",), "timeline": ("timeline",),
+    "steps": ("steps",), "precision": ("precision",), "perf": ("perf",),
+    "memory": ("memory",), "phases": ("phases",), "recommendations": ("recommendations",),
+    "notes": ("notes",), "memory_timeline": ("memory_timeline",),
+    "step_timeline": ("step_timeline",), "names": (), "step_terms": ("step_terms",),
+    "critical_path": ("critical_path",), "communication": ("communication",),
+    "window": ("window",), "trace_gpu": ("trace",), "trace_timeline": ("trace",),
+    "trace_phases": ("trace",), "launches": ("launches",), "trace_launches": ("trace",),
+    "idle": ("idle_attribution",), "step_gpu_busy_share": ("step_gpu_busy_share",),
+    "step_device_ns": ("step_device_ns",), "gpu_activity_missing": ("gpu_activity_missing",),
+    "code": ("modules", "module_steps", "backward_links", "module_coverage", "source_lines",
+             "compiled_kernels", "graph_replays"),
+    "sm": ("sm_occupancy",),
+}
+
+
 def trace_document(a: TraceAnalysis) -> dict[str, Any]:
     """One trace's analysis as plain JSON data."""
     tl = a.timeline
@@ -81,6 +106,8 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
         "communication": _communication(a),
         **_code(a),
         **_sm(a),
+        **{name: _plain(getattr(a, name)) for name in a.__struct_fields__
+           if name not in FIELD_KEYS},
     }
 
 
