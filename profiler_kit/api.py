@@ -585,3 +585,22 @@ def memory(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     return memory_report([Path(p) for p in paths], device_memory, top, traces)
+
+
+def whatif(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+           changes: Sequence[Any] = ()) -> list[Any]:
+    """Replay every trace at or below ``paths`` (traces, strategy or run folders) and predict
+    its step after ``changes`` (``profiler_kit.analysis.whatif.changes``), each alone and all
+    together: one :class:`~profiler_kit.analysis.whatif.replay.TraceWhatIf` per trace, in
+    order. A trace that cannot be read raises ``TraceError``. Does not import torch."""
+    from profiler_kit.analysis.compare import label_traces
+    from profiler_kit.analysis.whatif.replay import TraceWhatIf, what_if
+    from profiler_kit.trace.loader import load
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files = trace_files(paths)
+    given = {Path(p).resolve() for p in paths if Path(p).is_file()}
+    labels = label_traces(files, [f.resolve() in given for f in files])
+    return [TraceWhatIf(str(f), label, what_if(load(f), changes=changes))
+            for f, label in zip(files, labels, strict=True)]

@@ -21,7 +21,7 @@ from profiler_kit.errors import ProfkitError
 
 # the modules of profiler_kit.commands, in the order `profkit --help` lists them
 COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "memory", "merge", "record", "report",
-                   "run", "tensorboard", "tune")
+                   "run", "tensorboard", "tune", "whatif")
 
 
 def commands() -> dict[str, Command]:

@@ -146,7 +146,7 @@ def test_layers_import_only_what_they_may(module):
 # analysis/ is grouped by question into rooms; a room imports only rooms below it. The
 # modules at analysis/'s top bundle the rooms (one trace, one job, traces side by side).
 ANALYSIS_ROOM_LEVEL = {"core": 0, "time": 1, "perf": 1, "jobs": 1, "memory": 1,
-                       "diffs": 2, "advice": 2, "code": 2}
+                       "diffs": 2, "advice": 2, "code": 2, "whatif": 2}
 BUNDLE_LEVEL = 3
 # what reading or writing files, or starting processes, looks like in the source
 IO_MODULES = {"subprocess", "multiprocessing", "concurrent", "pickle", "gzip", "shutil",

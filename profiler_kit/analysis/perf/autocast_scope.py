@@ -72,9 +72,55 @@ def autocast_scope(table: EventTable, tree: OpTree, gpu: GpuActivity,
     sel = np.ones(len(gpu), dtype=bool) if mask is None else mask
     gpu_ns = int(table.dur_ns[gpu.row[sel]].sum())
     kernel = sel & (table.cat[gpu.row] == Cat.KERNEL)
-    n = len(tree)
-    if not n or not kernel.any():
+    if not len(tree) or not kernel.any():
         return AutocastScope(gpu_ns, 0, 0, 0, 0, ())
+    reach = _reach(table, tree, gpu, kernel)
+    idx, inside, by_graph, by_op, own, math = (reach.idx, reach.inside, reach.by_graph,
+                                               reach.by_op, reach.own, reach.math)
+    names = table.names
+    dur = table.dur_ns[gpu.row[idx]]
+    all_math = kernel & np.isin(gpu.klass, [classify.CLASS_INDEX[c] for c in _MATH])
+    out_of_reach = int(table.dur_ns[gpu.row[all_math]].sum()) - int(dur[inside & math].sum())
+    rows_in = gpu.row[idx[inside]]
+    low = _low(table, tree, own[inside], rows_in)
+    ops = table.name[tree.row[own[inside]]]
+    ranked: list[tuple[int, int]] = []
+    if len(ops):
+        op_ids, op_inv = dense_ids(ops)
+        sums = np.bincount(op_inv.reshape(-1), weights=dur[inside], minlength=len(op_ids))
+        ranked = [(int(op_ids[i]), int(round(sums[i])))
+                  for i in np.argsort(-sums, kind="stable")[:top].tolist()]
+    return AutocastScope(
+        gpu_ns=gpu_ns,
+        scope_ns=int(dur[inside].sum()),
+        low_precision_ns=int(dur[inside][low].sum()),
+        compiled_ns=int(dur[by_graph & ~by_op].sum()),
+        out_of_reach_ns=max(out_of_reach, 0),
+        top_ops=tuple((names[k], v) for k, v in ranked),
+    )
+
+
+def in_reach(table: EventTable, tree: OpTree, gpu: GpuActivity) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels in autocast's reach, one by one: their indices into ``gpu``, and whether
+    each already runs in 16 bits or fewer."""
+    kernel = table.cat[gpu.row] == Cat.KERNEL
+    if not len(tree) or not kernel.any():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    reach = _reach(table, tree, gpu, kernel)
+    return reach.idx[reach.inside], _low(table, tree, reach.own[reach.inside],
+                                         gpu.row[reach.idx[reach.inside]])
+
+
+class _Reach(msgspec.Struct, frozen=True):
+    idx: np.ndarray  # the linked kernels (indices into gpu)
+    inside: np.ndarray  # in reach, per kernel of idx
+    by_op: np.ndarray
+    by_graph: np.ndarray
+    own: np.ndarray  # the op autocast casts the inputs of (tree node)
+    math: np.ndarray  # GEMM, convolution or attention class
+
+
+def _reach(table: EventTable, tree: OpTree, gpu: GpuActivity, kernel: np.ndarray) -> _Reach:
     names = table.names
     uniq, inverse = dense_ids(table.name[tree.row])
     inverse = inverse.reshape(-1)
@@ -108,27 +154,7 @@ def autocast_scope(table: EventTable, tree: OpTree, gpu: GpuActivity,
     by_op = has & autocast[safe] & ~triton
     math = np.isin(gpu.klass[idx], [classify.CLASS_INDEX[c] for c in _MATH])
     by_graph = has & compiled[safe] & ~triton & math
-    inside = by_op | by_graph
-    dur = table.dur_ns[gpu.row[idx]]
-    all_math = kernel & np.isin(gpu.klass, [classify.CLASS_INDEX[c] for c in _MATH])
-    out_of_reach = int(table.dur_ns[gpu.row[all_math]].sum()) - int(dur[inside & math].sum())
-    rows_in = gpu.row[idx[inside]]
-    low = _low(table, tree, own[inside], rows_in)
-    ops = table.name[tree.row[own[inside]]]
-    ranked: list[tuple[int, int]] = []
-    if len(ops):
-        op_ids, op_inv = dense_ids(ops)
-        sums = np.bincount(op_inv.reshape(-1), weights=dur[inside], minlength=len(op_ids))
-        ranked = [(int(op_ids[i]), int(round(sums[i])))
-                  for i in np.argsort(-sums, kind="stable")[:top].tolist()]
-    return AutocastScope(
-        gpu_ns=gpu_ns,
-        scope_ns=int(dur[inside].sum()),
-        low_precision_ns=int(dur[inside][low].sum()),
-        compiled_ns=int(dur[by_graph & ~by_op].sum()),
-        out_of_reach_ns=max(out_of_reach, 0),
-        top_ops=tuple((names[k], v) for k, v in ranked),
-    )
+    return _Reach(idx, by_op | by_graph, by_op, by_graph, own, math)
 
 
 def _low(table: EventTable, tree: OpTree, op_nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:

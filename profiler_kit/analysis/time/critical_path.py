@@ -678,3 +678,26 @@ def _resolve_merges(merges: np.ndarray, src: np.ndarray, dst: np.ndarray, weight
         raise ValueError("the critical-path graph has a cycle")
     anchor_dist[:] = dist
     best[:] = best_l
+
+
+def recorded_waits(table: EventTable, gpu: GpuActivity) -> tuple[np.ndarray, dict[int, int]]:
+    """The waits between streams and on events that this graph reads from the trace, for
+    the whole trace: per GPU activity (index into ``gpu``), the table row of the activity on
+    another stream that a ``Stream Wait Event`` makes it wait for (-1: none); and per
+    ``Event Sync`` row, the table row of the activity it waits for (absent: not in the
+    trace)."""
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    b = _Builder(table, gpu, lo, hi)
+    rows = gpu.row[b.act]
+    waited = b._waited_for(rows) if len(rows) else np.zeros(0, dtype=np.int64)
+    out = np.full(len(gpu), -1, dtype=np.int64)
+    has = waited >= 0
+    out[b.act[has]] = rows[waited[has]]
+    event_ids = {i for i, n in enumerate(table.names) if n == EVENT_SYNC}
+    events: dict[int, int] = {}
+    for r in sorted(table.event_waits):
+        if int(table.name[r]) in event_ids and table.cat[r] == Cat.SYNC:
+            source = b._recorded(r)
+            if source >= 0:
+                events[r] = source
+    return out, events

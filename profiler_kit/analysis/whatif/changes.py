@@ -1,0 +1,347 @@
+"""The changes a what-if can make, each a small edit of the replay graph.
+
+Each change edits an :class:`~profiler_kit.analysis.whatif.engine.Edits` in place (the
+durations of GPU activities, streams and waits, which blocking calls still wait, host
+time removed or added) and says in notes what it touched and which bound it used.
+Changes compose: several edit the same ``Edits`` in turn.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import numpy as np
+
+from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.core.arrays import dense_ids
+from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.op_tree import OpTree, build_op_tree
+from profiler_kit.analysis.perf.autocast_scope import in_reach
+from profiler_kit.analysis.perf.device_specs import compute_peak, device_of_table
+from profiler_kit.analysis.perf.perf_model import op_cost
+from profiler_kit.analysis.perf.precision import eligible_mask, tf32_kernel
+from profiler_kit.analysis.time.critical_path import LAUNCH_CALLS
+from profiler_kit.analysis.whatif.engine import Edits
+from profiler_kit.analysis.whatif.graph import Graph
+from profiler_kit.trace.table import Cat, EventTable
+
+# the host's wait for the next batch, as the TensorBoard plugin names it
+DATALOADER = re.compile(r"^enumerate\(DataLoader\)#.*\.__next__$")
+PRECISIONS = ("bf16", "fp16")
+
+
+class Context:
+    """What a change reads: the trace, its GPU activities, the graph (and the op tree,
+    built on first use)."""
+
+    def __init__(self, table: EventTable, gpu: GpuActivity, graph: Graph) -> None:
+        self.table, self.gpu, self.graph = table, gpu, graph
+        self._tree: OpTree | None = None
+
+    @property
+    def tree(self) -> OpTree:
+        if self._tree is None:
+            self._tree = build_op_tree(self.table)
+        return self._tree
+
+
+class Change(msgspec.Struct, frozen=True):
+    """One change; ``label`` names it as the command line does."""
+
+    def label(self) -> str:
+        raise NotImplementedError
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        raise NotImplementedError
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:,.2f} ms"
+
+
+class Kernels(Change, frozen=True):
+    """GPU activities of a class (``classify.CLASSES``: gemm, convolution, communication,
+    ...) or whose name matches a regular expression run ``factor`` times faster."""
+
+    pattern: str
+    factor: float
+
+    def label(self) -> str:
+        return f"kernels {self.pattern}={self.factor:g}"
+
+    def matches(self, ctx: Context) -> np.ndarray:
+        g, t = ctx.graph, ctx.table
+        if self.pattern in classify.CLASS_INDEX:
+            return g.klass == classify.CLASS_INDEX[self.pattern]
+        regex = re.compile(self.pattern)
+        uniq, inverse = dense_ids(t.name[g.row])
+        hit = np.array([bool(regex.search(t.names[int(u)])) for u in uniq], dtype=bool)
+        return hit[inverse.reshape(-1)] if len(uniq) else np.zeros(len(g), dtype=bool)
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        mask = self.matches(ctx)
+        if not mask.any():
+            e.notes.append(f"{self.label()}: no GPU activity matches {self.pattern!r}")
+            return
+        before = int(e.dur[mask].sum())
+        e.dur[mask] = np.rint(e.dur[mask] / self.factor).astype(np.int64)
+        e.notes.append(f"{self.label()}: {int(mask.sum())} GPU activities, {_ms(before)} "
+                       f"of work → {_ms(int(e.dur[mask].sum()))}")
+
+
+class Precision(Change, frozen=True):
+    """The fp32 GEMM and convolution kernels autocast would run in ``dtype`` (bf16 or
+    fp16) run faster by the device's matrix peak in that dtype over its fp32 (or TF32,
+    for kernels that use it) peak, bounded by the time their op's bytes take at 16 bits
+    at the memory bandwidth where the trace recorded shapes."""
+
+    dtype: str = "bf16"
+
+    def label(self) -> str:
+        return f"precision {self.dtype}"
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        t, gpu, g = ctx.table, ctx.gpu, ctx.graph
+        name, peak, _ = device_of_table(t)
+        if peak is None:
+            e.notes.append(f"{self.label()}: device {name or '(unnamed)'} is not in the peak "
+                           f"table; no change modeled")
+            return
+        reach, low = in_reach(t, ctx.tree, gpu)
+        fp32 = np.zeros(len(gpu), dtype=bool)
+        fp32[reach[~low]] = True
+        fp32 &= eligible_mask(t, gpu)
+        sel = np.flatnonzero(fp32[g.act])  # graph indices
+        if not len(sel):
+            e.notes.append(f"{self.label()}: no fp32 GEMM or convolution kernel in "
+                           f"autocast's reach")
+            return
+        low_peak = compute_peak(peak, self.dtype, True, False) or 0.0
+        names = t.names
+        tf32 = {}
+        ratio = np.ones(len(sel))
+        for j, i in enumerate(sel.tolist()):
+            nid = int(t.name[g.row[i]])
+            if nid not in tf32:
+                base = compute_peak(peak, "fp32", True, tf32_kernel(names[nid])) or 0.0
+                tf32[nid] = low_peak / base if base > 0 and low_peak > 0 else 1.0
+            ratio[j] = max(tf32[nid], 1.0)
+        if not (ratio > 1.0).any():
+            e.notes.append(f"{self.label()}: {peak.name} has no faster {self.dtype} matrix "
+                           f"rate than its fp32 one; no change modeled")
+            return
+        dur = e.dur[sel].astype(np.float64)
+        new = dur / ratio
+        # the memory bound: the op's bytes at 16 bits, shared by its eligible kernels
+        op_rows = gpu.op_row[g.act[sel]]
+        bound = np.zeros(len(sel))
+        shared = {}
+        for r in op_rows[op_rows >= 0].tolist():
+            shared[r] = shared.get(r, 0) + 1
+        costs: dict[int, float] = {}
+        for j, r in enumerate(op_rows.tolist()):
+            if r < 0:
+                continue
+            if r not in costs:
+                cost = op_cost(names[int(t.name[r])], t.op_inputs(r))
+                costs[r] = (cost.bytes / 2 / peak.memory_bytes_per_s * 1e9 / shared[r]
+                            if cost is not None else 0.0)
+            bound[j] = costs[r]
+        memory_bound = bound > new
+        new = np.minimum(np.maximum(new, bound), dur)
+        e.dur[sel] = np.rint(new).astype(np.int64)
+        shaped = sum(1 for v in costs.values() if v > 0)
+        e.notes.append(
+            f"{self.label()}: {len(sel)} fp32 GEMM/convolution kernels in autocast's reach, "
+            f"{_ms(dur.sum())} → {_ms(new.sum())}: {peak.name} {self.dtype} matrix peak over "
+            f"its fp32/TF32 one (×{float(np.median(ratio)):.2g} median); "
+            + (f"{int(memory_bound.sum())} held at their op's 16-bit bytes over "
+               f"{peak.memory_bytes_per_s / 1e12:.2g} TB/s" if shaped
+               else "no shapes recorded: the compute ratio alone, no memory bound")
+            + "; the casts autocast adds are not counted")
+
+
+class CudaGraphs(Change, frozen=True):
+    """The host's op overhead in each region (a ``record_function`` or module name; by
+    default each step, else the whole trace) collapses to one graph launch: the CPU ops
+    and launch calls in it take no time, one launch call's median cost is paid at the
+    region's start, and the GPU work they launched is issued from there. Blocking calls
+    and DataLoader waits inside stay (a graph cannot hold them)."""
+
+    region: str | None = None
+
+    def label(self) -> str:
+        return "cuda-graphs" + (f" {self.region}" if self.region else "")
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        t, g = ctx.table, ctx.graph
+        instances = self._instances(ctx)
+        if not instances:
+            e.notes.append(f"{self.label()}: no region {self.region!r} in the trace")
+            return
+        launch_ids = [i for i, n in enumerate(t.names) if n in LAUNCH_CALLS]
+        loader_ids = [i for i, n in enumerate(t.names) if DATALOADER.match(n)]
+        cats = t.cat[g.cpu_row]
+        names = t.name[g.cpu_row]
+        starts = t.ts_ns[g.cpu_row]
+        ends = starts + t.dur_ns[g.cpu_row]
+        collapsible = (cats == Cat.CPU_OP) | ((cats == Cat.RUNTIME) & np.isin(names, launch_ids))
+        loader = np.isin(names, loader_ids)
+        syncs = g.sync_start[g.sync_waits]
+        sync_thread = g.sync_thread[g.sync_waits]
+        removed = kept_syncs = graphs = 0
+        cost_by_thread: dict[int, int] = {}
+        for th, a, b in instances:
+            on = np.flatnonzero((g.cpu_thread == th) & (starts >= a) & (ends <= b))
+            if not len(on):
+                continue
+            if th not in cost_by_thread:
+                calls = np.flatnonzero((g.cpu_thread == th) & (cats == Cat.RUNTIME)
+                                       & np.isin(names, launch_ids))
+                cost_by_thread[th] = int(np.median(t.dur_ns[g.cpu_row[calls]])) \
+                    if len(calls) else 0
+            s, en = starts[on], ends[on]
+            stay = sync_thread == th
+            pts = syncs[stay & (syncs >= a) & (syncs <= b)]
+            kept_syncs += len(pts)
+            lo_l, hi_l = s[loader[on]], en[loader[on]]
+            ok = collapsible[on].copy()
+            for p in pts.tolist():  # ops around a blocking call stay
+                ok &= ~((s <= p) & (en > p))
+            for lo, hi in zip(lo_l.tolist(), hi_l.tolist(), strict=True):  # and data loading
+                ok &= ~((s < hi) & (en > lo))
+            if not ok.any():
+                continue
+            for x, y in _union(s[ok], en[ok]):
+                e.removals.append((th, x, y))
+                removed += y - x
+            # the graph is launched where its first op would have started
+            e.insertions.append((th, int(s[ok].min()), cost_by_thread[th]))
+            graphs += 1
+        cost = max(cost_by_thread.values(), default=0)
+        e.notes.append(f"{self.label()}: {graphs} regions, {_ms(removed)} of host op and "
+                       f"launch time collapse to one graph launch of {cost / 1e3:.0f} µs each"
+                       + (f"; {kept_syncs} blocking calls inside stay" if kept_syncs else ""))
+
+    def _instances(self, ctx: Context) -> list[tuple[int, int, int]]:
+        """(thread, start, end) of the outermost instances of the region."""
+        t, g = ctx.table, ctx.graph
+        if self.region is None:
+            if len(g.step_row):
+                pos = np.searchsorted(g.cpu_row, g.step_row)
+                return [(int(g.cpu_thread[p]), int(t.ts_ns[g.cpu_row[p]]),
+                         int(t.ts_ns[g.cpu_row[p]] + t.dur_ns[g.cpu_row[p]]))
+                        for p in pos.tolist()]
+            out = []
+            for th in np.unique(g.thread[g.thread >= 0]).tolist():
+                rows = g.cpu_row[g.cpu_thread == th]
+                out.append((th, int(t.ts_ns[rows].min()),
+                            int((t.ts_ns[rows] + t.dur_ns[rows]).max())))
+            return out
+        ids = [i for i, n in enumerate(t.names) if n == self.region]
+        if not ids:
+            regex = re.compile(self.region)
+            ids = [i for i, n in enumerate(t.names) if regex.search(n)]
+        hit = np.flatnonzero(np.isin(t.name[g.cpu_row], ids)
+                             & (t.cat[g.cpu_row] != Cat.RUNTIME))
+        spans = sorted((int(g.cpu_thread[p]), int(t.ts_ns[g.cpu_row[p]]),
+                        int(t.ts_ns[g.cpu_row[p]] + t.dur_ns[g.cpu_row[p]])) for p in hit.tolist())
+        out: list[tuple[int, int, int]] = []
+        for th, a, b in spans:
+            if out and out[-1][0] == th and a < out[-1][2]:
+                continue  # inside the previous instance
+            out.append((th, a, b))
+        return out
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
+    """The union of intervals, as disjoint (start, end) pairs in order."""
+    out: list[tuple[int, int]] = []
+    order = np.argsort(start, kind="stable")
+    for a, b in zip(start[order].tolist(), end[order].tolist(), strict=True):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+class NoDataloaderWait(Change, frozen=True):
+    """The host's time in DataLoader ``__next__`` is removed."""
+
+    def label(self) -> str:
+        return "no-dataloader-wait"
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        t, g = ctx.table, ctx.graph
+        ids = [i for i, n in enumerate(t.names) if DATALOADER.match(n)]
+        hit = np.flatnonzero(np.isin(t.name[g.cpu_row], ids))
+        if not len(hit):
+            e.notes.append(f"{self.label()}: no DataLoader __next__ in the trace")
+            return
+        rows = g.cpu_row[hit]
+        removed = 0
+        for th in np.unique(g.cpu_thread[hit]).tolist():
+            mine = rows[g.cpu_thread[hit] == th]
+            for a, b in _union(t.ts_ns[mine], t.ts_ns[mine] + t.dur_ns[mine]):
+                e.removals.append((th, a, b))
+                removed += b - a
+        e.notes.append(f"{self.label()}: {len(hit)} DataLoader __next__ calls, "
+                       f"{_ms(removed)} of host time, removed")
+
+
+class NoSync(Change, frozen=True):
+    """The blocking synchronizations inside the steps (the whole trace without steps) no
+    longer wait: each costs what it costs when the GPU work is already done."""
+
+    def label(self) -> str:
+        return "no-sync"
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        t, g = ctx.table, ctx.graph
+        sel = e.sync_blocks.copy()
+        if len(g.step_row):
+            inside = np.zeros(len(sel), dtype=bool)
+            for r in g.step_row.tolist():
+                a, b = int(t.ts_ns[r]), int(t.ts_ns[r] + t.dur_ns[r])
+                inside |= (g.sync_start >= a) & (g.sync_start < b)
+            sel &= inside
+        if not sel.any():
+            e.notes.append(f"{self.label()}: no blocking call waits for the GPU in the steps")
+            return
+        e.sync_blocks[sel] = False
+        waited = int((g.sync_end - g.sync_start - g.sync_own)[sel].sum())
+        e.notes.append(f"{self.label()}: {int(sel.sum())} blocking calls no longer wait "
+                       f"({_ms(waited)} recorded in them beyond their own cost)")
+
+
+class OverlapComm(Change, frozen=True):
+    """Communication kernels run beside compute: on a stream of their own per device, and
+    nothing waits for them through the streams or a recorded event (blocking calls still
+    do). They still wait for what they waited for, other ranks included."""
+
+    def label(self) -> str:
+        return "overlap-comm"
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        g = ctx.graph
+        comm = g.klass == classify.CLASS_INDEX[classify.COMMUNICATION]
+        if not comm.any():
+            e.notes.append(f"{self.label()}: no communication kernel in the trace")
+            return
+        devices = sorted(set(g.device[comm].tolist()))
+        new_stream = {d: e.n_streams + k for k, d in enumerate(devices)}
+        e.n_streams += len(devices)
+        moved_from = set(e.stream[comm].tolist())
+        e.stream[comm] = [new_stream[d] for d in g.device[comm].tolist()]
+        waits_on_comm = (e.wait >= 0) & comm[np.maximum(e.wait, 0)] & ~comm
+        e.wait[waits_on_comm] = -1
+        extra = tuple(new_stream.values())
+        e.sync_streams = [s + extra if set(s) & moved_from else s for s in e.sync_streams]
+        e.notes.append(f"{self.label()}: {int(comm.sum())} communication kernels "
+                       f"({_ms(int(e.dur[comm].sum()))}) off the compute streams; "
+                       f"{int(waits_on_comm.sum())} waits on them dropped")
+
+
+CHANGES = (Kernels, Precision, CudaGraphs, NoDataloaderWait, NoSync, OverlapComm)

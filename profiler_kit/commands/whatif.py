@@ -1,0 +1,110 @@
+"""``profkit whatif TRACE|RUN [changes]``: replay a trace's dependency graph and predict the
+step after a change, each change alone and all together. Never imports torch."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from profiler_kit.commands import Command
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a trace, or a run or strategy folder (each trace in it is replayed)")
+    p.add_argument("--kernels", action="append", default=[], metavar="CLASS=FACTOR",
+                   help="GPU activities of a class (gemm, convolution, attention, "
+                        "elementwise, communication, ...) or whose name matches a regular "
+                        "expression run FACTOR times faster; repeatable")
+    p.add_argument("--precision", choices=("bf16", "fp16"),
+                   help="the fp32 GEMM and convolution kernels autocast would change run at "
+                        "the device's bf16/fp16 matrix rate (bounded by memory bandwidth)")
+    p.add_argument("--cuda-graphs", nargs="?", const="", default=None, metavar="REGION",
+                   help="the host's op and launch overhead collapses to one graph launch per "
+                        "step, or per instance of REGION (a record_function or module name)")
+    p.add_argument("--no-dataloader-wait", action="store_true",
+                   help="the host's time in DataLoader __next__ is removed")
+    p.add_argument("--no-sync", action="store_true",
+                   help="blocking synchronizations inside the steps no longer wait")
+    p.add_argument("--overlap-comm", action="store_true",
+                   help="communication kernels run beside compute, off its stream")
+    p.add_argument("--json", metavar="FILE",
+                   help="write the result as JSON (schema profkit.whatif/1) to FILE, or to "
+                        "stdout with -")
+    p.add_argument("--force", action="store_true",
+                   help="replace a JSON file profkit wrote earlier")
+
+
+def changes_of(args: argparse.Namespace) -> list:
+    """The changes the arguments ask for, in the order the options are listed."""
+    import re
+
+    from profiler_kit.analysis.core.classify import CLASSES
+    from profiler_kit.analysis.whatif import changes as c
+    from profiler_kit.errors import UsageError
+
+    out: list = []
+    for spec in args.kernels:
+        pattern, sep, factor = spec.rpartition("=")
+        try:
+            value = float(factor)
+        except ValueError:
+            value = -1.0
+        if not sep or not pattern or not value > 0:
+            raise UsageError(f"--kernels {spec}: expected CLASS=FACTOR or REGEX=FACTOR with "
+                             f"FACTOR > 0 (classes: {', '.join(CLASSES)})")
+        if pattern not in CLASSES:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise UsageError(f"--kernels {spec}: not a class nor a regular expression "
+                                 f"({exc})") from None
+        out.append(c.Kernels(pattern, value))
+    if args.precision:
+        out.append(c.Precision(args.precision))
+    if args.cuda_graphs is not None:
+        if args.cuda_graphs:
+            try:
+                re.compile(args.cuda_graphs)
+            except re.error as exc:
+                raise UsageError(f"--cuda-graphs {args.cuda_graphs}: not a name nor a "
+                                 f"regular expression ({exc})") from None
+        out.append(c.CudaGraphs(args.cuda_graphs or None))
+    if args.no_dataloader_wait:
+        out.append(c.NoDataloaderWait())
+    if args.no_sync:
+        out.append(c.NoSync())
+    if args.overlap_comm:
+        out.append(c.OverlapComm())
+    return out
+
+
+def whatif(args: argparse.Namespace) -> int:
+    from profiler_kit import api, outputs
+    from profiler_kit.render.console.whatif import report_lines
+    from profiler_kit.render.json.whatif import document
+
+    changes = changes_of(args)
+    target = outputs.check(args.json, "--json", inputs=args.paths, force=args.force)
+    results = api.whatif(args.paths, changes)
+    if args.json is not None:
+        outputs.write(target, document(results))
+    if args.json is None or target is not None:
+        print("\n".join(report_lines(results)))
+    return 0
+
+
+def region_before_an_input(argv: list[str]) -> list[str]:
+    """``--cuda-graphs PATH``: an existing trace or folder after ``--cuda-graphs`` is an
+    input, not a region (argparse would take it as REGION)."""
+    out = list(argv)
+    for i, a in enumerate(out[:-1]):
+        if a == "--cuda-graphs" and os.path.exists(out[i + 1]):
+            out[i] = "--cuda-graphs="
+    return out
+
+
+COMMAND = Command("whatif", "replay a trace's dependency graph and predict the step after a "
+                  "change: faster kernels, bf16/fp16, CUDA graphs, no DataLoader wait, no "
+                  "syncs, overlapped communication", add_arguments, whatif, data_only=True,
+                  prepare_argv=region_before_an_input)

@@ -1,0 +1,63 @@
+"""``profkit whatif``: the measured, replayed and predicted step of each trace, and the gain of
+each change alone and of all together."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from profiler_kit.analysis.whatif.replay import Gain, TraceWhatIf
+from profiler_kit.render.wording.units import duration
+
+_STEP = {"device": "device-side step", "cpu": "step (CPU span)", "window": "whole trace (no steps)"}
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:+.1f} %".replace("-", "−")
+
+
+def _gain_row(g: Gain, width: int) -> str:
+    return (f"  {g.change:<{width}}  {duration(g.predicted_step_ns):>10}  "
+            f"{_pct(-g.gain_pct):>9}  ({duration(g.gain_ns)} less)")
+
+
+def trace_lines(t: TraceWhatIf) -> list[str]:
+    w = t.result
+    r = w.replay
+    steps = f", median of {len(r.steps)} steps" if r.step != "window" and len(r.steps) > 1 \
+        else ""
+    lines = [f"{t.label}: {_STEP[r.step]}{steps}",
+             f"  measured   {duration(r.measured_step_ns):>10}",
+             f"  replayed   {duration(r.replayed_step_ns):>10}  error {r.step_error:.1%} "
+             f"(median over steps), whole window {r.window_error:.1%}"
+             + ("" if r.trusted else "  NOT TRUSTED")]
+    if not r.trusted and r.untrusted_because:
+        lines.append(f"  not trusted: {r.untrusted_because}")
+    for m in r.missing:
+        lines.append(f"  missing dependency: {m.what} (kept as fixed delays)")
+    if not w.gains:
+        lines.append("  no change asked: the replay alone (see --kernels, --precision, "
+                     "--cuda-graphs, --no-dataloader-wait, --no-sync, --overlap-comm)")
+        return lines
+    final = w.together or w.gains[0]
+    lines.append(f"  predicted  {duration(r.predicted_step_ns):>10}  "
+                 f"{_pct(-final.gain_pct)} against the replay")
+    lines.append(f"  step {duration(r.measured_step_ns)} → {duration(r.predicted_step_ns)} "
+                 f"predicted ({_pct(-final.gain_pct)})")
+    rows = list(w.gains) + ([w.together] if w.together else [])
+    width = max(len(g.change) for g in rows)
+    lines.append(f"  {'change':<{width}}  {'step':>10}  {'gain':>9}")
+    lines += [_gain_row(g, width) for g in rows]
+    notes = [n for g in w.gains for n in g.notes]
+    if notes:
+        lines.append("  what each change touched:")
+        lines += [f"    {n}" for n in notes]
+    return lines
+
+
+def report_lines(results: Sequence[TraceWhatIf]) -> list[str]:
+    out: list[str] = []
+    for i, t in enumerate(results):
+        if i:
+            out.append("")
+        out += trace_lines(t)
+    return out

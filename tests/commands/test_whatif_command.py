@@ -1,0 +1,103 @@
+"""``profkit whatif``: the text, the JSON keys, a run folder, bad input as one error line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from profiler_kit import artifacts, cli
+from profiler_kit.results import RunResult, StrategyResult
+
+DATA = Path(__file__).parents[1] / "data"
+OWL = DATA / "h100_owlv2_dataloader.json.gz"
+SMALL = DATA / "h100_bert_small.json.gz"
+CPU = DATA / "cpu_torch_profiler.pt.trace.json.gz"
+
+
+def test_text_names_each_change_and_all_together(capsys):
+    assert cli.main(["whatif", str(OWL), "--kernels", "gemm=2", "--no-dataloader-wait"]) == 0
+    out = capsys.readouterr().out
+    assert "measured" in out and "replayed" in out and "predicted" in out
+    assert "error 0.1% (median over steps)" in out
+    assert "kernels gemm=2" in out and "no-dataloader-wait" in out and "all together" in out
+    assert "step 1.21 s → " in out and "predicted (−" in out
+
+
+def test_json_keys(tmp_path: Path, capsys):
+    out = tmp_path / "w.json"
+    assert cli.main(["whatif", str(SMALL), "--kernels", "gemm=2", "--precision", "bf16",
+                     "--cuda-graphs", "--no-sync", "--overlap-comm", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "profkit.whatif/1"
+    (t,) = doc["traces"]
+    for key in ("measured_step_ms", "replayed_step_ms", "predicted_step_ms", "step_error",
+                "window_error", "trusted", "missing_dependencies", "model", "steps"):
+        assert key in t
+    assert [c["change"] for c in t["changes"]] == ["kernels gemm=2", "precision bf16",
+                                                   "cuda-graphs", "no-sync", "overlap-comm"]
+    for c in t["changes"] + [t["together"]]:
+        assert {"gain_ms", "gain_pct", "predicted_step_ms"} <= set(c)
+        assert c["predicted_step_ms"] == pytest.approx(t["replayed_step_ms"] - c["gain_ms"],
+                                                       abs=1e-5)
+    assert t["replayed_step_ms"] == pytest.approx(t["measured_step_ms"], rel=0.03)
+    # the text is printed too when the JSON goes to a file
+    assert "predicted" in capsys.readouterr().out
+
+
+def test_json_to_stdout(capsys):
+    assert cli.main(["whatif", str(CPU), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (t,) = doc["traces"]
+    assert t["step"] == "cpu" and t["changes"] == [] and t["together"] is None
+    assert t["replayed_step_ms"] == t["measured_step_ms"]
+
+
+def test_cuda_graphs_before_the_trace_takes_no_region(capsys):
+    assert cli.main(["whatif", "--cuda-graphs", str(SMALL)]) == 0
+    assert "    cuda-graphs: " in capsys.readouterr().out  # the note of the region-less change
+
+
+def test_a_run_folder_replays_each_strategy(tmp_path: Path, capsys):
+    run_dir = tmp_path / "concurrent" / "20260101-000000-abcd"
+    strategies = []
+    for name, trace in (("sequential", CPU), ("gpu", SMALL)):
+        folder = run_dir / name
+        folder.mkdir(parents=True)
+        shutil.copy(trace, folder / "host.1795377761762408591.pt.trace.json.gz")
+        strategies.append(StrategyResult(name=name, status="ok", dir=name))
+    run = RunResult(run_dir=run_dir, scenario="concurrent", description="",
+                    baseline="sequential", item_unit="images", device="cpu", params={},
+                    sweep=(), points=({},), options={}, environment={},
+                    strategies=tuple(strategies), started_at="2026-01-01T00:00:00+00:00")
+    artifacts.write_json_atomic(run_dir / artifacts.RUN_JSON, run.to_json())
+    out = tmp_path / "run.json"
+    assert cli.main(["whatif", str(run_dir), "--no-sync", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert sorted(t["label"] for t in doc["traces"]) == ["gpu", "sequential"]
+    text = capsys.readouterr().out
+    assert "gpu: device-side step" in text and "sequential: step (CPU span)" in text
+
+
+def test_a_corrupt_trace_is_one_error_line(tmp_path: Path, capsys):
+    bad = tmp_path / "bad.json.gz"
+    with gzip.open(bad, "wt") as fh:
+        fh.write('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur"')
+    assert cli.main(["whatif", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad) in err[0]
+
+
+@pytest.mark.parametrize("spec", ["gemm", "gemm=0", "gemm=fast", "(=2", "=2"])
+def test_a_bad_kernels_spec_is_one_error_line(spec: str, capsys):
+    assert cli.main(["whatif", str(SMALL), "--kernels", spec]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--kernels" in err[0]
+
+
+def test_json_never_replaces_an_input(capsys):
+    assert cli.main(["whatif", str(SMALL), "--json", str(SMALL)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
