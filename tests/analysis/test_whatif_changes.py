@@ -231,3 +231,43 @@ def test_real_cuda_graphs_on_a_launch_bound_trace():
     table = load(DATA / "b200_vllm_eager.json.gz")
     w = what_if(table, changes=[CudaGraphs()])
     assert w.gains[0].gain_pct > 0.1
+
+
+def backward_thread_trace(loader: bool = False):
+    """The main thread waits in ``## backward ##`` (60-170 µs) while the autograd thread
+    runs the backward op (65-165 µs): it launches a 70 µs GEMM at 70 µs (running 80-150
+    µs) and waits for it in a cudaStreamSynchronize (80-156 µs). The step ends at 200 µs
+    (with a DataLoader wait 0-50 µs before the backward when ``loader``)."""
+    events = [step(200 * US),
+              op("## backward ##", 60 * US, 110 * US, cat=Cat.USER_ANNOTATION),
+              op("aten::zero_", 175 * US, 10 * US),
+              op("autograd::engine::evaluate_function: MmBackward0", 65 * US, 100 * US, tid=2),
+              launch(70 * US, 1, tid=2), kernel(GEMM, 80 * US, 70 * US, corr=1),
+              Ev(Cat.RUNTIME, "cudaStreamSynchronize", 80 * US, 76 * US, tid=2)]
+    if loader:
+        events.append(op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0,
+                         50 * US))
+    return make_table(events)
+
+
+def test_the_main_thread_waits_for_the_backward_thread_by_hand():
+    """GEMMs twice as fast: the kernel runs 80-115 µs, the sync wakes at 121 instead of
+    156 µs, so the backward op ends 35 µs earlier (130 µs); the main thread's backward
+    span, which waited for it, ends 5 µs after it (135 µs) and the step at 165 µs."""
+    table = backward_thread_trace()
+    assert replay(table).replayed_step_ns == 200 * US
+    assert replay(table, changes=[Kernels("gemm", 2)]).predicted_step_ns == 165 * US
+
+
+def test_the_backward_thread_starts_when_the_main_thread_gets_there_by_hand():
+    """Without the 50 µs DataLoader wait the main thread reaches the backward at 10 µs; the
+    autograd thread starts 50 µs earlier (15 µs), its kernel runs 30-100 µs and the step
+    ends at 150 µs; with GEMMs twice as fast too, the kernel runs 30-65 µs, the sync wakes
+    at 71 µs, the backward op ends at 80 µs, the main thread's span at 85 and the step at
+    115 µs."""
+    table = backward_thread_trace(loader=True)
+    assert replay(table).replayed_step_ns == 200 * US
+    r = replay(table, changes=[NoDataloaderWait()])
+    assert r.predicted_step_ns == 150 * US
+    r = replay(table, changes=[NoDataloaderWait(), Kernels("gemm", 2)])
+    assert r.predicted_step_ns == 115 * US

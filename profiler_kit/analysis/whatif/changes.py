@@ -192,33 +192,36 @@ class CudaGraphs(Change, frozen=True):
         sync_thread = g.sync_thread[g.sync_waits]
         removed = kept_syncs = graphs = 0
         cost_by_thread: dict[int, int] = {}
+        launching = sorted(set(g.thread[g.thread >= 0].tolist()))
         for th, a, b in instances:
-            on = np.flatnonzero((g.cpu_thread == th) & (starts >= a) & (ends <= b))
-            if not len(on):
-                continue
-            if th not in cost_by_thread:
-                calls = np.flatnonzero((g.cpu_thread == th) & (cats == Cat.RUNTIME)
-                                       & np.isin(names, launch_ids))
-                cost_by_thread[th] = int(np.median(t.dur_ns[g.cpu_row[calls]])) \
-                    if len(calls) else 0
-            s, en = starts[on], ends[on]
-            stay = sync_thread == th
-            pts = syncs[stay & (syncs >= a) & (syncs <= b)]
-            kept_syncs += len(pts)
-            lo_l, hi_l = s[loader[on]], en[loader[on]]
-            ok = collapsible[on].copy()
-            for p in pts.tolist():  # ops around a blocking call stay
-                ok &= ~((s <= p) & (en > p))
-            for lo, hi in zip(lo_l.tolist(), hi_l.tolist(), strict=True):  # and data loading
-                ok &= ~((s < hi) & (en > lo))
-            if not ok.any():
-                continue
-            for x, y in _union(s[ok], en[ok]):
-                e.removals.append((th, x, y))
-                removed += y - x
-            # the graph is launched where its first op would have started
-            e.insertions.append((th, int(s[ok].min()), cost_by_thread[th]))
-            graphs += 1
+            # the region's own thread pays the graph launch; the other threads that launch
+            # GPU work (the autograd engine's) lose their op time in the region's span too
+            for who in [th] + [x for x in launching if x != th]:
+                on = np.flatnonzero((g.cpu_thread == who) & (starts >= a) & (ends <= b))
+                if not len(on):
+                    continue
+                s, en = starts[on], ends[on]
+                pts = syncs[(sync_thread == who) & (syncs >= a) & (syncs <= b)]
+                kept_syncs += len(pts)
+                ok = collapsible[on].copy()
+                for p in pts.tolist():  # ops around a blocking call stay
+                    ok &= ~((s <= p) & (en > p))
+                for lo, hi in zip(s[loader[on]].tolist(), en[loader[on]].tolist(),
+                                  strict=True):  # and data loading
+                    ok &= ~((s < hi) & (en > lo))
+                if not ok.any():
+                    continue
+                for x, y in _union(s[ok], en[ok]):
+                    e.removals.append((who, x, y))
+                    removed += y - x
+                if who == th:  # launched where its first op would have started
+                    if th not in cost_by_thread:
+                        calls = np.flatnonzero((g.cpu_thread == th) & (cats == Cat.RUNTIME)
+                                               & np.isin(names, launch_ids))
+                        cost_by_thread[th] = int(np.median(t.dur_ns[g.cpu_row[calls]])) \
+                            if len(calls) else 0
+                    e.insertions.append((th, int(s[ok].min()), cost_by_thread[th]))
+                    graphs += 1
         cost = max(cost_by_thread.values(), default=0)
         e.notes.append(f"{self.label()}: {graphs} regions, {_ms(removed)} of host op and "
                        f"launch time collapse to one graph launch of {cost / 1e3:.0f} µs each"

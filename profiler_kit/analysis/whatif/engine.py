@@ -17,7 +17,7 @@ from profiler_kit.analysis.whatif.graph import Graph
 _INF = 1 << 62
 _NONE = -(1 << 62)
 # item kinds, in the order they run at one time: knots, then activities, then calls
-_KNOT, _INSERT, _REMOVE, _ACT, _SYNC = range(5)
+_KNOT, _WAKE, _JOIN, _INSERT, _REMOVE, _ACT, _SYNC = range(7)
 
 
 class Edits:
@@ -119,6 +119,19 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         keys.append(np.array([x for _, x, _ in ins], dtype=np.int64))
         kinds.append(np.full(len(ins), _INSERT))
         idxs.append(np.arange(len(ins)))
+    # handoffs between threads: a burst starts on its waker's clock; the waker's event that
+    # waits for it ends on the burst's clock
+    nb = len(g.burst_thread)
+    if nb:
+        keys.append(g.burst_start)
+        kinds.append(np.full(nb, _WAKE))
+        idxs.append(np.arange(nb))
+        joins = np.flatnonzero(g.burst_join_end >= 0)
+        joins = np.array([j for j in joins.tolist() if not _inside(
+            removals.get(int(g.burst_waker[j]), []), int(g.burst_join_end[j]))], dtype=np.int64)
+        keys.append(g.burst_join_end[joins])
+        kinds.append(np.full(len(joins), _JOIN))
+        idxs.append(joins)
     key = np.concatenate(keys)
     kind = np.concatenate(kinds)
     idx = np.concatenate(idxs)
@@ -156,6 +169,11 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     s_act = g.sync_act.tolist()
     s_blocks = e.sync_blocks.tolist()
     s_streams = e.sync_streams
+    b_thread = g.burst_thread.tolist()
+    b_start = g.burst_start.tolist()
+    b_end = g.burst_end.tolist()
+    b_waker = g.burst_waker.tolist()
+    b_join = g.burst_join_end.tolist()
 
     for k, i in zip(kind[order].tolist(), idx[order].tolist(), strict=True):
         if k == _ACT:
@@ -214,6 +232,23 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             k_y.append(y)
             k_c.append(0)
             pending[i] = y
+        elif k == _WAKE:
+            th, x, a = b_thread[i], b_start[i], b_waker[i]
+            y = ky[a] + min(x - kx[a], kc[a])
+            kx[th], ky[th], kc[th] = x, y, _INF
+            k_thread.append(th)
+            k_x.append(x)
+            k_y.append(y)
+            k_c.append(_INF)
+        elif k == _JOIN:
+            b, th, x = b_thread[i], b_waker[i], b_join[i]
+            be = b_end[i]
+            y = ky[b] + min(be - kx[b], kc[b]) + (x - be)
+            kx[th], ky[th], kc[th] = x, y, _INF
+            k_thread.append(th)
+            k_x.append(x)
+            k_y.append(y)
+            k_c.append(_INF)
         else:  # _INSERT
             th, x, c = ins[i]
             y = ky[th] + min(x - kx[th], kc[th]) + c

@@ -56,6 +56,9 @@ CPU_CATS = (Cat.CPU_OP, Cat.RUNTIME, Cat.USER_ANNOTATION, Cat.PYTHON_FUNCTION)
 LATE_NS = 20_000
 LATE_FACTOR = 4
 LATE_CAP_NS = 25_000
+BURST_GAP_NS = 500_000  # idle time on a thread that ends a burst of its work
+JOIN_NS = 1_000_000  # a waker's event ending this soon after the burst waited for it
+MAX_BURSTS = 10_000  # a thread with more bursts than this is not followed
 QUEUED_BEFORE = -(1 << 61)  # issue key of work queued before the trace began
 MIN_CASES = 5  # binding cases a stream needs for its own median (else its device's)
 # a call returning this much before the GPU work it would wait for ends did not wait
@@ -126,6 +129,15 @@ class Graph:
     sync_streams: list[tuple[int, ...]]  # streams it waits for (when sync_act < 0)
     sync_act: np.ndarray  # the activity it waits for (-1: its streams)
     sync_waits: np.ndarray  # bool: it waits for GPU work at all (else: CPU work only)
+    # handoffs between host threads: a burst of work on a thread (events with no idle gap
+    # over BURST_GAP_NS) starts when the event running on another thread at that moment
+    # says (that thread's clock); that event, when it ends within JOIN_NS of the burst,
+    # was waiting for it and ends as long after the burst as recorded
+    burst_thread: np.ndarray
+    burst_start: np.ndarray
+    burst_end: np.ndarray
+    burst_waker: np.ndarray  # the thread it woke from
+    burst_join_end: np.ndarray  # end of the waker's event that waits for it (-1: none)
     cpu_row: np.ndarray
     cpu_thread: np.ndarray
     step_number: np.ndarray
@@ -302,6 +314,7 @@ def build(table: EventTable, gpu: GpuActivity) -> Graph:
     _blocking_calls(g, table, gpu, end, pos_of_act, event_targets, missing)
     g.missing = tuple(missing)
     _steps(g, table, gpu, pos_of_act)
+    _handoffs(g, table)
     starts = [ts[cpu_rows]] if len(cpu_rows) else []
     ends = [ts[cpu_rows] + dur[cpu_rows]] if len(cpu_rows) else []
     if n:
@@ -536,6 +549,49 @@ def _inferred_stream(cands: list[int], per_stream: list[np.ndarray], key: np.nda
         if best < e <= stop + RETURN_SLACK_NS:
             best, pick = e, [s]
     return pick
+
+
+def _handoffs(g: Graph, table: EventTable) -> None:
+    """The bursts of work of each host thread and the thread each was woken from (see
+    :class:`Graph`). The autograd engine's thread, woken by ``loss.backward()`` on the
+    main thread, is the common case."""
+    starts = table.ts_ns[g.cpu_row]
+    ends = starts + table.dur_ns[g.cpu_row]
+    out: list[tuple[int, int, int, int, int]] = []
+    if len(g.threads) > 1:
+        by_start = np.argsort(starts, kind="stable")
+        s_sorted = starts[by_start]
+        longest = int((ends - starts).max())
+        for th in range(len(g.threads)):
+            mine = np.flatnonzero(g.cpu_thread == th)
+            if not len(mine):
+                continue
+            order = mine[np.lexsort((-ends[mine], starts[mine]))]
+            reach = np.maximum.accumulate(ends[order])
+            new = np.ones(len(order), dtype=bool)
+            new[1:] = starts[order[1:]] > reach[:-1] + BURST_GAP_NS
+            first = np.flatnonzero(new)
+            last = np.append(first[1:] - 1, len(order) - 1)
+            if len(first) > MAX_BURSTS:
+                continue
+            for f, la in zip(first.tolist(), last.tolist(), strict=True):
+                bs, be = int(starts[order[f]]), int(reach[la])
+                lo = int(np.searchsorted(s_sorted, bs - longest, side="left"))
+                hi = int(np.searchsorted(s_sorted, bs, side="right"))
+                cand = by_start[lo:hi]
+                cand = cand[(ends[cand] > bs) & (g.cpu_thread[cand] != th)]
+                if not len(cand):
+                    continue
+                # the innermost event running then: the latest to start, the shortest
+                k = cand[np.lexsort((ends[cand], -starts[cand]))[0]]
+                # it waited for the burst when it ends just after it and the burst fills
+                # most of it
+                join = int(ends[k]) if (0 <= int(ends[k]) - be <= JOIN_NS and 2 * (be - bs)
+                                        >= int(ends[k] - starts[k])) else -1
+                out.append((th, bs, be, int(g.cpu_thread[k]), join))
+    cols = list(zip(*out, strict=True)) if out else [(), (), (), (), ()]
+    g.burst_thread, g.burst_start, g.burst_end, g.burst_waker, g.burst_join_end = (
+        np.array(c, dtype=np.int64) for c in cols)
 
 
 def _steps(g: Graph, table: EventTable, gpu: GpuActivity, pos_of_act: np.ndarray) -> None:
