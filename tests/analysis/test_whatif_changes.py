@@ -21,6 +21,7 @@ from profiler_kit.analysis.whatif.changes import (
     OverlapComm,
     Precision,
 )
+from profiler_kit.analysis.whatif.graph import build
 from profiler_kit.analysis.whatif.replay import replay, what_if
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat
@@ -271,3 +272,21 @@ def test_the_backward_thread_starts_when_the_main_thread_gets_there_by_hand():
     assert r.predicted_step_ns == 150 * US
     r = replay(table, changes=[NoDataloaderWait(), Kernels("gemm", 2)])
     assert r.predicted_step_ns == 115 * US
+
+
+def test_real_full_launch_queue_makes_the_host_follow_the_gpu():
+    """ResNet-50 training on a V100 runs with CUDA's launch queue full: launch calls block
+    until a launch about 1021 earlier ends. With that dependency the host follows the GPU:
+    convolutions twice as fast gain about half their time per step (a host that kept its
+    recorded pace would gain nothing)."""
+    table = load(DATA / "v100_resnet50_train.json.gz")
+    gpu = attribute_gpu(table, build_op_tree(table))
+    g = build(table, gpu)
+    assert list(g.queue_depth) == [0] and 1000 <= g.queue_depth[0] <= 1024
+    w = what_if(table, gpu, [Kernels("convolution", 2), CudaGraphs()])
+    conv, graphs = w.gains
+    in_steps = g.act_step >= 0
+    conv_ns = g.dur[in_steps & (g.klass == classify.CLASS_INDEX[classify.CONVOLUTION])].sum()
+    per_step = conv_ns / len(g.step_row)
+    assert 0.8 < conv.gain_ns / (per_step / 2) < 1.05
+    assert abs(graphs.gain_pct) < 0.01  # GPU-bound: the host's overhead is hidden

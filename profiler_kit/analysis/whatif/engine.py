@@ -169,6 +169,12 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     s_act = g.sync_act.tolist()
     s_blocks = e.sync_blocks.tolist()
     s_streams = e.sync_streams
+    q_prev = g.queue_prev.tolist()
+    q_wake = g.queue_wake.tolist()
+    c_own = g.call_own.tolist()
+    c_end = g.call_end.tolist()
+    c_dur = (g.call_end - np.where(g.launch_ts >= 0, g.launch_ts, 0)).tolist()
+    c_blocked = g.call_blocked.tolist()
     b_thread = g.burst_thread.tolist()
     b_start = g.burst_start.tolist()
     b_end = g.burst_end.tolist()
@@ -182,7 +188,18 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             if th >= 0:
                 t = a_launch[i]
                 x = kx[th]
-                ready = ky[th] + min(t - x, kc[th]) + a_lat[i]
+                ns = ky[th] + min(t - x, kc[th])
+                ready = ns + a_lat[i]
+                q = q_prev[i]
+                if q >= 0:  # the launch call waits for room in the launch queue
+                    ret = max(ns + c_own[i], new_end[q] + q_wake[i])
+                    if c_blocked[i] or ret > ns + c_dur[i]:
+                        ce = c_end[i]
+                        kx[th], ky[th], kc[th] = ce, ret, _INF
+                        k_thread += (th, th)
+                        k_x += (t, ce)
+                        k_y += (ns, ret)
+                        k_c += (ret - ns, _INF)
             s = a_stream[i]
             pe = stream_end[s]
             if pe != _NONE:

@@ -59,6 +59,8 @@ LATE_CAP_NS = 25_000
 BURST_GAP_NS = 500_000  # idle time on a thread that ends a burst of its work
 JOIN_NS = 1_000_000  # a waker's event ending this soon after the burst waited for it
 MAX_BURSTS = 10_000  # a thread with more bursts than this is not followed
+LONG_LAUNCH = 10  # a launch call this many times its device's median waited
+QUEUE_STEADY = 0.95  # the long calls' queue depths within this of their median
 QUEUED_BEFORE = -(1 << 61)  # issue key of work queued before the trace began
 MIN_CASES = 5  # binding cases a stream needs for its own median (else its device's)
 # a call returning this much before the GPU work it would wait for ends did not wait
@@ -138,6 +140,15 @@ class Graph:
     burst_end: np.ndarray
     burst_waker: np.ndarray  # the thread it woke from
     burst_join_end: np.ndarray  # end of the waker's event that waits for it (-1: none)
+    # the launch queue: on a device whose launch calls blocked with the queue full (CUDA
+    # holds about 1024 launches), a launch call returns no earlier than the end of the
+    # activity launched queue_depth before it on the device (plus queue_wake)
+    queue_depth: dict[int, int]  # device -> launches the queue held
+    queue_prev: np.ndarray  # per activity: the activity its launch call waits for (-1)
+    queue_wake: np.ndarray  # per activity: from that activity's end to the call's return
+    call_end: np.ndarray  # per activity: its launch call's recorded end (-1: no call)
+    call_own: np.ndarray  # per activity: its launch call's own cost (not waiting)
+    call_blocked: np.ndarray  # bool: its launch call waited for the queue in the recording
     cpu_row: np.ndarray
     cpu_thread: np.ndarray
     step_number: np.ndarray
@@ -315,6 +326,7 @@ def build(table: EventTable, gpu: GpuActivity) -> Graph:
     g.missing = tuple(missing)
     _steps(g, table, gpu, pos_of_act)
     _handoffs(g, table)
+    _launch_queue(g, table, end)
     starts = [ts[cpu_rows]] if len(cpu_rows) else []
     ends = [ts[cpu_rows] + dur[cpu_rows]] if len(cpu_rows) else []
     if n:
@@ -549,6 +561,50 @@ def _inferred_stream(cands: list[int], per_stream: list[np.ndarray], key: np.nda
         if best < e <= stop + RETURN_SLACK_NS:
             best, pick = e, [s]
     return pick
+
+
+def _launch_queue(g: Graph, table: EventTable, end: np.ndarray) -> None:
+    """Where the launch queue was full: the launch calls that took over LONG_LAUNCH times
+    the median call (and LATE_NS) with nearly the same number of launches outstanding each
+    time (the queue's depth); each launch call on such a device waits for the activity
+    launched that many launches before it."""
+    n = len(g.act)
+    g.queue_depth = {}
+    g.queue_prev = np.full(n, -1, dtype=np.int64)
+    g.queue_wake = np.zeros(n, dtype=np.int64)
+    g.call_end = np.full(n, -1, dtype=np.int64)
+    g.call_own = np.zeros(n, dtype=np.int64)
+    g.call_blocked = np.zeros(n, dtype=bool)
+    linked = np.flatnonzero(g.launch_ts >= 0)
+    if not len(linked):
+        return
+    call_dur = table.dur_ns[g.launch_row[linked]]
+    g.call_end[linked] = g.launch_ts[linked] + call_dur
+    g.call_own[linked] = call_dur
+    ends_sorted = np.sort(end)
+    for d in np.unique(g.device[linked]).tolist():
+        mine = linked[g.device[linked] == d]  # in launch order
+        dur = table.dur_ns[g.launch_row[mine]]
+        typical = int(np.median(dur))
+        long_ = dur > max(LATE_NS, LONG_LAUNCH * typical)
+        if long_.sum() < MIN_CASES:
+            continue
+        # launched before each call, less ended by its return: what the queue held
+        held = np.arange(len(mine)) - np.searchsorted(ends_sorted, g.call_end[mine],
+                                                      side="right")
+        at_long = held[long_]
+        depth = int(np.median(at_long))
+        if depth < 2 or np.percentile(at_long, 25) < QUEUE_STEADY * depth:
+            continue  # long calls, but not at one queue depth: something else held them
+        g.queue_depth[d] = depth
+        pos = np.arange(len(mine)) - depth - 1
+        has = pos >= 0
+        g.queue_prev[mine[has]] = mine[pos[has]]
+        blocked = long_ & has & (held >= QUEUE_STEADY * depth)
+        g.call_blocked[mine[blocked]] = True
+        g.call_own[mine[blocked]] = typical
+        waits = g.call_end[mine[blocked]] - end[g.queue_prev[mine[blocked]]]
+        g.queue_wake[mine] = max(_median(waits), 0)
 
 
 def _handoffs(g: Graph, table: EventTable) -> None:
