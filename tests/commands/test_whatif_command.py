@@ -101,3 +101,14 @@ def test_a_bad_kernels_spec_is_one_error_line(spec: str, capsys):
 def test_json_never_replaces_an_input(capsys):
     assert cli.main(["whatif", str(SMALL), "--json", str(SMALL)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_a_caution_where_fixed_delays_hold_much_of_the_steps(capsys):
+    """A recommendation model's rank: a third of its steps' time is GPU work waiting for what
+    the trace does not show (other ranks, other streams); a faster GEMM moves none of it."""
+    assert cli.main(["whatif", str(DATA / "a100_recsys_8gpu_rank3.json.gz"), "--kernels",
+                     "gemm=4"]) == 0
+    out = capsys.readouterr().out
+    assert "caution: the fixed delays of the steps' GPU work" in out
+    assert "(other ranks" not in out  # the kinds are named on their own lines
+    assert "wait for other ranks, which one rank's trace does not show" in out

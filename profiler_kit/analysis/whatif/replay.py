@@ -62,6 +62,10 @@ class Replay(msgspec.Struct, frozen=True):
     untrusted_because: str | None
     missing: tuple[MissingDependency, ...]
     fixed_delay_ns: int  # the late waits kept as fixed delays, summed
+    # those of the GPU work launched in the steps (all of it without steps), against the
+    # steps' measured time: where it is large, a change that would shorten what they wait
+    # for cannot move them, and the prediction leans toward no gain
+    fixed_delay_share: float
     # the replay's errors with those fixed delays left out: how much the missing
     # dependencies weigh
     step_error_without_fixed_delays: float
@@ -165,6 +169,7 @@ def _replay(p: _Prepared, changes: Sequence[Change]) -> Replay:
         untrusted_because=None if trusted else _why(step_error, window_error, g.missing),
         missing=g.missing,
         fixed_delay_ns=int(g.delay.sum() + g.sync_delay.sum()),
+        fixed_delay_share=_delay_share(g, p.measured),
         step_error_without_fixed_delays=float(np.median(_error(bare_steps, p.measured))),
         window_error_without_fixed_delays=float(_error(bare_window, p.measured_window)),
         model=g.model,
@@ -173,6 +178,12 @@ def _replay(p: _Prepared, changes: Sequence[Change]) -> Replay:
         gpu_activities=len(g),
         blocking_calls=int(g.sync_waits.sum()),
     )
+
+
+def _delay_share(g: Graph, measured: np.ndarray) -> float:
+    in_steps = g.act_step >= 0 if len(g.step_row) else np.ones(len(g), dtype=bool)
+    total = int(measured.sum())
+    return float(g.delay[in_steps].sum()) / total if total > 0 else 0.0
 
 
 def _why(step_error: float, window_error: float,

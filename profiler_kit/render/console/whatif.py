@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from profiler_kit.analysis.whatif.replay import Gain, TraceWhatIf
 from profiler_kit.render.wording.units import duration
 
+DELAY_CAUTION = 0.1  # fixed delays over this share of the steps' time get a caution line
 _STEP = {"device": "device-side step", "cpu": "step (CPU span)", "window": "whole trace (no steps)"}
 
 
@@ -34,6 +35,10 @@ def trace_lines(t: TraceWhatIf) -> list[str]:
         lines.append(f"  not trusted: {r.untrusted_because}")
     for m in r.missing:
         lines.append(f"  missing dependency: {m.what} (kept as fixed delays)")
+    if r.fixed_delay_share > DELAY_CAUTION:
+        lines.append(f"  caution: the fixed delays of the steps' GPU work, summed over its "
+                     f"streams, come to {r.fixed_delay_share:.0%} of the steps' time; the work "
+                     f"held by them does not move with a change, so gains are a lower bound")
     if not w.gains:
         lines.append("  no change asked: the replay alone (see --kernels, --precision, "
                      "--cuda-graphs, --no-dataloader-wait, --no-sync, --overlap-comm)")

@@ -46,6 +46,7 @@ def trace_object(t: TraceWhatIf) -> dict[str, Any]:
                                   "wait_ms": _ms(m.wait_ns), "what": m.what}
                                  for m in r.missing],
         "fixed_delay_ms": _ms(r.fixed_delay_ns),
+        "fixed_delay_share": round(r.fixed_delay_share, 6),
         "step_error_without_fixed_delays": round(r.step_error_without_fixed_delays, 6),
         "window_error_without_fixed_delays": round(r.window_error_without_fixed_delays, 6),
         "model": msgspec.to_builtins(r.model),
