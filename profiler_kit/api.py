@@ -588,12 +588,15 @@ def memory(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
 
 
 def whatif(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-           changes: Sequence[Any] = ()) -> list[Any]:
+           changes: Sequence[Any] = (), *, no_straggler: bool = False) -> list[Any]:
     """Replay every trace at or below ``paths`` (traces, strategy or run folders) and predict
     its step after ``changes`` (``profiler_kit.analysis.whatif.changes``), each alone and all
     together: one :class:`~profiler_kit.analysis.whatif.replay.TraceWhatIf` per trace, in
-    order. A trace that cannot be read raises ``TraceError``. Does not import torch."""
+    order. ``no_straggler``: the traces that are ranks of one job also get the change in
+    which no rank waits for another in a collective (matched across them by the job view).
+    A trace that cannot be read raises ``TraceError``. Does not import torch."""
     from profiler_kit.analysis.compare import label_traces
+    from profiler_kit.analysis.whatif.changes import NoStraggler
     from profiler_kit.analysis.whatif.replay import TraceWhatIf, what_if
     from profiler_kit.trace.loader import load
 
@@ -602,5 +605,15 @@ def whatif(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     files = trace_files(paths)
     given = {Path(p).resolve() for p in paths if Path(p).is_file()}
     labels = label_traces(files, [f.resolve() in given for f in files])
-    return [TraceWhatIf(str(f), label, what_if(load(f), changes=changes))
-            for f, label in zip(files, labels, strict=True)]
+    tables = [load(f) for f in files]
+    per_trace: list[list[Any]] = [list(changes) for _ in files]
+    if no_straggler:
+        from profiler_kit.analysis.jobs.rank_summary import summarize_rank
+        from profiler_kit.analysis.whatif.ranks import straggler_waits
+
+        waits = straggler_waits([summarize_rank(t, label) for t, label in
+                                 zip(tables, labels, strict=True)])
+        for mine, w in zip(per_trace, waits, strict=True):
+            mine.append(NoStraggler(w))
+    return [TraceWhatIf(str(f), label, what_if(t, changes=mine))
+            for f, label, t, mine in zip(files, labels, tables, per_trace, strict=True)]

@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="blocking synchronizations inside the steps no longer wait")
     p.add_argument("--overlap-comm", action="store_true",
                    help="communication kernels run beside compute, off its stream")
+    p.add_argument("--no-straggler", action="store_true",
+                   help="no rank waits for another in a collective (the traces of two or "
+                        "more ranks of one job, matched by their collectives)")
     p.add_argument("--json", metavar="FILE",
                    help="write the result as JSON (schema profkit.whatif/1) to FILE, or to "
                         "stdout with -")
@@ -86,7 +89,7 @@ def whatif(args: argparse.Namespace) -> int:
 
     changes = changes_of(args)
     target = outputs.check(args.json, "--json", inputs=args.paths, force=args.force)
-    results = api.whatif(args.paths, changes)
+    results = api.whatif(args.paths, changes, no_straggler=args.no_straggler)
     if args.json is not None:
         outputs.write(target, document(results))
     if args.json is None or target is not None:
@@ -106,5 +109,5 @@ def region_before_an_input(argv: list[str]) -> list[str]:
 
 COMMAND = Command("whatif", "replay a trace's dependency graph and predict the step after a "
                   "change: faster kernels, bf16/fp16, CUDA graphs, no DataLoader wait, no "
-                  "syncs, overlapped communication", add_arguments, whatif, data_only=True,
-                  prepare_argv=region_before_an_input)
+                  "syncs, overlapped communication, no straggler", add_arguments, whatif,
+                  data_only=True, prepare_argv=region_before_an_input)

@@ -112,3 +112,30 @@ def test_a_caution_where_fixed_delays_hold_much_of_the_steps(capsys):
     assert "caution: the fixed delays of the steps' GPU work" in out
     assert "(other ranks" not in out  # the kinds are named on their own lines
     assert "wait for other ranks, which one rank's trace does not show" in out
+
+
+def test_no_straggler_on_two_gloo_ranks(tmp_path: Path):
+    """Rank 1 sleeps 50 ms before each of three all-reduces; rank 0 waits for it in each.
+    Without the straggler rank 0 no longer waits: its steps shrink by its wait per step as
+    the job view measures it; rank 1, the straggler, keeps its own steps."""
+    from profiler_kit import api
+    from profiler_kit.analysis.jobs.job_view import view_job
+    from profiler_kit.analysis.jobs.rank_summary import summarize_rank
+    from profiler_kit.trace.loader import load
+
+    folder = DATA / "gloo_straggler"
+    results = {r.label: r.result for r in api.whatif([folder], no_straggler=True)}
+    assert sorted(results) == ["rank0", "rank1"]
+    job = view_job([summarize_rank(load(p)) for p in sorted(folder.glob("*.json.gz"))])
+    wait = {r.rank: r.wait_ns for r in job.per_rank}
+    (fast,) = results["rank0"].gains
+    (slow,) = results["rank1"].gains
+    assert fast.gain_ns == pytest.approx(wait[0] / 3, rel=0.05)
+    assert fast.gain_pct > 0.9
+    assert slow.gain_ns == 0 and wait[1] == 0
+    assert "3 collectives (0 kernels, 3 CPU spans) no longer wait" in fast.notes[0]
+
+
+def test_no_straggler_needs_several_ranks(capsys):
+    assert cli.main(["whatif", str(SMALL), "--no-straggler"]) == 0
+    assert "needs the traces of two or more ranks" in capsys.readouterr().out

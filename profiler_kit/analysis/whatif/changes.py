@@ -348,3 +348,50 @@ class OverlapComm(Change, frozen=True):
 
 
 CHANGES = (Kernels, Precision, CudaGraphs, NoDataloaderWait, NoSync, OverlapComm)
+
+
+class NoStraggler(Change, frozen=True):
+    """Every rank reaches each collective when the earliest does: this rank's collectives no
+    longer wait for the others (``waits``: per collective call, its start on this rank's
+    clock and its wait from the job view, :func:`straggler_waits`). The wait comes out of
+    the call: a communication kernel runs that much shorter, a CPU-side collective (gloo)
+    loses it from its span. The straggler's own step stays (its lateness is its own work)."""
+
+    waits: tuple[tuple[int, int], ...] = ()
+
+    def label(self) -> str:
+        return "no-straggler"
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        t, g = ctx.table, ctx.graph
+        if not self.waits:
+            e.notes.append(f"{self.label()}: needs the traces of two or more ranks of one "
+                           f"job, matched by their collectives; no change modeled")
+            return
+        comm = np.flatnonzero(g.klass == classify.CLASS_INDEX[classify.COMMUNICATION])
+        by_start = comm[np.argsort(g.start[comm], kind="stable")]
+        starts = g.start[by_start]
+        cpu_starts = t.ts_ns[g.cpu_row]
+        kernels = spans = 0
+        total = 0
+        for start, wait in self.waits:
+            if wait <= 0:
+                continue
+            i = int(np.searchsorted(starts, start))
+            if i < len(starts) and starts[i] == start:
+                a = by_start[i]
+                cut = min(wait, int(e.dur[a]))
+                e.dur[a] -= cut
+                kernels += 1
+                total += cut
+                continue
+            hit = np.flatnonzero(cpu_starts == start)
+            if len(hit):
+                p = hit[np.argmax(t.dur_ns[g.cpu_row[hit]])]
+                cut = min(wait, int(t.dur_ns[g.cpu_row[p]]))
+                e.removals.append((int(g.cpu_thread[p]), start, start + cut))
+                spans += 1
+                total += cut
+        e.notes.append(f"{self.label()}: {kernels + spans} collectives "
+                       f"({kernels} kernels, {spans} CPU spans) no longer wait for the other "
+                       f"ranks, {_ms(total)} of waiting removed")

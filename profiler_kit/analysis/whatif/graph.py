@@ -57,7 +57,7 @@ LATE_NS = 20_000
 LATE_FACTOR = 4
 LATE_CAP_NS = 25_000
 BURST_GAP_NS = 500_000  # idle time on a thread that ends a burst of its work
-JOIN_NS = 1_000_000  # a waker's event ending this soon after the burst waited for it
+JOIN_NS = 2_000_000  # a waker's event ending this soon after the burst waited for it
 MAX_BURSTS = 10_000  # a thread with more bursts than this is not followed
 LONG_LAUNCH = 10  # a launch call this many times its device's median waited
 QUEUE_STEADY = 0.95  # the long calls' queue depths within this of their median
@@ -638,13 +638,16 @@ def _handoffs(g: Graph, table: EventTable) -> None:
                 cand = cand[(ends[cand] > bs) & (g.cpu_thread[cand] != th)]
                 if not len(cand):
                     continue
-                # the innermost event running then: the latest to start, the shortest
+                # the innermost event running then (the latest to start, the shortest) woke
+                # the burst; of the events running then on its thread, the first to end
+                # just after the burst, which the burst fills at least half of, waited for it
                 k = cand[np.lexsort((ends[cand], -starts[cand]))[0]]
-                # it waited for the burst when it ends just after it and the burst fills
-                # most of it
-                join = int(ends[k]) if (0 <= int(ends[k]) - be <= JOIN_NS and 2 * (be - bs)
-                                        >= int(ends[k] - starts[k])) else -1
-                out.append((th, bs, be, int(g.cpu_thread[k]), join))
+                waker = int(g.cpu_thread[k])
+                on = cand[g.cpu_thread[cand] == waker]
+                waits = on[(ends[on] >= be) & (ends[on] - be <= JOIN_NS)
+                           & (2 * (be - bs) >= ends[on] - starts[on])]
+                join = int(ends[waits].min()) if len(waits) else -1
+                out.append((th, bs, be, waker, join))
     cols = list(zip(*out, strict=True)) if out else [(), (), (), (), ()]
     g.burst_thread, g.burst_start, g.burst_end, g.burst_waker, g.burst_join_end = (
         np.array(c, dtype=np.int64) for c in cols)
