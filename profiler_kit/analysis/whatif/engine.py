@@ -187,8 +187,9 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             ready = _NONE
             if th >= 0:
                 t = a_launch[i]
-                x = kx[th]
-                ns = ky[th] + min(t - x, kc[th])
+                d = t - kx[th]
+                c = kc[th]
+                ns = ky[th] + (d if d < c else c)
                 ready = ns + a_lat[i]
                 q = q_prev[i]
                 if q >= 0:  # the launch call waits for room in the launch queue
@@ -203,10 +204,12 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             s = a_stream[i]
             pe = stream_end[s]
             if pe != _NONE:
-                ready = max(ready, pe + a_gap[i])
+                pe += a_gap[i]
+                if pe > ready:
+                    ready = pe
             w = a_wait[i]
-            if w >= 0:
-                ready = max(ready, new_end[w])
+            if w >= 0 and new_end[w] > ready:
+                ready = new_end[w]
             if ready == _NONE:
                 ready = a_rec[i]
             ready += a_delay[i]

@@ -138,10 +138,16 @@ def replay(table: EventTable, gpu: GpuActivity | None = None,
     return _replay(_Prepared(table, gpu), changes)
 
 
-def _replay(p: _Prepared, changes: Sequence[Change]) -> Replay:
+def _replay(p: _Prepared, changes: Sequence[Change],
+            ran: tuple[np.ndarray, int, list[str]] | None = None) -> Replay:
+    """The replay with ``changes`` (``ran``: its result when already run)."""
     g = p.graph
-    predicted, p_window, notes = p.run(changes) if changes else \
-        (p.replayed, p.replayed_window, [])
+    if ran is not None:
+        predicted, p_window, notes = ran
+    elif changes:
+        predicted, p_window, notes = p.run(changes)
+    else:
+        predicted, p_window, notes = p.replayed, p.replayed_window, []
     step_error = float(np.median(_error(p.replayed, p.measured)))
     window_error = float(_error(p.replayed_window, p.measured_window))
     bare = engine.Edits(g)
@@ -202,11 +208,12 @@ def what_if(table: EventTable, gpu: GpuActivity | None = None,
     p = _Prepared(table, gpu)
     base = int(np.median(p.replayed))
     gains = []
+    last = None
     for c in changes:
-        steps, _, notes = p.run([c])
-        gains.append(_gain(c.label(), base, int(np.median(steps)), notes))
+        last = p.run([c])
+        gains.append(_gain(c.label(), base, int(np.median(last[0])), last[2]))
     together = None
-    full = _replay(p, changes)
+    full = _replay(p, changes, last if len(changes) == 1 else None)
     if len(changes) > 1:
         together = _gain("all together", base, full.predicted_step_ns, list(full.notes))
     return WhatIf(full, tuple(gains), together)
