@@ -290,3 +290,26 @@ def test_real_full_launch_queue_makes_the_host_follow_the_gpu():
     per_step = conv_ns / len(g.step_row)
     assert 0.8 < conv.gain_ns / (per_step / 2) < 1.05
     assert abs(graphs.gain_pct) < 0.01  # GPU-bound: the host's overhead is hidden
+
+
+@pytest.mark.parametrize("name", ["a100_simple_add", "a100_alexnet", "h100_bert_small",
+                                  "mi300_bert_small", "b200_vllm_eager"])
+@pytest.mark.parametrize("klass", [classify.GEMM, classify.ELEMENTWISE])
+def test_a_class_twice_as_fast_gains_at_most_half_its_time_on_the_critical_path(name, klass):
+    """The longest path after the change is at least the old critical path less what the
+    change took off it: on traces without steps (and single-step inference) the gain is at
+    most half the class's time on the critical path (HTA's model, the critical-path
+    analysis; checked against HTA itself on a100_simple_add and a100_alexnet)."""
+    from profiler_kit.analysis.time.critical_path import OPERATOR, build_path
+
+    table = load(DATA / f"{name}.json.gz")
+    gpu = attribute_gpu(table, build_op_tree(table))
+    path = build_path(table, gpu)
+    e = path.path_edges
+    work = (path.edge_kind[e] == OPERATOR) & (path.edge_event[e] >= 0)
+    rows, weight = path.edge_event[e][work], path.edge_weight[e][work]
+    pos = np.minimum(np.searchsorted(gpu.row, rows), len(gpu.row) - 1)
+    mine = (gpu.row[pos] == rows) & (gpu.klass[pos] == classify.CLASS_INDEX[klass])
+    on_path = int(weight[mine].sum())
+    gain = what_if(table, gpu, [Kernels(klass, 2)]).gains[0].gain_ns
+    assert 0 <= gain <= on_path / 2 + 1_000
