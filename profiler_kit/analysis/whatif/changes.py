@@ -165,9 +165,11 @@ class Precision(Change, frozen=True):
 class CudaGraphs(Change, frozen=True):
     """The host's op overhead in each region (a ``record_function`` or module name; by
     default each step, else the whole trace) collapses to one graph launch: the CPU ops
-    and launch calls in it take no time, one launch call's median cost is paid at the
-    region's start, and the GPU work they launched is issued from there. Blocking calls
-    and DataLoader waits inside stay (a graph cannot hold them)."""
+    that launch GPU work and the launch calls in it take no time (on every thread that
+    launches, in the region's span), one launch call's median cost is paid where the
+    first of them started, and the GPU work they launched is issued from there. Ops that
+    launch nothing, blocking calls and DataLoader waits stay (a graph holds none of
+    them)."""
 
     region: str | None = None
 
@@ -176,6 +178,10 @@ class CudaGraphs(Change, frozen=True):
 
     def apply(self, ctx: Context, e: Edits) -> None:
         t, g = ctx.table, ctx.graph
+        if not (g.thread >= 0).any():
+            e.notes.append(f"{self.label()}: no GPU work launched in the trace: nothing for a "
+                           f"graph to hold")
+            return
         instances = self._instances(ctx)
         if not instances:
             e.notes.append(f"{self.label()}: no region {self.region!r} in the trace")
@@ -186,7 +192,8 @@ class CudaGraphs(Change, frozen=True):
         names = t.name[g.cpu_row]
         starts = t.ts_ns[g.cpu_row]
         ends = starts + t.dur_ns[g.cpu_row]
-        collapsible = (cats == Cat.CPU_OP) | ((cats == Cat.RUNTIME) & np.isin(names, launch_ids))
+        launches = (cats == Cat.RUNTIME) & np.isin(names, launch_ids)
+        collapsible = (cats == Cat.CPU_OP) | launches
         loader = np.isin(names, loader_ids)
         syncs = g.sync_start[g.sync_waits]
         sync_thread = g.sync_thread[g.sync_waits]
@@ -209,6 +216,11 @@ class CudaGraphs(Change, frozen=True):
                 for lo, hi in zip(s[loader[on]].tolist(), en[loader[on]].tolist(),
                                   strict=True):  # and data loading
                     ok &= ~((s < hi) & (en > lo))
+                # only ops that launch GPU work (the launch calls themselves included): an op
+                # computing on the CPU would not be in the graph
+                calls = np.sort(s[launches[on]])
+                ok &= np.searchsorted(calls, en, side="left") > np.searchsorted(calls, s,
+                                                                                side="left")
                 if not ok.any():
                     continue
                 for x, y in _union(s[ok], en[ok]):
@@ -320,8 +332,9 @@ class NoSync(Change, frozen=True):
 
 
 class OverlapComm(Change, frozen=True):
-    """Communication kernels run beside compute: on a stream of their own per device, and
-    nothing waits for them through the streams or a recorded event (blocking calls still
+    """Communication kernels run beside compute: those on a stream that also runs compute
+    move to a stream of their own (one per stream they leave), and nothing waits for any
+    communication kernel through the streams or a recorded event (blocking calls still
     do). They still wait for what they waited for, other ranks included."""
 
     def label(self) -> str:
@@ -333,18 +346,18 @@ class OverlapComm(Change, frozen=True):
         if not comm.any():
             e.notes.append(f"{self.label()}: no communication kernel in the trace")
             return
-        devices = sorted(set(g.device[comm].tolist()))
-        new_stream = {d: e.n_streams + k for k, d in enumerate(devices)}
-        e.n_streams += len(devices)
-        moved_from = set(e.stream[comm].tolist())
-        e.stream[comm] = [new_stream[d] for d in g.device[comm].tolist()]
+        shared = sorted(set(e.stream[comm].tolist()) & set(e.stream[~comm].tolist()))
+        new_stream = {s: e.n_streams + k for k, s in enumerate(shared)}
+        e.n_streams += len(shared)
+        move = comm & np.isin(e.stream, shared)
+        e.stream[move] = [new_stream[s] for s in e.stream[move].tolist()]
         waits_on_comm = (e.wait >= 0) & comm[np.maximum(e.wait, 0)] & ~comm
         e.wait[waits_on_comm] = -1
-        extra = tuple(new_stream.values())
-        e.sync_streams = [s + extra if set(s) & moved_from else s for s in e.sync_streams]
-        e.notes.append(f"{self.label()}: {int(comm.sum())} communication kernels "
-                       f"({_ms(int(e.dur[comm].sum()))}) off the compute streams; "
-                       f"{int(waits_on_comm.sum())} waits on them dropped")
+        e.sync_streams = [s + tuple(new_stream[x] for x in s if x in new_stream)
+                          for s in e.sync_streams]
+        e.notes.append(f"{self.label()}: {int(move.sum())} of {int(comm.sum())} communication "
+                       f"kernels ({_ms(int(e.dur[move].sum()))}) moved off {len(shared)} compute "
+                       f"streams; {int(waits_on_comm.sum())} waits on them dropped")
 
 
 CHANGES = (Kernels, Precision, CudaGraphs, NoDataloaderWait, NoSync, OverlapComm)

@@ -149,8 +149,9 @@ class Graph:
     call_end: np.ndarray  # per activity: its launch call's recorded end (-1: no call)
     call_own: np.ndarray  # per activity: its launch call's own cost (not waiting)
     call_blocked: np.ndarray  # bool: its launch call waited for the queue in the recording
-    cpu_row: np.ndarray
-    cpu_thread: np.ndarray
+    cpu_row: np.ndarray  # the host events the replay moves (table rows, ascending)
+    cpu_thread: np.ndarray  # their dense thread ids
+    thread_of_row: np.ndarray  # per table row: its host event's thread (-1: not one)
     step_number: np.ndarray
     step_row: np.ndarray
     step_thread: np.ndarray
@@ -210,11 +211,8 @@ def build(table: EventTable, gpu: GpuActivity) -> Graph:
                               | ((table.cat == Cat.OTHER) & np.isin(table.name, step_ids)))
     g.threads, g.cpu_thread = _thread_ids(table, cpu_rows)
     g.cpu_row = cpu_rows
-    thread_of_row = {}
-    if len(cpu_rows):
-        thread_lut = np.full(len(table), -1, dtype=np.int64)
-        thread_lut[cpu_rows] = g.cpu_thread
-        thread_of_row = thread_lut  # type: ignore[assignment]
+    g.thread_of_row = np.full(len(table), -1, dtype=np.int64)
+    g.thread_of_row[cpu_rows] = g.cpu_thread
 
     # --- GPU activities in replay order
     n = len(gpu)
@@ -237,9 +235,8 @@ def build(table: EventTable, gpu: GpuActivity) -> Graph:
     g.klass = gpu.klass[order]
     g.launch_row = launch[order]
     g.launch_ts = launch_ts[order]
-    g.thread = np.where(g.launch_row >= 0,
-                        thread_of_row[np.maximum(g.launch_row, 0)] if n and len(cpu_rows)
-                        else -1, -1).astype(np.int64)
+    g.thread = np.where(g.launch_row >= 0, g.thread_of_row[np.maximum(g.launch_row, 0)],
+                        -1).astype(np.int64)
     g.launch_ts = np.where(g.thread >= 0, g.launch_ts, -1)
     linked = g.launch_ts >= 0
     end = g.start + g.dur
@@ -459,9 +456,6 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     # activities by stream in replay order, with their launch keys, for "last launched before"
     key = g.key
     per_stream = [np.flatnonzero(g.stream == s) for s in range(len(g.streams))]
-    thread_lut = np.full(len(table), -1, dtype=np.int64)
-    thread_lut[g.cpu_row] = g.cpu_thread
-
     out_row, out_streams, out_act, out_target = [], [], [], []
     for r in rows.tolist():
         name = names[int(table.name[r])]
@@ -499,7 +493,7 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     m = len(out_row)
     g.sync_row = np.array(out_row, dtype=np.int64)
     g.sync_name = [names[int(table.name[r])] for r in out_row]
-    g.sync_thread = thread_lut[g.sync_row] if m else np.zeros(0, np.int64)
+    g.sync_thread = g.thread_of_row[g.sync_row] if m else np.zeros(0, np.int64)
     g.sync_start = ts[g.sync_row]
     g.sync_end = g.sync_start + dur[g.sync_row]
     g.sync_streams = out_streams
@@ -664,9 +658,7 @@ def _steps(g: Graph, table: EventTable, gpu: GpuActivity, pos_of_act: np.ndarray
         cand = [c for c in cand.tolist() if table.names[int(table.name[c])] == name]
         rows.append(cand[0] if cand else -1)
     g.step_row = np.array(rows, dtype=np.int64)
-    thread_lut = np.full(len(table), -1, dtype=np.int64)
-    thread_lut[g.cpu_row] = g.cpu_thread
-    g.step_thread = thread_lut[g.step_row] if len(rows) else np.zeros(0, np.int64)
+    g.step_thread = g.thread_of_row[g.step_row] if len(rows) else np.zeros(0, np.int64)
     g.act_step = np.full(len(g.act), -1, dtype=np.int64)
     if spans and len(gpu):
         which = step_of_activities(table, gpu, spans)

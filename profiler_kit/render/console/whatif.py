@@ -17,8 +17,9 @@ def _pct(fraction: float) -> str:
 
 
 def _gain_row(g: Gain, width: int) -> str:
+    more = f"{duration(g.gain_ns)} less" if g.gain_ns >= 0 else f"{duration(-g.gain_ns)} more"
     return (f"  {g.change:<{width}}  {duration(g.predicted_step_ns):>10}  "
-            f"{_pct(-g.gain_pct):>9}  ({duration(g.gain_ns)} less)")
+            f"{_pct(-g.gain_pct):>9}  ({more})")
 
 
 def trace_lines(t: TraceWhatIf) -> list[str]:
