@@ -313,3 +313,30 @@ def test_a_class_twice_as_fast_gains_at_most_half_its_time_on_the_critical_path(
     on_path = int(weight[mine].sum())
     gain = what_if(table, gpu, [Kernels(klass, 2)]).gains[0].gain_ns
     assert 0 <= gain <= on_path / 2 + 1_000
+
+
+def test_cuda_graphs_keep_ops_that_launch_nothing():
+    """A 30 µs op computing on the CPU (no launch) after the four launching ops stays: the
+    step keeps it, and a CPU-only trace has nothing for a graph to hold."""
+    events = [step(130 * US)]
+    for i in range(4):
+        t = 10 * US + i * 20 * US
+        events += [op("aten::add", t, 20 * US), launch(t + 10 * US, i + 1, dur=5 * US),
+                   kernel(ELEMENTWISE, t + 15 * US, 2 * US, corr=i + 1)]
+    events.append(op("aten::sort", 95 * US, 30 * US))
+    r = replay(make_table(events), changes=[CudaGraphs()])
+    # the four ops' 80 µs go, the launch's 5 µs comes once: 130 - 80 + 5
+    assert r.predicted_step_ns == 55 * US
+    cpu = load(DATA / "cpu_torch_profiler.pt.trace.json.gz")
+    r = replay(cpu, changes=[CudaGraphs()])
+    assert r.predicted_step_ns == r.replayed_step_ns
+    assert "no GPU work launched in the trace" in r.notes[0]
+
+
+def test_overlap_comm_leaves_communication_streams_alone():
+    """A recommendation model's all-to-alls already run on their own streams: nothing moves
+    (moving them all onto one stream would serialize them)."""
+    table = load(DATA / "a100_recsys_16gpu_rank0.json.gz")
+    r = replay(table, changes=[OverlapComm()])
+    assert r.predicted_step_ns == r.replayed_step_ns
+    assert r.notes[0].startswith("overlap-comm: 0 of 80 communication kernels")
