@@ -2,10 +2,12 @@
 
 Each host thread keeps its events in recorded order; an event moves by what changed
 before it on its thread, as a monotone warp of the thread's clock made of knots: a
-blocking call that now ends earlier or later, time a change removes (an interval that
-collapses to a point) or adds. GPU activities and blocking calls are visited once, in
-the order they were issued (a Python loop over them only: a few thousand per trace);
-CPU events are warped afterwards, all at once.
+blocking call (or a launch call held by a full launch queue) that now ends earlier or
+later, time a change removes (an interval that collapses to a point) or adds, a burst of
+work that starts on the clock of the thread that woke it, an event that waited for such
+a burst. GPU activities, blocking calls and those handoffs are visited once, in the
+order they happened (a Python loop over them only: a few thousand per trace); CPU
+events are warped afterwards, all at once.
 """
 
 from __future__ import annotations
@@ -192,7 +194,9 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                 ns = ky[th] + (d if d < c else c)
                 ready = ns + a_lat[i]
                 q = q_prev[i]
-                if q >= 0:  # the launch call waits for room in the launch queue
+                # the launch call waits for room in the launch queue (not one whose host
+                # time a change removed: c == 0 while the thread's clock stands still)
+                if q >= 0 and c != 0:
                     ret = max(ns + c_own[i], new_end[q] + q_wake[i])
                     if c_blocked[i] or ret > ns + c_dur[i]:
                         ce = c_end[i]
