@@ -340,3 +340,30 @@ def test_overlap_comm_leaves_communication_streams_alone():
     r = replay(table, changes=[OverlapComm()])
     assert r.predicted_step_ns == r.replayed_step_ns
     assert r.notes[0].startswith("overlap-comm: 0 of 80 communication kernels")
+
+
+@pytest.mark.parametrize("name", ["h100_owlv2_dataloader", "a100_recsys_8gpu_rank3",
+                                  "a100_recsys_16gpu_rank0", "mi250_minitoy_train",
+                                  "a100_ddp_nccl_rank0"])
+def test_no_thread_runs_backward_under_any_change(name):
+    """Whatever the changes, every host event keeps a non-negative duration and each
+    thread's events keep their order (the warps stay monotone across handoffs, removals,
+    blocking calls and the launch queue)."""
+    from profiler_kit.analysis.whatif import engine
+    from profiler_kit.analysis.whatif.changes import Context
+
+    table = load(DATA / f"{name}.json.gz")
+    gpu = attribute_gpu(table, build_op_tree(table))
+    g = build(table, gpu)
+    ctx = Context(table, gpu, g)
+    every = [Kernels("gemm", 2), Precision("fp16"), CudaGraphs(), NoDataloaderWait(),
+             NoSync(), OverlapComm()]
+    for changes in [[c] for c in every] + [every]:
+        e = engine.Edits(g)
+        for c in changes:
+            c.apply(ctx, e)
+        t = engine.simulate(g, e, table.ts_ns, table.dur_ns)
+        assert (t.cpu_end >= t.cpu_start).all() and (t.act_end >= t.act_start).all()
+        order = np.lexsort((table.ts_ns[g.cpu_row], g.cpu_thread))
+        same = g.cpu_thread[order[1:]] == g.cpu_thread[order[:-1]]
+        assert (np.diff(t.cpu_start[order])[same] >= 0).all(), [c.label() for c in changes]

@@ -182,6 +182,8 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     b_end = g.burst_end.tolist()
     b_waker = g.burst_waker.tolist()
     b_join = g.burst_join_end.tolist()
+    b_floor = g.burst_floor.tolist()
+    b_join_floor = g.burst_join_floor.tolist()
 
     for k, i in zip(kind[order].tolist(), idx[order].tolist(), strict=True):
         if k == _ACT:
@@ -259,6 +261,9 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         elif k == _WAKE:
             th, x, a = b_thread[i], b_start[i], b_waker[i]
             y = ky[a] + min(x - kx[a], kc[a])
+            f = b_floor[i]  # not before the thread's own previous work ends
+            if f >= 0:
+                y = max(y, ky[th] + max(0, min(f - kx[th], kc[th])))
             kx[th], ky[th], kc[th] = x, y, _INF
             k_thread.append(th)
             k_x.append(x)
@@ -268,6 +273,8 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             b, th, x = b_thread[i], b_waker[i], b_join[i]
             be = b_end[i]
             y = ky[b] + min(be - kx[b], kc[b]) + (x - be)
+            f = b_join_floor[i]  # not before the joining event starts, nor its thread's work
+            y = max(y, ky[th] + max(0, min(f - kx[th], kc[th])))
             kx[th], ky[th], kc[th] = x, y, _INF
             k_thread.append(th)
             k_x.append(x)

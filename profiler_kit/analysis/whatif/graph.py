@@ -140,6 +140,11 @@ class Graph:
     burst_end: np.ndarray
     burst_waker: np.ndarray  # the thread it woke from
     burst_join_end: np.ndarray  # end of the waker's event that waits for it (-1: none)
+    # the recorded times whose replayed times a burst's start and a joining event's end
+    # cannot precede: the thread's previous event end, and the joining event's start or
+    # its thread's last event end before it (-1: none), so no thread runs backward
+    burst_floor: np.ndarray
+    burst_join_floor: np.ndarray
     # the launch queue: on a device whose launch calls blocked with the queue full (CUDA
     # holds about 1024 launches), a launch call returns no earlier than the end of the
     # activity launched queue_depth before it on the device (plus queue_wake)
@@ -607,8 +612,12 @@ def _handoffs(g: Graph, table: EventTable) -> None:
     main thread, is the common case."""
     starts = table.ts_ns[g.cpu_row]
     ends = starts + table.dur_ns[g.cpu_row]
-    out: list[tuple[int, int, int, int, int]] = []
+    out: list[tuple[int, int, int, int, int, int, int]] = []
     if len(g.threads) > 1:
+        # each thread's event ends, sorted: the latest end before a time, on a thread
+        ends_of = [np.sort(ends[g.cpu_thread == th]) for th in range(len(g.threads))]
+        spans_of = [(starts[g.cpu_thread == th], ends[g.cpu_thread == th])
+                    for th in range(len(g.threads))]
         by_start = np.argsort(starts, kind="stable")
         s_sorted = starts[by_start]
         longest = int((ends - starts).max())
@@ -640,11 +649,26 @@ def _handoffs(g: Graph, table: EventTable) -> None:
                 on = cand[g.cpu_thread[cand] == waker]
                 waits = on[(ends[on] >= be) & (ends[on] - be <= JOIN_NS)
                            & (2 * (be - bs) >= ends[on] - starts[on])]
-                join = int(ends[waits].min()) if len(waits) else -1
-                out.append((th, bs, be, waker, join))
-    cols = list(zip(*out, strict=True)) if out else [(), (), (), (), ()]
-    g.burst_thread, g.burst_start, g.burst_end, g.burst_waker, g.burst_join_end = (
-        np.array(c, dtype=np.int64) for c in cols)
+                join, join_floor = -1, -1
+                if len(waits):
+                    join = int(ends[waits].min())
+                    # the join ends no earlier than any event on that thread that spans it
+                    # starts (nested ones end together), nor than its other work before it
+                    w_start, w_end = spans_of[waker]
+                    spanning = w_start[(w_start < join) & (w_end >= join)]
+                    join_floor = max(int(spanning.max()) if len(spanning) else -1,
+                                     _last_end_before(ends_of[waker], join))
+                out.append((th, bs, be, waker, join, _last_end_before(ends_of[th], bs + 1),
+                            join_floor))
+    cols = list(zip(*out, strict=True)) if out else [(), (), (), (), (), (), ()]
+    (g.burst_thread, g.burst_start, g.burst_end, g.burst_waker, g.burst_join_end,
+     g.burst_floor, g.burst_join_floor) = (np.array(c, dtype=np.int64) for c in cols)
+
+
+def _last_end_before(sorted_ends: np.ndarray, t: int) -> int:
+    """The latest of ``sorted_ends`` before ``t`` (-1: none)."""
+    i = int(np.searchsorted(sorted_ends, t, side="left")) - 1
+    return int(sorted_ends[i]) if i >= 0 else -1
 
 
 def _steps(g: Graph, table: EventTable, gpu: GpuActivity, pos_of_act: np.ndarray) -> None:
