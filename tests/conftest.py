@@ -3,3 +3,15 @@ scenarios/; the project-wide checks stay here). pytest puts this folder on ``sys
 because this file is in it, so the helper modules beside it (``real_traces``,
 ``tb_reference``, ``two_hosts``, ``multihost_runs``...) import by name from every folder,
 and the real traces they read stay in ``data/``."""
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Files that hold a ``slow`` test run first, the rest after them, each file's tests
+    in their own order: ``-n 3 --dist loadfile`` hands files to the workers in this
+    order, so the long files start early and the short ones fill in at the end, instead
+    of one long file running alone after the others are done."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    first_seen = {}
+    for i, item in enumerate(items):
+        first_seen.setdefault(item.path, i)
+    items.sort(key=lambda item: (item.path not in slow_files, first_seen[item.path]))

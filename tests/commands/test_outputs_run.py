@@ -36,31 +36,40 @@ def run(*args: str, user: int | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
+def run_here(capsys, *args: str) -> subprocess.CompletedProcess:
+    """The same command in this process (torch already imported: a refusal costs no
+    interpreter start), with what it printed."""
+    capsys.readouterr()
+    status = cli.main(["run", str(SCENARIO), *TINY, *args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, status, out, err)
+
+
 def error_line(r: subprocess.CompletedProcess) -> str:
     lines = [x for x in r.stderr.strip().splitlines() if x.startswith("profkit: error: ")]
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
     return lines[0]
 
 
-def test_out_that_is_a_file_or_a_report_over_a_trace_is_refused(tmp_path: Path) -> None:
+def test_out_that_is_a_file_or_a_report_over_a_trace_is_refused(tmp_path: Path, capsys) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("mine")
-    r = run("--out", str(a_file / "runs"))
+    r = run("--out", str(a_file / "runs"))  # the whole command, as a user runs it
     assert r.returncode == 2 and "is not a directory" in error_line(r)
     trace = tmp_path / "t.json.gz"
     shutil.copy(TRACE, trace)
-    r = run("--out", str(tmp_path / "runs"), "--report", str(trace))
+    r = run_here(capsys, "--out", str(tmp_path / "runs"), "--report", str(trace))
     assert r.returncode == 2 and "existing trace" in error_line(r)
     assert trace.read_bytes() == TRACE.read_bytes()
     assert not (tmp_path / "runs").exists(), "refused before the run started"
 
 
-def test_report_over_a_file_profkit_wrote_needs_force(tmp_path: Path) -> None:
+def test_report_over_a_file_profkit_wrote_needs_force(tmp_path: Path, capsys) -> None:
     report = tmp_path / "r.json"
     report.write_text('{"schema": "profkit.reporting/1", "old": true}\n')
-    r = run("--out", str(tmp_path / "runs"), "--report", str(report))
+    r = run_here(capsys, "--out", str(tmp_path / "runs"), "--report", str(report))
     assert r.returncode == 2 and "add --force" in error_line(r)
-    r = run("--out", str(tmp_path / "runs"), "--report", str(report), "--force")
+    r = run_here(capsys, "--out", str(tmp_path / "runs"), "--report", str(report), "--force")
     assert r.returncode == 0, r.stderr
     assert json.loads(report.read_text()) == {"schema": "profkit.reporting/1"}
 
@@ -107,11 +116,11 @@ def test_a_report_that_cannot_be_written_after_the_run_keeps_the_run(
     assert recorded["strategies"][0]["status"] == "ok"
 
 
-def test_a_run_where_nothing_could_run_exits_2_with_the_reasons(tmp_path: Path) -> None:
+def test_a_run_where_nothing_could_run_exits_2_with_the_reasons(tmp_path: Path, capsys) -> None:
     options = MeasureOptions(repeats=1, iterations=2, warmup=0, profile_warmup=0, profile_active=1)
     result = runner.run(RunRequest(from_file(SCENARIO), {}, device="cpu", options=options,
                                    out=tmp_path, strategies=["gpu_only"]))
     assert result.nothing_ran and result.exit_status == 2
-    r = run("--out", str(tmp_path), "--strategies", "gpu_only", "--device", "cpu")
+    r = run_here(capsys, "--out", str(tmp_path), "--strategies", "gpu_only", "--device", "cpu")
     assert r.returncode == 2
     assert "nothing could run (gpu_only: " in error_line(r)

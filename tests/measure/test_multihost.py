@@ -39,6 +39,14 @@ def run_dir(tmp_path_factory) -> Path:
     return run_on_two_hosts(tmp_path_factory.mktemp("two_hosts"))
 
 
+@pytest.fixture(scope="module")
+def slow_run_dir(tmp_path_factory) -> Path:
+    """The same run over a link held to 1 Gbit/s, with a gather limit far below a trace's
+    size: host B's rank sends its summary instead of its trace (one run for two tests)."""
+    return run_on_two_hosts(tmp_path_factory.mktemp("slow_link"), RATE_MBIT, "--iterations",
+                            "3", "--gather-limit-mb", "0.001")
+
+
 def test_two_hosts_one_run_folder(run_dir, tmp_path):
     record = json.loads((run_dir / "run.json").read_text())
     dist = record["environment"]["distributed"]
@@ -82,11 +90,12 @@ def test_two_hosts_give_the_report_of_one_host(run_dir, tmp_path):
     assert len(rows(here)) > 3 and rows(here) == rows(run_dir)
 
 
-def test_a_slower_link_moves_transfer_not_wait(run_dir, tmp_path):
+def test_a_slower_link_moves_transfer_not_wait(run_dir, slow_run_dir):
     """The link held to 1 Gbit/s (a token bucket on each end): each all-reduce's transfer
-    grows, the ranks' waits for each other do not grow with it."""
+    grows, the ranks' waits for each other do not grow with it (rank 1's side read from
+    the summary it sent)."""
     fast = job(run_dir)
-    slow = job(run_on_two_hosts(tmp_path, rate_mbit=RATE_MBIT))
+    slow = job(slow_run_dir)
     assert len(slow.instances) == len(fast.instances)
     more_transfer = (statistics.median(i.transfer_ns for i in slow.instances)
                      - statistics.median(i.transfer_ns for i in fast.instances))
@@ -160,11 +169,10 @@ def test_pipeline_on_two_hosts_gives_the_report_of_one_host(tmp_path):
     assert len(rows(one)) > 3 and rows(one) == rows(two)
 
 
-def test_traces_over_the_gather_limit_send_their_summary(tmp_path):
+def test_traces_over_the_gather_limit_send_their_summary(slow_run_dir):
     """With a limit far below a trace's size, host B's rank sends its summary: the run
     folder holds rank 0's trace and rank 1's summary, and the job view reads both."""
-    run_dir = run_on_two_hosts(tmp_path, None, "--iterations", "3",
-                                "--gather-limit-mb", "0.001")
+    run_dir = slow_run_dir
     record = json.loads((run_dir / "run.json").read_text())
     (w2,) = record["strategies"]
     folder = run_dir / w2["dir"]

@@ -27,13 +27,16 @@ def load_in_parts_or_one_pass(path: Path, jobs: int, chunk_bytes: int = 4096):
 
 
 # three parts on every trace (two joins each), two on the smallest: the join itself is the
-# same code, and loading the large traces again in two parts only costs time
+# same code, and loading the large traces again in two parts only costs time. Pieces of
+# 64 KiB (``load`` reads 4 MB ones): the pieces' own edges are held by the tiny pieces of
+# test_trace_loader's small traces, and 4 KiB pieces cost four times the CPU here.
+PIECE_BYTES = 64 * 1024
 CASES = [(p, 3) for p in SPLITTABLE] + [(min(SPLITTABLE, key=lambda p: p.stat().st_size), 2)]
 
 
 @pytest.mark.parametrize(("path", "jobs"), CASES, ids=lambda v: getattr(v, "name", str(v)))
 def test_parts_join_into_the_same_table(path: Path, jobs: int) -> None:
-    table = in_parts(path, jobs)
+    table = in_parts(path, jobs, PIECE_BYTES)
     assert table is not None  # done in parts, not by the one-pass fallback
     whole = load(path)
     assert_same(table, whole)
