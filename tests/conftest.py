@@ -5,6 +5,14 @@ because this file is in it, so the helper modules beside it (``real_traces``,
 and the real traces they read stay in ``data/``."""
 
 
+def pytest_configure(config) -> None:
+    """pytest-xdist hands out files by their number of tests, most first, unless told
+    not to: that put the slow files (few tests each) last, one running alone after the
+    others were done. Keep the order below instead."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
     """Files that hold a ``slow`` test run first, the rest after them, each file's tests
     in their own order: ``-n 3 --dist loadfile`` hands files to the workers in this
