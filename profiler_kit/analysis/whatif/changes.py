@@ -35,9 +35,10 @@ class Context:
     """What a change reads: the trace, its GPU activities, the graph (and the op tree,
     built on first use)."""
 
-    def __init__(self, table: EventTable, gpu: GpuActivity, graph: Graph) -> None:
+    def __init__(self, table: EventTable, gpu: GpuActivity, graph: Graph,
+                 tree: OpTree | None = None) -> None:
         self.table, self.gpu, self.graph = table, gpu, graph
-        self._tree: OpTree | None = None
+        self._tree: OpTree | None = tree
 
     @property
     def tree(self) -> OpTree:
@@ -235,7 +236,8 @@ class CudaGraphs(Change, frozen=True):
                     e.insertions.append((th, int(s[ok].min()), cost_by_thread[th]))
                     graphs += 1
         cost = max(cost_by_thread.values(), default=0)
-        e.notes.append(f"{self.label()}: {graphs} regions, {_ms(removed)} of host op and "
+        e.notes.append(f"{self.label()}: {graphs} region{'s' if graphs != 1 else ''}, "
+                       f"{_ms(removed)} of host op and "
                        f"launch time collapse to one graph launch of {cost / 1e3:.0f} µs each"
                        + (f"; {kept_syncs} blocking calls inside stay" if kept_syncs else ""))
 
