@@ -141,7 +141,8 @@ def test_json_report_to_stdout_gets_stdout_alone(tmp_path: Path) -> None:
         [sys.executable, "-m", "profiler_kit", "run", "ddp", "--json-report", "-",
          "--model", "resnet18", "--batch-size", "2", "--image-size", "32", "--world-size", "1",
          "--strategies", "no-ddp", "--iterations", "2", "--warmup", "1", "--profile-wait", "0",
-         "--profile-warmup", "0", "--profile-active", "1", "--out", str(tmp_path)],
+         "--profile-warmup", "0", "--profile-active", "1", "--repeats", "1",
+         "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
         env={**os.environ, "COLUMNS": "120"},
     )
