@@ -51,7 +51,7 @@ def run_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("runs")
     done = subprocess.run(
         [sys.executable, "-m", "profiler_kit", "run", str(ROOT / "examples" / "my_scenario.py"),
-         "--amp", "--iterations", "5", "--warmup", "1", "--batch-size", "8",
+         "--amp", "--iterations", "5", "--warmup", "1", "--batch-size", "8", "--repeats", "1",
          "--out", str(out)],
         capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr
