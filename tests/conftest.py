@@ -4,6 +4,17 @@ because this file is in it, so the helper modules beside it (``real_traces``,
 ``tb_reference``, ``two_hosts``, ``multihost_runs``...) import by name from every folder,
 and the real traces they read stay in ``data/``."""
 
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# set by tests/scenarios/test_under_load.py: a file that exists while a timing test runs,
+# so that its CPU hogs spin then and sleep while pytest starts, collects and ends
+HOG_GATE = "PROFKIT_TEST_HOG_GATE"
+
 
 def pytest_configure(config) -> None:
     """pytest-xdist hands out files by their number of tests, most first, unless told
@@ -23,3 +34,17 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     for i, item in enumerate(items):
         first_seen.setdefault(item.path, i)
     items.sort(key=lambda item: (item.path not in slow_files, first_seen[item.path]))
+
+
+@pytest.fixture(autouse=True)
+def _hogs_spin_while_timing(request):
+    """Under test_under_load, open the hogs' gate for the length of each timing test."""
+    gate = os.environ.get(HOG_GATE)
+    if not gate or request.node.get_closest_marker("timing") is None:
+        yield
+        return
+    Path(gate).touch()
+    try:
+        yield
+    finally:
+        Path(gate).unlink(missing_ok=True)
