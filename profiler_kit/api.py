@@ -99,7 +99,8 @@ def _readable(results: list, what: str) -> tuple[list, tuple]:
 
 
 def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-            top: int = 5, jobs: int | None = None) -> Analyses:
+            top: int = 5, jobs: int | None = None,
+            min_gain_pct: float | None = None) -> Analyses:
     """Analyze every trace at or below ``paths``: one ``TraceAnalysis`` per trace, labelled.
 
     Labels are short and unique (the strategy folder when it holds one trace, else
@@ -111,7 +112,8 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     default one per core where forking is safe (Linux, a process with a single
     thread), else one after another. Traces of the ranks of one job also get a job
     view (``.jobs`` of the returned list): collectives matched across ranks, waiting
-    split from transferring, the straggler.
+    split from transferring, the straggler. A recommendation whose predicted gain is under
+    ``min_gain_pct`` (None: 2 %) is held back and named in a note.
     """
     from profiler_kit.analysis.compare import label_traces, sides_of
     from profiler_kit.sources.trace_files import analyze_files
@@ -121,7 +123,8 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     files = trace_files(paths)
     given = {Path(p).resolve() for p in paths if Path(p).is_file()}
     labels = label_traces(files, [f.resolve() in given for f in files])
-    read, unreadable = _readable(analyze_files(files, labels, top, jobs), "trace")
+    read, unreadable = _readable(analyze_files(files, labels, top, jobs, min_gain_pct),
+                                 "trace")
     ranks = [a.communication for a in read if a.communication is not None]
     job_views: tuple[JobView, ...] = ()
     if len(ranks) > 1:  # a job needs two ranks; one trace's analysis skips the module

@@ -102,10 +102,11 @@ class Registry:
         return found
 
     def analyze(self, table: EventTable, label: str | None = None, top: int = 5,
-                provenance: Provenance | None = None) -> Any:
+                provenance: Provenance | None = None, min_gain_pct: float = 0.0) -> Any:
         """Every analysis on ``table``, as the Struct (see :class:`TraceContext`)."""
         struct = self.struct()
-        ctx = TraceContext(self, table, label=label, top=top, provenance=provenance)
+        ctx = TraceContext(self, table, label=label, top=top, provenance=provenance,
+                           min_gain_pct=min_gain_pct)
         return struct(**{a.name: ctx.result(a.name) for a in self._analyses.values()})
 
 
@@ -114,15 +115,18 @@ class TraceContext:
 
     ``label`` is the label the caller gave (None: none; the analysis ``label`` falls back
     to the trace's name), ``top`` how many names the tables list, ``provenance``
-    Inductor's, saved beside the trace of a compiled model.
+    Inductor's, saved beside the trace of a compiled model, ``min_gain_pct`` the predicted
+    gain (percent) under which a recommendation is held back.
     """
 
     def __init__(self, registry: Registry, table: EventTable, label: str | None = None,
-                 top: int = 5, provenance: Provenance | None = None) -> None:
+                 top: int = 5, provenance: Provenance | None = None,
+                 min_gain_pct: float = 0.0) -> None:
         self.table = table
         self.label = label
         self.top = top
         self.provenance = provenance
+        self.min_gain_pct = min_gain_pct
         self._registry = registry
         self._results: dict[str, Any] = {}
         self._running: list[str] = []

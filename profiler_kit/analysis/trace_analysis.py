@@ -44,6 +44,7 @@ from profiler_kit.analysis.memory.usage import Memory, analyze_memory
 from profiler_kit.analysis.perf.precision import Precision, analyze_precision
 from profiler_kit.analysis.perf.roofline import Instances, MfuWindow, PerfModel, measure
 from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy, analyze_sm_occupancy
+from profiler_kit.analysis.predicted_gains import MIN_GAIN_PCT, Ranked, predict, ranked
 from profiler_kit.analysis.registry import Registry, TraceContext
 from profiler_kit.analysis.time.busy import Timeline, analyze_timeline
 from profiler_kit.analysis.time.critical_path import MAX_EVENTS, CriticalPath, critical_path
@@ -230,11 +231,17 @@ def _phases(ctx: TraceContext) -> Phases:
 
 @analysis("recommendations", tuple[Recommendation, ...])
 def _recommendations(ctx: TraceContext) -> tuple[Recommendation, ...]:
-    """The rules that fire: the general rules', the perf model's, the SM rules'."""
-    perf, instances = ctx.memo(_measured)
-    return ctx.memo(_findings).recommendations + perf_recommendations(
-        ctx.table, ctx.tree, ctx.result("gpu"), perf, instances) + sm_recommendations(
-        ctx.result("sm"))
+    """The rules that fire (the general rules', the perf model's, the SM rules'), each with
+    the change that models its advice and the step the replay predicts with it, ranked by
+    that gain; those under ``min_gain_pct`` are in ``held_back``."""
+    return ctx.memo(_ranked).shown
+
+
+@analysis("held_back", tuple[Recommendation, ...], default=())
+def _held_back(ctx: TraceContext) -> tuple[Recommendation, ...]:
+    """The rules that fired but whose trusted predicted gain is under ``min_gain_pct``:
+    not recommended, named in a note."""
+    return ctx.memo(_ranked).held_back
 
 
 @analysis("notes", tuple[str, ...])
@@ -242,6 +249,9 @@ def _notes(ctx: TraceContext) -> tuple[str, ...]:
     """Rules that could not be evaluated and why, and what the figures cover."""
     missing = ctx.missing
     notes = list(ctx.memo(_findings).notes)
+    held = ctx.memo(_ranked).note
+    if held is not None:
+        notes.append(held)
     if missing is not None:  # the line says why the GPU rules did not run
         notes = [missing.line] + [n for n in notes if not n.startswith("CPU-only trace")]
     if ctx.steps.source == "window":
@@ -387,6 +397,15 @@ def _sm(ctx: TraceContext) -> SmOccupancy | None:
     return _with_sources(sm, ctx.result("code"))
 
 
+def _ranked(ctx: TraceContext) -> Ranked:
+    """The rules that fire with their predictions, ranked, and those held back."""
+    perf, instances = ctx.memo(_measured)
+    recs = ctx.memo(_findings).recommendations + perf_recommendations(
+        ctx.table, ctx.tree, ctx.result("gpu"), perf, instances) + sm_recommendations(
+        ctx.result("sm"))
+    return ranked(predict(ctx.table, ctx.gpu, ctx.tree, recs), ctx.min_gain_pct)
+
+
 def _findings(ctx: TraceContext) -> Findings:
     """The rules' findings (recommendations and notes), the CPU rules' included."""
     table, tree, gpu, steps = ctx.table, ctx.tree, ctx.gpu, ctx.steps
@@ -414,10 +433,13 @@ else:
 
 
 def analyze_table(table: EventTable, label: str | None = None, top: int = 5,
-                  provenance: Provenance | None = None) -> TraceAnalysis:
+                  provenance: Provenance | None = None,
+                  min_gain_pct: float = MIN_GAIN_PCT) -> TraceAnalysis:
     """Run every registered analysis on one event table; ``provenance``: Inductor's, saved
-    beside the trace of a compiled model (compiled kernels to the user's lines)."""
-    return ANALYSES.analyze(table, label=label, top=top, provenance=provenance)
+    beside the trace of a compiled model (compiled kernels to the user's lines);
+    ``min_gain_pct``: the predicted gain under which a rule is held back."""
+    return ANALYSES.analyze(table, label=label, top=top, provenance=provenance,
+                            min_gain_pct=min_gain_pct)
 
 
 def _mfu_window(steps: Steps, timeline: Timeline, step_device_ns: int | None

@@ -35,6 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--by-line", action="store_true",
                    help="print each trace's source lines by device time (CPU op time "
                         "without GPU work), with the ops and kernels under each")
+    p.add_argument("--min-gain", type=float, default=2.0, metavar="PCT",
+                   help="a recommendation whose predicted gain (the what-if replay of the "
+                        "change it advises) is under PCT %% of the step is held back: named "
+                        "in one note line, not recommended (default 2; 0 shows every one "
+                        "that does not slow the step)")
     add_output_arguments(p)
 
 
@@ -212,7 +217,8 @@ def analyze(args: argparse.Namespace) -> int:
 
         raise UsageError("--scheduler: only with --summary-only, or to reduce summaries "
                          "files (the full analysis runs here)")
-    analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
+    analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args),
+                           min_gain_pct=args.min_gain)
     comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
     return emit(args, analyses, comparison, jobs=analyses.jobs, targets=targets)
 

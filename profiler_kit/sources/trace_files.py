@@ -30,12 +30,14 @@ def split_unreadable(results: Sequence[T | Unreadable]) -> tuple[list[T], list[U
 
 
 def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,
-                  jobs: int | None = None) -> list[TraceAnalysis | Unreadable]:
+                  jobs: int | None = None, min_gain_pct: float | None = None
+                  ) -> list[TraceAnalysis | Unreadable]:
     """One analysis per file, in order, ``jobs`` files at a time (None: one per core,
     when this process may fork; else one at a time); an :class:`Unreadable` for a file
-    that cannot be read."""
-    return _map(_analyze, [(f, label, top) for f, label in zip(files, labels, strict=True)],
-                jobs)
+    that cannot be read. ``min_gain_pct``: the predicted gain under which a rule is held
+    back (None: the analysis' default)."""
+    return _map(_analyze, [(f, label, top, min_gain_pct)
+                           for f, label in zip(files, labels, strict=True)], jobs)
 
 
 def summarize_files(files: Sequence[Path], labels: Sequence[str],
@@ -67,18 +69,21 @@ def _map(fn: Callable[[tuple[Any, ...]], T], tasks: list[tuple[Any, ...]],
     return results
 
 
-def _analyze(task: tuple[Path, str, int, int | None]) -> TraceAnalysis | Unreadable:
+def _analyze(task: tuple[Path, str, int, float | None, int | None]
+             ) -> TraceAnalysis | Unreadable:
+    from profiler_kit.analysis.predicted_gains import MIN_GAIN_PCT
     from profiler_kit.analysis.trace_analysis import analyze_table
     from profiler_kit.trace.loader import load
 
-    path, label, top, parts = task
+    path, label, top, min_gain_pct, parts = task
     try:
         table = load(path, jobs=parts)
     except TraceError as exc:
         return _unreadable(path, exc)
     from profiler_kit.sources.inductor_provenance import read_provenance
 
-    return analyze_table(table, label=label, top=top, provenance=read_provenance(path))
+    return analyze_table(table, label=label, top=top, provenance=read_provenance(path),
+                         min_gain_pct=MIN_GAIN_PCT if min_gain_pct is None else min_gain_pct)
 
 
 def summarize_one(task: tuple[Path, str, int | None]) -> RankSummary | Unreadable:

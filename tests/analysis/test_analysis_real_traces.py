@@ -104,7 +104,10 @@ def test_ddp_trace_classes_and_communication():
     assert {"## forward ##", "## backward ##", "## optimizer ##"} <= {
         p.name for p in a.phases.phases}
     rules = {r.rule for r in a.recommendations}
-    assert "low_gpu_utilization" in rules and "reduced_precision_unused" in rules
+    # fp32 convolutions fire the precision rule; the GPU waits for the host, so bf16
+    # predicts no gain and it is held back (tests/analysis/test_recommendation_table.py)
+    assert "low_gpu_utilization" in rules
+    assert "reduced_precision_unused" in {r.rule for r in a.held_back}
 
 
 def test_amd_trace_bf16_convolutions_count_as_low_precision():
@@ -123,7 +126,8 @@ def test_triton_kernel_without_op_is_classed_by_name():
 
 def test_alexnet_fp32_gemm_on_ampere_fires_tf32_rule():
     a = analysis("a100_alexnet.json.gz")
-    rec = {r.rule: r for r in a.recommendations}["fp32_matmul_on_tensor_core_gpu"]
+    # held back: 7.7 ms of sgemm in a 43 s trace the host holds predict no gain
+    rec = {r.rule: r for r in a.held_back}["fp32_matmul_on_tensor_core_gpu"]
     assert rec.measured >= rec.threshold
     assert any("sgemm" in e.name for e in rec.evidence)
     assert a.steps.source == "window"

@@ -1,6 +1,8 @@
 """Every recommendation rule over every real trace in tests/data, against a list written by
 reading each trace: the rules that must fire, each with the reason it is the true cause,
-and the rules that must lead. A rule that fires elsewhere, or stays silent here, fails.
+and the rules that must lead; the rules that fire but whose predicted gain is under
+analyze's --min-gain, held back (HELD_BACK), each with its gain and why. A rule that fires
+elsewhere, or stays silent here, fails.
 The rules of the causes (host-bound, launch-bound, autocast's reach, exposed
 communication) also say, per GPU trace, why they stay silent where they do; the job rules
 (a late rank, a slow link, exposed transfer) are held the same way on the multi-rank
@@ -23,15 +25,12 @@ EXPECTED: dict[str, dict[str, str]] = {
         "low_gpu_utilization": "a benchmark's first passes: 12.9 s of trace, 66 ms of GPU "
                                "work; the host spends seconds inside aten::conv2d",
         "memcpy_share": "host-to-device copies of the inputs are 84 % of its GPU time",
-        "fp32_matmul_on_tensor_core_gpu": "ampere_sgemm (FP32 SIMT) kernels on an A100",
     },
     "a100_ddp_nccl_rank0.json.gz": {
         "host_bound": "65 % of the step the GPU idles while the CPU runs model code: "
                       "batch_norm in ## forward ##, DDP's unflatten_dense_tensors and the "
                       "AccumulateGrad hooks on the backward thread",
         "low_gpu_utilization": "the GPU is busy 24 % of the device-side step",
-        "reduced_precision_unused": "fp32 convolutions, forward and backward, are 34 % of "
-                                    "the GPU time; no autocast",
     },
     "a100_event_sync.json.gz": {
         "host_bound": "92 % of the step the GPU idles while the CPU runs aten::ones and "
@@ -41,8 +40,6 @@ EXPECTED: dict[str, dict[str, str]] = {
     "a100_event_sync_multi_stream.json.gz": {
         "host_bound": "98 % of the window is Python between a few kernels",
         "low_gpu_utilization": "19 ms of Python between a few kernels",
-        "reduced_precision_unused": "one fp32 aten::matmul is 99 % of its GPU time",
-        "fp32_matmul_on_tensor_core_gpu": "that matmul runs on an FP32 SIMT kernel on an A100",
     },
     "a100_recsys_16gpu_rank0.json.gz": {
         "low_gpu_utilization": "the GPU is busy 31 % of the step; most idle has work "
@@ -64,6 +61,8 @@ EXPECTED: dict[str, dict[str, str]] = {
         "host_bound": "73 % of the trace the GPU idles while the CPU is inside aten::conv2d",
         "low_gpu_utilization": "a benchmark loop whose GPU work is tiny against its host time",
         "memcpy_share": "copies of the operands dominate the GPU time",
+        # bf16 predicts 0.0 %, but as a lower bound (the trace's unexplained waits are 10 %
+        # of it): a lower bound never holds a rule back
         "fp32_matmul_on_tensor_core_gpu": "ampere_sgemm kernels on an A100",
     },
     "a100_triton_kernel.json.gz": {
@@ -180,6 +179,30 @@ EXPECTED: dict[str, dict[str, str]] = {
     "no_rank_info.json.gz": {},
 }
 
+# trace -> {rule: why}: rules that fire on the trace's shares but whose predicted gain (the
+# what-if replay of the change they advise, alone) is under analyze's --min-gain (2 %):
+# held back, named in a note instead of recommended
+HELD_BACK: dict[str, dict[str, str]] = {
+    "a100_alexnet.json.gz": {
+        "fp32_matmul_on_tensor_core_gpu": "ampere_sgemm (FP32 SIMT) kernels on an A100, but "
+                                          "7.7 ms of them in a 43 s trace the host holds "
+                                          "(cuDNN's first calls): bf16 predicts 0.002 %",
+    },
+    "a100_ddp_nccl_rank0.json.gz": {
+        "reduced_precision_unused": "fp32 convolutions, forward and backward, are 34 % of the "
+                                    "GPU time, but the GPU idles 65 % of the step waiting for "
+                                    "model code: bf16 halves them (40 → 19 ms) and the step "
+                                    "does not move (0.0 %); CUDA graphs (host_bound) predict "
+                                    "−70 %, after which precision would count",
+    },
+    "a100_event_sync_multi_stream.json.gz": {
+        "reduced_precision_unused": "one fp32 aten::matmul is 99 % of its GPU time, 0.37 ms "
+                                    "in 19.9 ms of Python: bf16 predicts 0.2 %",
+        "fp32_matmul_on_tensor_core_gpu": "that matmul runs on an FP32 SIMT kernel on an A100; "
+                                          "the same 0.2 %",
+    },
+}
+
 # the rule that must come first, where the cause is clear
 LEADS = {
     "h100_owlv2_dataloader.json.gz": "dataloader_share",
@@ -198,12 +221,20 @@ def test_the_list_covers_every_real_trace():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_rules_that_fire_are_the_ones_read_from_the_trace(name):
-    fired = [r.rule for r in analysis(name).recommendations]
+    a = analysis(name)
+    fired = [r.rule for r in a.recommendations]
     assert set(fired) == set(EXPECTED[name]), (
         f"unexpected: {sorted(set(fired) - set(EXPECTED[name]))}, "
         f"missing: {sorted(set(EXPECTED[name]) - set(fired))}")
     if name in LEADS:
         assert fired[0] == LEADS[name]
+    held = HELD_BACK.get(name, {})
+    assert {r.rule for r in a.held_back} == set(held)
+    assert all(r.predicted_gain_pct < 2 and r.prediction_trusted for r in a.held_back)
+    assert not set(held) & set(EXPECTED[name])
+    if held:
+        (note,) = [n for n in a.notes if n.startswith("held back: ")]
+        assert all(rule in note for rule in held)
 
 
 def test_launch_bound_stays_silent_where_the_queue_is_deep():
@@ -371,10 +402,13 @@ def _gpu_traces() -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(SILENT))
 def test_each_held_rule_fires_or_stays_silent_for_a_stated_reason(name):
-    """Every rule of HELD either fires on the trace (EXPECTED) or is silent (SILENT), never
-    both, never neither; the main test holds it to that."""
+    """Every rule of HELD either fires on the trace (EXPECTED), fires but is held back by
+    its predicted gain (HELD_BACK) or is silent (SILENT), exactly one; the main test holds
+    it to that."""
     for rule in HELD:
-        assert (rule in EXPECTED[name]) != (rule in SILENT[name]), (name, rule)
+        places = (rule in EXPECTED[name], rule in SILENT[name],
+                  rule in HELD_BACK.get(name, {}))
+        assert sum(places) == 1, (name, rule)
 
 
 def test_silent_covers_every_gpu_trace():

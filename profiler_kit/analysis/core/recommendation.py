@@ -3,7 +3,9 @@
 A rule states what it measured (``measured``), the line it crossed (``threshold``, and
 whether it fires above or below it) and the numbers behind it (``evidence``: label, raw
 value, unit), so a reader can check it. Values stay raw (ns, bytes, fractions);
-renderers format them.
+renderers format them. A rule whose advice a what-if change models also carries the step
+the replay predicts with that change (``change``, ``predicted_step_ns``,
+``predicted_gain_pct``: :mod:`profiler_kit.analysis.predicted_gains`).
 """
 
 from __future__ import annotations
@@ -28,3 +30,17 @@ class Recommendation(msgspec.Struct, frozen=True):
     fires_when: str  # "above" or "below"
     unit: str  # unit of measured/threshold: "fraction", "count", ...
     evidence: tuple[Evidence, ...]
+    # the what-if change that models doing what the rule advises (as ``profkit whatif``
+    # names it; None: none does, and the rule has no prediction)
+    change: str | None = None
+    # the replay's prediction with that change alone (None: not predicted): the measured
+    # step (median over the steps; the whole trace without steps), the predicted step and
+    # its gain in percent of the unchanged replay's step
+    step_ns: int | None = None
+    predicted_step_ns: int | None = None
+    predicted_gain_pct: float | None = None
+    # whether the replay of the unchanged trace matches the measurement (None: no prediction)
+    prediction_trusted: bool | None = None
+    # what to know before reading the prediction as fact: why it is not trusted, that the
+    # gain is a lower bound, or why the change could not be modeled on this trace
+    prediction_caveat: str | None = None

@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core.launch_links import GpuActivity, attribute_gpu
-from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.core.op_tree import OpTree, build_op_tree
 from profiler_kit.analysis.whatif import engine
 from profiler_kit.analysis.whatif.changes import Change, Context
 from profiler_kit.analysis.whatif.graph import Graph, MissingDependency, Model, build
@@ -104,12 +104,14 @@ def _error(replayed: np.ndarray | int, measured: np.ndarray | int) -> np.ndarray
 class _Prepared:
     """The graph and the unchanged replay of one trace, shared by its what-ifs."""
 
-    def __init__(self, table: EventTable, gpu: GpuActivity | None) -> None:
+    def __init__(self, table: EventTable, gpu: GpuActivity | None,
+                 tree: OpTree | None = None) -> None:
         if gpu is None:
-            gpu = attribute_gpu(table, build_op_tree(table))
+            tree = build_op_tree(table) if tree is None else tree
+            gpu = attribute_gpu(table, tree)
         self.table, self.gpu = table, gpu
         self.graph: Graph = build(table, gpu)
-        self.ctx = Context(table, gpu, self.graph)
+        self.ctx = Context(table, gpu, self.graph, tree)
         g = self.graph
         recorded = engine.recorded(g, table.ts_ns, table.dur_ns)
         self.measured, self.measured_window = engine.step_times(g, recorded)
@@ -203,9 +205,10 @@ def _why(step_error: float, window_error: float,
 
 
 def what_if(table: EventTable, gpu: GpuActivity | None = None,
-            changes: Sequence[Change] = ()) -> WhatIf:
-    """Each of ``changes`` alone and all of them together."""
-    p = _Prepared(table, gpu)
+            changes: Sequence[Change] = (), tree: OpTree | None = None) -> WhatIf:
+    """Each of ``changes`` alone and all of them together (``tree``: the trace's op tree,
+    where the caller has it)."""
+    p = _Prepared(table, gpu, tree)
     base = int(np.median(p.replayed))
     gains = []
     last = None
@@ -217,6 +220,44 @@ def what_if(table: EventTable, gpu: GpuActivity | None = None,
     if len(changes) > 1:
         together = _gain("all together", base, full.predicted_step_ns, list(full.notes))
     return WhatIf(full, tuple(gains), together)
+
+
+class Baseline(msgspec.Struct, frozen=True):
+    """The unchanged replay against the measurement, as :class:`Replay` has it (without
+    the figures with the fixed delays left out, which take one more replay)."""
+
+    step: str
+    measured_step_ns: int
+    replayed_step_ns: int
+    step_error: float
+    window_error: float
+    trusted: bool
+    untrusted_because: str | None
+    fixed_delay_share: float
+
+
+def each_alone(table: EventTable, gpu: GpuActivity | None = None,
+               changes: Sequence[Change] = (), tree: OpTree | None = None
+               ) -> tuple[Baseline, tuple[Gain, ...]]:
+    """The unchanged replay against the measurement (whether it is trusted) and each of
+    ``changes`` alone, the graph built once: the gains are :func:`what_if`'s, without the
+    replay of all the changes together."""
+    p = _Prepared(table, gpu, tree)
+    base = int(np.median(p.replayed))
+    gains = []
+    for c in changes:
+        steps, _, notes = p.run([c])
+        gains.append(_gain(c.label(), base, int(np.median(steps)), notes))
+    step_error = float(np.median(_error(p.replayed, p.measured)))
+    window_error = float(_error(p.replayed_window, p.measured_window))
+    trusted = step_error <= TRUSTED_ERROR and window_error <= TRUSTED_ERROR
+    return Baseline(
+        step=p.graph.headline, measured_step_ns=int(np.median(p.measured)),
+        replayed_step_ns=base, step_error=step_error, window_error=window_error,
+        trusted=trusted,
+        untrusted_because=None if trusted else _why(step_error, window_error,
+                                                    p.graph.missing),
+        fixed_delay_share=_delay_share(p.graph, p.measured)), tuple(gains)
 
 
 def _gain(label: str, base: int, predicted: int, notes: list[str]) -> Gain:

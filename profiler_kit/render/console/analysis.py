@@ -28,6 +28,7 @@ from profiler_kit.render.wording.diff_views import (
     waterfall_table,
 )
 from profiler_kit.render.wording.names import short_name
+from profiler_kit.render.wording.recommendation_gain import gain_line
 from profiler_kit.render.wording.sm_figures import (
     class_figures,
     idle_kernel_lines,
@@ -468,6 +469,9 @@ def _recommendations(a: TraceAnalysis) -> Text:
     for i, r in enumerate(a.recommendations, 1):
         head, body = recommendation_lines(r)
         t.append(f"{i}. {head}\n", style="yellow")
+        gain = gain_line(r)
+        if gain is not None:
+            t.append(f"   {gain}\n", style="bold")
         t.append(f"   {body}\n")
     shown = a.gpu_activity_missing.line if a.gpu_activity_missing is not None else None
     for n in a.notes:

@@ -30,6 +30,7 @@ from profiler_kit.render.wording.diff_views import (
     verdict_lines,
 )
 from profiler_kit.render.wording.names import short_name
+from profiler_kit.render.wording.recommendation_gain import gain_line
 from profiler_kit.render.wording.sm_figures import class_figures, limiter_text, sm_line
 from profiler_kit.trace.source import Unreadable
 
@@ -176,7 +177,8 @@ def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
         out.append("None fired.")
     for r in a.recommendations:
         head, body = recommendation_lines(r)
-        out.append(f"- **{head}**  \n  {body}")
+        gain = gain_line(r)
+        out.append(f"- **{head}**  \n  " + (f"_{gain}_  \n  " if gain else "") + body)
     shown = a.gpu_activity_missing.line if a.gpu_activity_missing is not None else None
     out += [f"- _note: {n}_" for n in a.notes if n != shown] + [""]
     return out

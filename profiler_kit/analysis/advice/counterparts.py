@@ -1,0 +1,47 @@
+"""Which what-if change models doing what each rule advises: rule id -> the change, as
+``profkit whatif`` names it (None: no change models the advice, and the rule gets no
+predicted gain).
+
+Every rule of the tables in this room is listed (``tests/analysis/test_predicted_gains.py``
+reads the rule ids from the source and checks it), so a new rule states whether the
+replay can price it. ``precision bf16`` becomes ``precision fp16`` on a device without a
+bf16 matrix rate (a V100).
+"""
+
+from __future__ import annotations
+
+CHANGE_OF_RULE: dict[str, str | None] = {
+    # the causes of GPU idle time
+    "launch_bound": "cuda-graphs",  # the launch calls collapse to one graph launch per step
+    # the host's ops that launch GPU work (the model code the GPU waits for) collapse to one
+    # graph launch per step, the remedy its advice leads with; Python between ops and ops
+    # that launch nothing stay, so the gain is what graphs alone would give
+    "host_bound": "cuda-graphs",
+    "dataloader_share": "no-dataloader-wait",  # the host's wait for the next batch removed
+    "idle_after_synchronization": "no-sync",  # the blocking calls in the steps no longer wait
+    "idle_in_optimizer": None,  # no change models a fused or foreach optimizer
+    "low_gpu_utilization": None,  # a symptom: its causes have rules (and changes) of their own
+    # 32-bit GEMMs and convolutions: autocast's 16-bit matrix rate
+    "reduced_precision_unused": "precision bf16",
+    # TF32, its advice, is not modeled; autocast (its alternative) is: the gain of bf16
+    "fp32_matmul_on_tensor_core_gpu": "precision bf16",
+    "exposed_communication": "overlap-comm",  # collectives off the compute streams
+    # the job's rules: no-straggler needs the traces of two or more ranks
+    "waiting_for_late_rank": "no-straggler",
+    "slow_transfer": None,
+    "exposed_transfer": None,
+    # no change models these: copies, memory, layouts, shapes, fusion, occupancy
+    "memcpy_share": None,
+    "memory_near_capacity": None,
+    "conv_bias_before_batchnorm": None,
+    "gemm_unaligned_dims": None,
+    "small_gemms": None,
+    "elementwise_chain_between_gemms": None,
+    "conv_channels_last": None,
+    "small_kernels_underfill_gpu": None,
+    # CPU-only traces: the replay keeps the recorded host time (nothing models oneDNN's bf16
+    # rate, fusion on the CPU or free cores)
+    "cpu_ops_waiting": None,
+    "cpu_fp32_matmul_conv": None,
+    "cpu_small_elementwise_ops": None,
+}

@@ -1,0 +1,37 @@
+"""A recommendation's predicted gain as one line: "step 77.0 → 41.2 ms predicted (−46 %)
+with cuda-graphs", or why there is no number to read as fact."""
+
+from __future__ import annotations
+
+from profiler_kit.analysis.core.recommendation import Recommendation
+
+_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
+
+
+def _steps(a: int, b: int) -> str:
+    """Two step times in the unit of the first: ``77.0 → 41.2 ms``."""
+    unit, scale = next((u, s) for u, s in _UNITS if abs(a) >= s or u == "ns")
+    digits = 1 if abs(a) >= 10 * scale else 2
+    return f"{a / scale:.{digits}f} → {b / scale:.{digits}f} {unit}"
+
+
+def _pct(gain_pct: float) -> str:
+    """The step's change: ``−46 %`` for a gain of 46 %, ``+1.5 %`` for a loss."""
+    digits = 0 if abs(gain_pct) >= 10 else 1
+    return f"{-gain_pct:+.{digits}f} %".replace("-", "−")
+
+
+def gain_line(r: Recommendation) -> str | None:
+    """The predicted step and gain of ``r``, its caveat after it; what stands in for them
+    where the change could not be modeled; None for a rule no change models."""
+    if r.change is None:
+        return None
+    if r.predicted_step_ns is None or r.step_ns is None or r.predicted_gain_pct is None:
+        return f"no prediction with {r.change}" + (f": {r.prediction_caveat}"
+                                                    if r.prediction_caveat else "")
+    figures = (f"step {_steps(r.step_ns, r.predicted_step_ns)} predicted "
+               f"({_pct(r.predicted_gain_pct)}) with {r.change}")
+    if not r.prediction_trusted:
+        return f"prediction with {r.change} not trusted ({r.prediction_caveat}); it reads " \
+               f"step {_steps(r.step_ns, r.predicted_step_ns)}"
+    return figures + (f"; {r.prediction_caveat}" if r.prediction_caveat else "")
