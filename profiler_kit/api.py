@@ -479,11 +479,28 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
                                 opt_in=opt_in, amp=amp, options=options or MeasureOptions(),
                                 out=out, seed=seed, argv=argv, force=force)
     result = runner.run(request, observer=observer, summary=render_markdown,
-                        verdicts=_verdicts)
+                        verdicts=_after_run)
     from profiler_kit.measure.distributed import is_output_rank
 
     if is_output_rank() and not result.nothing_ran:  # the rank that keeps the run folder
         result = _run_report(result)
+    return result
+
+
+def _after_run(result: RunResult) -> RunResult:
+    """What the traces say once the run is measured: each strategy's verdict against the
+    baseline, then the what-if replay's prediction of it (kept in run.json)."""
+    return _predictions(_verdicts(result))
+
+
+def _predictions(result: RunResult) -> RunResult:
+    """Each strategy predicted from its counterpart's trace (an AMP twin: ``precision``),
+    or a record that no what-if change models it; run.json rewritten with them."""
+    from profiler_kit import artifacts
+    from profiler_kit.sources.run_predictions import predict_run
+
+    result = predict_run(result)
+    artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
     return result
 
 

@@ -137,6 +137,33 @@ class Equivalence(msgspec.Struct, frozen=True):
         return msgspec.structs.asdict(self)
 
 
+class Prediction(msgspec.Struct, frozen=True):
+    """What the what-if replay predicted for a strategy from another strategy's profiled
+    trace (``source``, replayed with ``change``), against what the strategy measured.
+
+    ``change`` is None where no what-if change models the strategy (``note`` says so);
+    ``predicted_ns`` is None where the change models nothing on that trace (``note`` says
+    why, e.g. ``precision`` on a CPU trace). Errors are (predicted - measured) / measured:
+    ``error`` against the strategy's timed median step, ``trace_error`` against the step of
+    its own profiled trace (the profiler's overhead on both sides)."""
+
+    change: str | None = None
+    source: str | None = None  # the strategy whose trace was replayed with the change
+    source_step_ns: float | None = None  # that trace's measured step, before the change
+    predicted_ns: float | None = None  # the replay's step with the change
+    measured_ns: float | None = None  # this strategy's timed median step
+    error: float | None = None
+    trace_step_ns: float | None = None  # this strategy's own profiled trace's step
+    trace_error: float | None = None
+    # whether the replay of the source trace is trusted (it lands within 3 % of that trace's
+    # measurement); None where nothing was replayed
+    trusted: bool | None = None
+    note: str = ""  # why there is none, why it is not trusted, what the change touched
+
+    def to_json(self) -> dict[str, Any]:
+        return msgspec.structs.asdict(self)
+
+
 class StrategyResult(msgspec.Struct, frozen=True):
     """One strategy at one point of the run (``point`` is "" without a sweep)."""
 
@@ -183,6 +210,8 @@ class StrategyResult(msgspec.Struct, frozen=True):
     step_change_ns: dict[str, float] = msgspec.field(default_factory=dict)
     # what competed with each timed round, in the order of the rounds (see contention.py)
     contention: tuple[RoundContention, ...] = ()
+    # the what-if replay's prediction of this strategy from its counterpart's trace
+    prediction: Prediction | None = None
 
     @property
     def label(self) -> str:
@@ -249,6 +278,7 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "verdict": self.verdict,
             "step_change_ns": dict(self.step_change_ns),
             "contention": msgspec.json.decode(msgspec.json.encode(self.contention)),
+            "prediction": self.prediction.to_json() if self.prediction else None,
         }
 
 

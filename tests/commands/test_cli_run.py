@@ -152,6 +152,42 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
     # or, where the profiled steps contradict the timing (a busy machine), withheld
     assert ("CPU step" in amp["verdict"] or "device step" in amp["verdict"]
             or "explanation withheld: " in amp["verdict"])
+    _check_predictions(run_dir, doc, summary)
+
+
+def _check_predictions(run_dir: Path, doc: dict, summary: str) -> None:
+    """The AMP twins predicted from their counterparts' traces by ``precision`` in the
+    dtype their autocast ran (on the CPU: no prediction, and why), in run.json, summary.md
+    and report.html; threads get a record that no what-if models them."""
+    from profiler_kit.analysis.whatif.changes import Precision
+    from profiler_kit.analysis.whatif.replay import replay, what_if
+    from profiler_kit.trace.loader import load
+
+    by_name = {s["name"]: s for s in doc["strategies"]}
+    assert by_name["sequential"]["prediction"] is None
+    for name in ("sequential+amp", "threads+amp"):
+        s, base = by_name[name], by_name[name.removesuffix("+amp")]
+        p = s["prediction"]
+        dtype = {"bfloat16": "bf16", "float16": "fp16"}[s["amp_dtype"]]
+        assert p["change"] == f"precision {dtype}" and p["source"] == base["name"]
+        assert p["measured_ns"] == s["stats"]["median_ns"]
+        assert p["trace_step_ns"] == replay(load(run_dir / s["trace_files"][0])
+                                            ).measured_step_ns
+        w = what_if(load(run_dir / base["trace_files"][0]), changes=[Precision(dtype)]).replay
+        assert p["source_step_ns"] == w.measured_step_ns and p["trusted"] is w.trusted
+        if doc["device"] == "cpu":
+            assert p["predicted_ns"] is None and p["error"] is None
+            assert p["note"].startswith("no prediction: the trace ran on the CPU")
+        else:
+            assert p["predicted_ns"] == w.predicted_step_ns
+            assert p["error"] == pytest.approx(
+                (p["predicted_ns"] - p["measured_ns"]) / p["measured_ns"])
+        assert f"precision {dtype} on {base['name']}" in summary
+    assert by_name["threads"]["prediction"]["note"].startswith("no what-if models this strategy")
+    assert "Predicted by the what-if replay" in summary
+    report = run_dir / "report.html"
+    if report.is_file():  # plotly installed
+        assert 'id="whatif"' in report.read_text()
 
 
 def test_list_shows_every_scenario_with_strategies_params_and_needs(capsys) -> None:

@@ -14,6 +14,9 @@ from rich.text import Text
 from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render.wording import run_answer, speedup_noise, units
+from profiler_kit.render.wording.predictions import HEAD as PREDICTION_HEAD
+from profiler_kit.render.wording.predictions import TITLE as PREDICTION_TITLE
+from profiler_kit.render.wording.predictions import prediction_rows
 from profiler_kit.render.wording.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import (
     FAILED,
@@ -141,6 +144,20 @@ def hotspot_table(result: RunResult, point: str) -> Table | None:
     return table
 
 
+def prediction_table(result: RunResult, point: str) -> tuple[Table, list[str]] | None:
+    """The what-if predictions of the strategies and their notes (None without any)."""
+    found = prediction_rows(result, point)
+    if found is None:
+        return None
+    body, notes = found
+    table = Table(header_style="bold")
+    for i, name in enumerate(PREDICTION_HEAD):
+        table.add_column(name, justify="left" if i < 2 else "right")
+    for cells in body:
+        table.add_row(*cells)
+    return table, notes
+
+
 def phase_table(result: RunResult, point: str) -> Table | None:
     """Median time of each phase, and the workload's build time and parameter count."""
     rows = workload_rows(result, point)
@@ -216,6 +233,13 @@ def render(console: Console, result: RunResult, charts: str = "") -> None:
             heading("Why (the profiled steps' traces against the baseline's, mean per step)")
             for line in verdicts:
                 console.print(line, highlight=False, markup=False)
+        predicted = prediction_table(result, point)
+        if predicted is not None:
+            table, notes = predicted
+            heading(PREDICTION_TITLE)
+            console.print(table)
+            for line in notes:
+                console.print(line, highlight=False, markup=False, style="dim")
     sweep = sweep_table(result)
     if sweep is not None:
         heading("Median step time across the sweep")

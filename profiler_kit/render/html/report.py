@@ -35,7 +35,7 @@ from profiler_kit.render.html import (
     trace_charts,
 )
 from profiler_kit.render.html.figures import Chart
-from profiler_kit.render.wording import run_answer, units
+from profiler_kit.render.wording import predictions, run_answer, units
 from profiler_kit.results import RunResult
 from profiler_kit.trace.source import Unreadable
 
@@ -136,6 +136,8 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
         ("comparison", "Comparison", _comparison_html(comparison, analyses)),
         ("recommendations", "Recommendations", _recommendations_html(analyses)),
         ("memory", "Memory", _memory_html(memory)),
+        ("whatif", "Predicted by the what-if replay",
+         "".join(_predictions_html(r, len(runs) > 1) for r in runs)),
         ("not-measured", "Skipped and failed", "".join(_not_measured_html(r) for r in runs)),
         ("parameters", "Parameters and environment", "".join(_run_html(r, len(runs) > 1)
                                                             for r in runs)),
@@ -264,6 +266,24 @@ def _answer_html(run: RunResult) -> str:
     if busy:
         lines.insert(0, f'<p class="busy"><strong>Busy machine:</strong> {_e(busy)}</p>')
     return "\n".join(lines)
+
+
+def _predictions_html(run: RunResult, headed: bool = False) -> str:
+    """Each strategy's predicted step against its measured one, per point."""
+    parts = []
+    for point in run.point_labels:
+        found = predictions.prediction_rows(run, point)
+        if found is None:
+            continue
+        body, notes = found
+        title = " ".join(x for x in (run.run_dir.name if headed else "", point) if x)
+        parts.append((f"<h3>{_e(title)}</h3>" if title else "")
+                     + f'<p class="muted">{_e(predictions.TITLE)}.</p>'
+                     + _table(predictions.HEAD, [[_e(c) for c in row] for row in body],
+                              numeric_from=2)
+                     + ("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>"
+                        if notes else ""))
+    return "".join(parts)
 
 
 def _not_measured_html(run: RunResult) -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render.wording import run_answer, speedup_noise, units
+from profiler_kit.render.wording.predictions import HEAD as PREDICTION_HEAD
+from profiler_kit.render.wording.predictions import TITLE as PREDICTION_TITLE
+from profiler_kit.render.wording.predictions import prediction_rows
 from profiler_kit.render.wording.workload_rows import has_phases, job_lines, workload_rows
 from profiler_kit.results import OK, RunResult, StrategyResult, best
 
@@ -64,6 +67,17 @@ def _hotspots(result: RunResult, point: str) -> list[str]:
         lines.append(f"| {s.name} | "
                      + " | ".join(units.percent(s.hotspots.get(c)) for c in CLASSES) + " |")
     return lines
+
+
+def _predictions(result: RunResult, point: str) -> list[str]:
+    found = prediction_rows(result, point)
+    if found is None:
+        return []
+    body, notes = found
+    lines = [f"{PREDICTION_TITLE}:", "", "| " + " | ".join(PREDICTION_HEAD) + " |",
+             "|---|---|" + "---:|" * (len(PREDICTION_HEAD) - 2)]
+    lines += ["| " + " | ".join(_cell(c) for c in cells) + " |" for cells in body]
+    return lines + [""] + [f"- {n}" for n in notes] + ([""] if notes else [])
 
 
 def _phases(result: RunResult, point: str) -> list[str]:
@@ -137,6 +151,7 @@ def render_markdown(result: RunResult) -> str:
             lines += ["Why (the profiled steps' traces against the baseline's, mean per "
                       "step):", ""]
             lines += [f"- {v}" for v in verdicts] + [""]
+        lines += _predictions(result, point)
     problems = [f"- skipped `{s.label}`: {s.reason}" for s in result.skipped]
     problems += [f"- failed `{s.label}`: {s.error}" for s in result.failed]
     if problems:

@@ -1,0 +1,44 @@
+"""The what-if predictions of a run's strategies as text cells (run.json's ``prediction``).
+
+Shared by the console, Markdown and HTML renderers so all show the same columns.
+"""
+
+from __future__ import annotations
+
+from profiler_kit.render.wording import units
+from profiler_kit.results import OK, RunResult
+
+HEAD = ["strategy", "what-if", "from its trace", "predicted", "measured", "error",
+        "own trace", "error vs trace"]
+TITLE = ("Predicted by the what-if replay (the counterpart's profiled step, replayed with "
+         "the change; measured: the timed median; own trace: the strategy's profiled step)")
+
+
+def prediction_rows(result: RunResult, point: str
+                    ) -> tuple[list[list[str]], list[str]] | None:
+    """``(rows, notes)``: a row of ``HEAD`` cells per strategy with a prediction record and
+    one note line per strategy (why there is no number, whether it is trusted, what the
+    change touched). None when no strategy at the point has a what-if counterpart."""
+    rows = [s for s in result.at(point) if s.status == OK and s.prediction is not None]
+    if not any(s.prediction and s.prediction.change for s in rows):
+        return None
+    body: list[list[str]] = []
+    notes: list[str] = []
+    for s in rows:
+        p = s.prediction
+        assert p is not None
+        if p.change is None:
+            body.append([s.name, "-", "-", "-", units.duration(p.measured_ns), "-", "-", "-"])
+        else:
+            what = f"{p.change} on {p.source}"
+            predicted = (units.duration(p.predicted_ns) if p.predicted_ns is not None
+                         else "no prediction")
+            if p.predicted_ns is not None and p.trusted is False:
+                predicted += " (not trusted)"
+            body.append([s.name, what, units.duration(p.source_step_ns), predicted,
+                         units.duration(p.measured_ns),
+                         units.signed_percent(p.error), units.duration(p.trace_step_ns),
+                         units.signed_percent(p.trace_error)])
+        if p.note:
+            notes.append(f"{s.name}: {p.note}")
+    return body, notes

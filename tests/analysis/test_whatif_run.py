@@ -1,0 +1,129 @@
+"""A run's strategies predicted by the what-if replay from their counterparts' traces
+(``sources/run_predictions``): the figures in run.json are the replay's, the errors are
+(predicted - measured) / measured, and summary.md, the console and report.html show them.
+
+The run folder is the main job's (``profkit run concurrent --amp`` on the CPU, from
+tests/data); one variant gives the baseline a GPU trace, where ``precision`` predicts."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+from msgspec.structs import replace
+from rich.console import Console
+
+from profiler_kit.analysis.whatif.changes import Precision
+from profiler_kit.analysis.whatif.replay import replay, what_if
+from profiler_kit.render.console import run as run_console
+from profiler_kit.render.html import report as html_report
+from profiler_kit.render.markdown.run import render_markdown
+from profiler_kit.results import Prediction, RunResult, read_run
+from profiler_kit.sources.run_predictions import NOT_MODELED, predict_run
+from profiler_kit.trace.loader import load
+
+DATA = Path(__file__).parents[1] / "data"
+GPU_TRACE = "v100_resnet50_tb_sample_step.json.gz"  # fp32 convolutions in autocast's reach
+
+
+def _run(folder: Path) -> RunResult:
+    from concurrent_run import concurrent_run
+
+    return replace(read_run(concurrent_run(folder)), run_dir=folder)
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory) -> RunResult:
+    return predict_run(_run(tmp_path_factory.mktemp("cpu")))
+
+
+@pytest.fixture(scope="module")
+def gpu_run(tmp_path_factory) -> RunResult:
+    """The same run with a V100 trace as the baseline's and the twin's autocast in fp16."""
+    folder = tmp_path_factory.mktemp("gpu")
+    run = _run(folder)
+    base = next(s for s in run.strategies if s.name == "sequential")
+    (folder / base.trace_files[0]).write_bytes(gzip.decompress((DATA / GPU_TRACE).read_bytes()))
+    run = replace(run, device="cuda", strategies=tuple(
+        replace(s, amp_dtype="float16") if s.amp else s for s in run.strategies))
+    return predict_run(run)
+
+
+def _by_name(run: RunResult) -> dict[str, Prediction | None]:
+    return {s.name: s.prediction for s in run.strategies}
+
+
+def test_cpu_amp_twins_get_no_prediction_and_say_why(cpu_run) -> None:
+    got = _by_name(cpu_run)
+    assert got["sequential"] is None  # the baseline
+    assert got["devices"] is None and got["devices+amp"] is None  # skipped
+    for name, source in (("sequential+amp", "sequential"), ("threads+amp", "threads")):
+        p = got[name]
+        s = next(x for x in cpu_run.strategies if x.name == name)
+        base = next(x for x in cpu_run.strategies if x.name == source)
+        assert p is not None and p.change == "precision bf16" and p.source == source
+        assert p.predicted_ns is None and p.error is None and p.trace_error is None
+        assert p.note.startswith("no prediction: the trace ran on the CPU")
+        assert p.measured_ns == s.stats.median_ns
+        assert p.trace_step_ns == replay(load(cpu_run.run_dir / s.trace_files[0])
+                                         ).measured_step_ns
+        assert p.source_step_ns == replay(load(cpu_run.run_dir / base.trace_files[0])
+                                          ).measured_step_ns
+    threads = got["threads"]
+    assert threads is not None and threads.change is None and threads.note == NOT_MODELED
+    assert threads.note.startswith("no what-if models this strategy")
+
+
+def test_a_gpu_baseline_is_predicted_with_the_twins_dtype(gpu_run) -> None:
+    p = _by_name(gpu_run)["sequential+amp"]
+    s = next(x for x in gpu_run.strategies if x.name == "sequential+amp")
+    w = what_if(load(DATA / GPU_TRACE), changes=[Precision("fp16")]).replay
+    assert p is not None and p.change == "precision fp16" and p.source == "sequential"
+    assert p.predicted_ns == w.predicted_step_ns < w.measured_step_ns == p.source_step_ns
+    assert p.trusted is w.trusted is True
+    assert p.measured_ns == s.stats.median_ns
+    assert p.error == pytest.approx((p.predicted_ns - p.measured_ns) / p.measured_ns)
+    assert p.trace_error == pytest.approx((p.predicted_ns - p.trace_step_ns) / p.trace_step_ns)
+    assert "fp32 GEMM/convolution kernels in autocast's reach" in p.note
+
+
+def test_predictions_go_through_run_json(gpu_run) -> None:
+    doc = json.loads(json.dumps(gpu_run.to_json()))
+    amp = next(s for s in doc["strategies"] if s["name"] == "sequential+amp")
+    assert set(amp["prediction"]) == set(Prediction.__struct_fields__)
+    assert RunResult.from_json(doc) == gpu_run
+
+
+def test_summary_console_and_html_show_predicted_measured_and_error(gpu_run) -> None:
+    p = _by_name(gpu_run)["sequential+amp"]
+    assert p is not None and p.predicted_ns and p.error is not None
+    md = render_markdown(gpu_run)
+    row = next(line for line in md.splitlines() if line.startswith("| sequential+amp | prec"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    from profiler_kit.render.wording import units
+
+    assert cells == ["sequential+amp", "precision fp16 on sequential",
+                     units.duration(p.source_step_ns), units.duration(p.predicted_ns),
+                     units.duration(p.measured_ns), units.signed_percent(p.error),
+                     units.duration(p.trace_step_ns), units.signed_percent(p.trace_error)]
+    assert "| threads | - |" in md and f"- threads: {NOT_MODELED}" in md
+    assert "- threads+amp: no prediction: the trace ran on the CPU" in md
+
+    buf = io.StringIO()
+    run_console.render(Console(file=buf, width=200, color_system=None), gpu_run)
+    out = buf.getvalue()
+    assert "precision fp16 on sequential" in out and units.signed_percent(p.error) in out
+    assert "no what-if models this strategy" in out
+
+    page = html_report.render("run", [], runs=[gpu_run])
+    assert 'id="whatif"' in page and "precision fp16 on sequential" in page
+    assert units.signed_percent(p.error) in page and "no what-if models this strategy" in page
+
+
+def test_no_section_without_a_what_if_counterpart(cpu_run) -> None:
+    plain = replace(cpu_run, strategies=tuple(s for s in cpu_run.strategies if not s.amp))
+    assert "Predicted by the what-if replay" not in render_markdown(plain)
+    assert 'id="whatif"' not in html_report.render("run", [], runs=[plain])
