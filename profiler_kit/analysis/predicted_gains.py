@@ -102,7 +102,7 @@ def _with(r: Recommendation, label: str | None, gain: Gain | None, replay: Basel
                   f"{replay.fixed_delay_share:.0%} of the steps' time and do not move with "
                   f"a change")
     return msgspec.structs.replace(
-        r, change=gain.change, step_ns=replay.measured_step_ns,
+        r, change=gain.change, step_ns=replay.replayed_step_ns,
         predicted_step_ns=gain.predicted_step_ns,
         predicted_gain_pct=round(100 * gain.gain_pct, 3),
         prediction_trusted=replay.trusted, prediction_caveat=caveat)

@@ -33,9 +33,9 @@ class Recommendation(msgspec.Struct, frozen=True):
     # the what-if change that models doing what the rule advises (as ``profkit whatif``
     # names it; None: none does, and the rule has no prediction)
     change: str | None = None
-    # the replay's prediction with that change alone (None: not predicted): the measured
-    # step (median over the steps; the whole trace without steps), the predicted step and
-    # its gain in percent of the unchanged replay's step
+    # the replay's prediction with that change alone (None: not predicted): the step it
+    # starts from (the replay of the unchanged trace, the median over the steps; the whole
+    # trace without steps), the predicted step and its gain in percent of the former
     step_ns: int | None = None
     predicted_step_ns: int | None = None
     predicted_gain_pct: float | None = None

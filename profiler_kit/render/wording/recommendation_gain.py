@@ -18,7 +18,10 @@ def _steps(a: int, b: int) -> str:
 def _pct(gain_pct: float) -> str:
     """The step's change: ``−46 %`` for a gain of 46 %, ``+1.5 %`` for a loss."""
     digits = 0 if abs(gain_pct) >= 10 else 1
-    return f"{-gain_pct:+.{digits}f} %".replace("-", "−")
+    text = f"{-gain_pct:+.{digits}f}"
+    if float(text) == 0:
+        return "±0 %"
+    return f"{text} %".replace("-", "−")
 
 
 def gain_line(r: Recommendation) -> str | None:
@@ -32,6 +35,7 @@ def gain_line(r: Recommendation) -> str | None:
     figures = (f"step {_steps(r.step_ns, r.predicted_step_ns)} predicted "
                f"({_pct(r.predicted_gain_pct)}) with {r.change}")
     if not r.prediction_trusted:
-        return f"prediction with {r.change} not trusted ({r.prediction_caveat}); it reads " \
+        why = (r.prediction_caveat or "").removeprefix("not trusted: ")
+        return f"prediction with {r.change} not trusted ({why}); it reads " \
                f"step {_steps(r.step_ns, r.predicted_step_ns)}"
     return figures + (f"; {r.prediction_caveat}" if r.prediction_caveat else "")
