@@ -24,6 +24,9 @@ from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import EventTable
 
 AMP_SUFFIX = "+amp"
+# the fixed delays of the steps' GPU work over the steps' time above which the predicted
+# gain is a lower bound: the work they hold does not move (docs/analyses/whatif.md)
+LOWER_BOUND_SHARE = 0.10
 # autocast's dtype as run.json records it -> the precision change's name
 DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
 NOT_MODELED = ("no what-if models this strategy: the replay has no change for what it does "
@@ -104,6 +107,9 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
         return replace(out, note=f"no prediction: {why} ({notes})")
     predicted = float(w.predicted_step_ns)
     note = notes if w.trusted else f"not trusted: {w.untrusted_because}; {notes}"
+    if w.fixed_delay_share > LOWER_BOUND_SHARE:
+        note += (f"; the gain is a lower bound: the fixed delays of the steps' GPU work come "
+                 f"to {w.fixed_delay_share:.0%} of the steps' time and do not move")
     return replace(out, predicted_ns=predicted, note=note,
                    error=_error(predicted, measured),
                    trace_error=_error(predicted, trace_step) if trace_step else None)

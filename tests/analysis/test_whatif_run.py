@@ -90,6 +90,23 @@ def test_a_gpu_baseline_is_predicted_with_the_twins_dtype(gpu_run) -> None:
     assert "fp32 GEMM/convolution kernels in autocast's reach" in p.note
 
 
+def test_fixed_delays_make_the_gain_a_lower_bound(tmp_path) -> None:
+    """A baseline whose steps' GPU work waits much on what the trace lacks (31 % on this
+    rank): the note says the gain is a lower bound."""
+    trace = "a100_recsys_8gpu_rank3.json.gz"
+    run = _run(tmp_path)
+    base = next(s for s in run.strategies if s.name == "sequential")
+    (tmp_path / base.trace_files[0]).write_bytes(gzip.decompress((DATA / trace).read_bytes()))
+    run = replace(run, strategies=tuple(s for s in run.strategies
+                                        if s.name in ("sequential", "sequential+amp")))
+    p = _by_name(predict_run(run))["sequential+amp"]
+    w = what_if(load(DATA / trace), changes=[Precision("bf16")]).replay
+    assert w.fixed_delay_share > 0.1
+    assert p is not None and p.predicted_ns == w.predicted_step_ns
+    assert f"the gain is a lower bound: the fixed delays of the steps' GPU work come to " \
+           f"{w.fixed_delay_share:.0%}" in p.note
+
+
 def test_predictions_go_through_run_json(gpu_run) -> None:
     doc = json.loads(json.dumps(gpu_run.to_json()))
     amp = next(s for s in doc["strategies"] if s["name"] == "sequential+amp")
