@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from analysis_tables import kernel, launch, make_table, op
+from real_traces import analysis as analyzed
 from trace_counts import GPU_CATS, RUNTIME_CATS, ns
 
 from profiler_kit.analysis.core.launch_links import attribute_gpu
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.time import idle_causes as ia
-from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat
 
@@ -159,7 +159,7 @@ def test_dataloader_trace_idles_in_the_dataloader():
     """OWLv2 fed by a single-process DataLoader: about half of the step is the DataLoader,
     and the GPU idles through nearly all of it (the kernels wait in a deep queue otherwise:
     median launch delay 64 ms)."""
-    a = analyze_table(load(DATA / "h100_owlv2_dataloader.json.gz"))
+    a = analyzed("h100_owlv2_dataloader.json.gz")
     (d,) = a.idle.devices
     (tl,) = a.timeline.devices
     # one step: the lead-in and the gaps fill the device-side step time around the busy

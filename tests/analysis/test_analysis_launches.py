@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from real_traces import analysis as analyzed
 
 from profiler_kit.analysis.core.launch_links import attribute_gpu
 from profiler_kit.analysis.core.op_tree import build_op_tree
@@ -135,11 +136,8 @@ def test_kernel_breakdown_by_type(name):
     named kernel equal on the traces with whole microseconds, per type within 1 µs per
     kernel there; on the others HTA's sums are of durations it rounds down to whole
     microseconds (up to 2 µs per kernel observed), so per type within 2 µs per kernel."""
-
-    from profiler_kit.analysis.trace_analysis import analyze_table
-
     ref = hta(name)
-    a = analyze_table(load(DATA / f"{name}.json.gz"))
+    a = analyzed(f"{name}.json.gz")
     kernels = [k for k in a.kernels if k.category in ("kernel", "memcpy", "memset")]
     by_name = {k.name: k for k in kernels}
     comm = {"communication"}

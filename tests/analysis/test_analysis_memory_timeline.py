@@ -8,9 +8,9 @@ from pathlib import Path
 
 from analysis_tables import Alloc, make_table, op
 from raw_memory import in_trace_allocated
+from real_traces import analysis as analyzed
 
 from profiler_kit.analysis.trace_analysis import analyze_table
-from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -28,7 +28,7 @@ def raw_memory(name: str) -> dict[tuple[int, int], list[dict]]:
 
 
 def test_series_is_what_the_allocator_reported():
-    analysis = analyze_table(load(DATA / "h100_vit_image_classification.json.gz"))
+    analysis = analyzed("h100_vit_image_classification.json.gz")
     timeline = analysis.memory_timeline
     raw = raw_memory("h100_vit_image_classification.json.gz")
     assert timeline.recorded
@@ -56,7 +56,7 @@ def test_series_is_what_the_allocator_reported():
 
 
 def test_cpu_trace_starts_with_the_trace():
-    analysis = analyze_table(load(DATA / "cpu_torch_profiler.pt.trace.json.gz"))
+    analysis = analyzed("cpu_torch_profiler.pt.trace.json.gz")
     timeline = analysis.memory_timeline
     assert timeline.start_ns == analysis.timeline.trace_start_ns
     (series,) = timeline.devices
@@ -66,7 +66,7 @@ def test_cpu_trace_starts_with_the_trace():
 
 
 def test_no_memory_events_means_nothing_recorded():
-    analysis = analyze_table(load(DATA / "a100_alexnet.json.gz"))
+    analysis = analyzed("a100_alexnet.json.gz")
     assert not analysis.memory_timeline.recorded
     assert analysis.memory_timeline.devices == ()
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from real_traces import analysis as analyzed
 
 from profiler_kit.analysis.core.classify import CLASS_INDEX
 from profiler_kit.analysis.core.launch_links import attribute_gpu
@@ -33,7 +34,7 @@ def raw_kernel_ns(name: str, match) -> int:
 
 
 def test_transposes_and_helpers_are_not_eligible_on_mi300():
-    a = analyze_table(load(DATA / "mi300_resnet_act_checkpoint.json.gz"))
+    a = analyzed("mi300_resnet_act_checkpoint.json.gz")
     p = a.precision
     # what a convolution launches besides the convolution: MIOpen's SubTensorOp helpers
     # (bias and casts); the layout transposes are class copy and never GEMM/convolution
@@ -55,7 +56,7 @@ def test_transposes_and_helpers_are_not_eligible_on_mi300():
 
 
 def test_alexnet_top_fp32_convolution_is_a_convolution():
-    p = analyze_table(load(DATA / "a100_alexnet.json.gz")).precision
+    p = analyzed("a100_alexnet.json.gz").precision
     assert p.source == "kernel_name"  # recorded without shapes
     assert p.fp32_simt_top
     for name, _ in p.fp32_simt_top:
@@ -66,7 +67,7 @@ def test_alexnet_top_fp32_convolution_is_a_convolution():
                                   "h100_vit_image_classification.json.gz"])
 def test_precision_from_input_types(name):
     """Every GEMM/convolution here runs on bf16 inputs, which the ops' Input type says."""
-    p = analyze_table(load(DATA / name)).precision
+    p = analyzed(name).precision
     assert p.source == "input_type"
     assert p.from_input_type_ns == p.eligible_ns > 0
     assert p.low_precision_ns == p.eligible_ns

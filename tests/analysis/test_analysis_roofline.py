@@ -9,11 +9,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from real_traces import analysis as analyzed
 
 from profiler_kit.analysis.core.launch_links import attribute_gpu
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.perf.roofline import analyze_roofline
-from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parents[1] / "data"
@@ -198,7 +198,7 @@ def test_norms_forward_and_backward() -> None:
 
 
 def test_analysis_carries_the_perf_model() -> None:
-    a = analyze_table(load(DATA / "h100_vit_image_classification.json.gz"))
+    a = analyzed("h100_vit_image_classification.json.gz")
     assert a.perf.groups and a.perf.families
     conv = next(g for g in a.perf.groups if g.op == "aten::convolution")
     assert conv.flops == 2 * 4 * 768 * 3 * 16 * 16 * 14 * 14

@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 
 from analysis_tables import kernel, launch, make_table, op
+from real_traces import analysis as analyzed
 
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.trace.loader import load
@@ -36,7 +37,7 @@ def test_cpu_trace_step_nearest_the_median_with_its_ops():
     expected = [e for e in events if e.get("ph") == "X"
                 and e.get("cat") in ("cpu_op", "user_annotation") and t0 <= e["ts"] < t1]
 
-    tl = analyze_table(load(DATA / name)).step_timeline
+    tl = analyzed(name).step_timeline
     assert tl.step == int(chosen["name"].split("#")[1])
     assert abs(tl.step_dur_ns - chosen["dur"] * 1000) <= 1
     assert tl.intervals_total == len(tl.lane) == len(expected)
@@ -63,7 +64,7 @@ def test_gpu_trace_kernels_launched_in_the_step():
     gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
            and e["args"].get("correlation") in launches]
 
-    tl = analyze_table(load(DATA / name)).step_timeline
+    tl = analyzed(name).step_timeline
     gpu_lanes = {i for i, lane in enumerate(tl.lanes) if lane.kind == "gpu"}
     shown = [i for i, lane in enumerate(tl.lane) if lane in gpu_lanes]
     assert len(shown) == len(gpu) > 0
