@@ -7,9 +7,15 @@ and the real traces they read stay in ``data/``."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# a test module that reuses another folder's test module (render's HTML tests read
+# analysis/test_job's job summaries) imports it by name when its own file runs alone too
+sys.path += [str(Path(__file__).parent / folder)
+             for folder in ("trace", "analysis", "render", "measure", "commands", "scenarios")]
 
 # set by tests/scenarios/test_under_load.py: a file that exists while a timing test runs,
 # so that its CPU hogs spin then and sleep while pytest starts, collects and ends
