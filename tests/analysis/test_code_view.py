@@ -130,7 +130,10 @@ def training(tmp_path_factory):
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.body = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+            # large enough (about 60 ms of ops over the two steps) that a preemption of a
+            # few ms inside an op outside the model, on a loaded machine, moves the
+            # coverage share by a few percent only (at 20 ms, one of 4 ms failed it)
+            self.body = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10))
             self.loss = nn.CrossEntropyLoss()
 
         def forward(self, x, y):
@@ -138,7 +141,7 @@ def training(tmp_path_factory):
 
     net = Net()
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    x, y = torch.randn(2048, 512), torch.randint(0, 10, (2048,))
     graphs: list[dict[int, str]] = []
 
     def step(record: bool):
