@@ -147,6 +147,16 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     k_x: list[int] = []
     k_y: list[int] = []
     k_c: list[int] = []
+
+    def knot(th: int, x: int, y: int, c: int) -> None:
+        """From recorded time ``x`` on, thread ``th``'s clock reads ``y`` and runs for
+        ``c`` (then stands still until the next knot)."""
+        kx[th], ky[th], kc[th] = x, y, c
+        k_thread.append(th)
+        k_x.append(x)
+        k_y.append(y)
+        k_c.append(c)
+
     pending = [0] * (m + len(rem))
     pend_thread = g.sync_thread.tolist() + ([r[0] for r in rem])
     pend_x = g.sync_end.tolist() + ([r[2] for r in rem])
@@ -236,27 +246,15 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                     target = max((stream_end[s] for s in s_streams[i]), default=_NONE)
                 if target != _NONE:
                     ne = max(ne, target + s_wake[i]) + s_delay[i]
-            kx[th], ky[th], kc[th] = st, ns, ne - ns
-            k_thread.append(th)
-            k_x.append(st)
-            k_y.append(ns)
-            k_c.append(ne - ns)
+            knot(th, st, ns, ne - ns)
             pending[i] = ne
         elif k == _KNOT:
             th, x, y = pend_thread[i], pend_x[i], pending[i]
-            kx[th], ky[th], kc[th] = x, y, _INF
-            k_thread.append(th)
-            k_x.append(x)
-            k_y.append(y)
-            k_c.append(_INF)
+            knot(th, x, y, _INF)
         elif k == _REMOVE:
             th, a = rem[i - m][0], rem[i - m][1]
             y = ky[th] + min(a - kx[th], kc[th])
-            kx[th], ky[th], kc[th] = a, y, 0
-            k_thread.append(th)
-            k_x.append(a)
-            k_y.append(y)
-            k_c.append(0)
+            knot(th, a, y, 0)
             pending[i] = y
         elif k == _WAKE:
             th, x, a = b_thread[i], b_start[i], b_waker[i]
@@ -264,30 +262,18 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             f = b_floor[i]  # not before the thread's own previous work ends
             if f >= 0:
                 y = max(y, ky[th] + max(0, min(f - kx[th], kc[th])))
-            kx[th], ky[th], kc[th] = x, y, _INF
-            k_thread.append(th)
-            k_x.append(x)
-            k_y.append(y)
-            k_c.append(_INF)
+            knot(th, x, y, _INF)
         elif k == _JOIN:
             b, th, x = b_thread[i], b_waker[i], b_join[i]
             be = b_end[i]
             y = ky[b] + min(be - kx[b], kc[b]) + (x - be)
             f = b_join_floor[i]  # not before the joining event starts, nor its thread's work
             y = max(y, ky[th] + max(0, min(f - kx[th], kc[th])))
-            kx[th], ky[th], kc[th] = x, y, _INF
-            k_thread.append(th)
-            k_x.append(x)
-            k_y.append(y)
-            k_c.append(_INF)
+            knot(th, x, y, _INF)
         else:  # _INSERT
             th, x, c = ins[i]
             y = ky[th] + min(x - kx[th], kc[th]) + c
-            kx[th], ky[th], kc[th] = x, y, _INF
-            k_thread.append(th)
-            k_x.append(x)
-            k_y.append(y)
-            k_c.append(_INF)
+            knot(th, x, y, _INF)
 
     cpu_start = table_ts[g.cpu_row].copy()
     cpu_end = cpu_start + table_dur[g.cpu_row]
