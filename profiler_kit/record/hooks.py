@@ -472,12 +472,12 @@ class Recorder:
             return
         if action == "window" and self.phase in ("wait", "window-done") \
                 and self.source is None and not self.spawner:
-            if _importing_or_compiling():  # never start the profiler inside an import or a compile
+            if _importing():  # never start the profiler in the middle of an import
                 self._timer(0.05, "window")
                 return
             self._begin_window()
         elif action == "window-end" and self.phase == "window":
-            if _importing_or_compiling():
+            if _importing():
                 self._timer(0.05, "window-end")
                 return
             self._end_window(cut=False)
@@ -636,24 +636,13 @@ class Recorder:
         self.mark = None
 
 
-def _importing_or_compiling() -> bool:
-    """Whether a module is being imported, or torch.compile is compiling (a signal handler
-    may run in the middle of either: a profiler started or stopped inside Dynamo's or
-    Inductor's compilation left every later event recorded twice)."""
+def _importing() -> bool:
+    """Whether a module is being imported (a signal handler may run in the middle of it)."""
     for module in list(sys.modules.values()):
         spec = getattr(module, "__spec__", None)
         if spec is not None and getattr(spec, "_initializing", False):
             return True
-    frame = sys._getframe(1)
-    while frame is not None:
-        if any(part in frame.f_code.co_filename for part in _COMPILER_PATHS):
-            return True
-        frame = frame.f_back
     return False
-
-
-_COMPILER_PATHS = (f"{os.sep}torch{os.sep}_dynamo{os.sep}",
-                   f"{os.sep}torch{os.sep}_inductor{os.sep}")
 
 
 # the file name the hooks' wrappers show in stacks: "<...>" names no user code, so the
