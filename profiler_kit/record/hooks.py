@@ -464,20 +464,20 @@ class Recorder:
 
     def on_timer_signal(self, signum: int, frame: Any) -> None:
         if not self.busy:
-            self._run_pending()
+            self._run_pending(frame)
 
-    def _run_pending(self) -> None:
+    def _run_pending(self, frame: Any = None) -> None:
         action, self.pending = self.pending, None
         if not self.enabled or action is None:
             return
         if action == "window" and self.phase in ("wait", "window-done") \
                 and self.source is None and not self.spawner:
-            if _importing():  # never start the profiler in the middle of an import
+            if _importing_or_compiling(frame):  # try again a little later
                 self._timer(0.05, "window")
                 return
             self._begin_window()
         elif action == "window-end" and self.phase == "window":
-            if _importing():
+            if _importing_or_compiling(frame):
                 self._timer(0.05, "window-end")
                 return
             self._end_window(cut=False)
@@ -636,13 +636,42 @@ class Recorder:
         self.mark = None
 
 
-def _importing() -> bool:
-    """Whether a module is being imported (a signal handler may run in the middle of it)."""
+def _importing_or_compiling(frame: Any = None) -> bool:
+    """Whether the main thread is inside an import or inside torch.compile's machinery
+    (compiling or running compiled code). A signal handler may run in the middle of
+    either, and a profiler started or stopped there is not safe: one begun while Dynamo
+    and AOTAutograd compiled the first step recorded every later event twice, or
+    crashed the script (exit 139)."""
     for module in list(sys.modules.values()):
         spec = getattr(module, "__spec__", None)
         if spec is not None and getattr(spec, "_initializing", False):
             return True
+    guards = sys.modules.get("torch._guards")
+    if guards is not None:
+        try:
+            if guards.CompileContext.try_get() is not None \
+                    or guards.TracingContext.try_get() is not None:
+                return True
+        except AttributeError:
+            pass
+    frame = frame if frame is not None else sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if _TORCH_PART in name and any(part in name for part in _COMPILER_PARTS):
+            return True
+        frame = frame.f_back
     return False
+
+
+# torch's packages that compile (Dynamo, AOTAutograd, Inductor, FX, fake tensors,
+# decompositions, export) or run what they compiled
+_TORCH_PART = f"{os.sep}torch{os.sep}"
+_COMPILER_PARTS = tuple(f"{os.sep}torch{os.sep}{name}" for name in (
+    f"_dynamo{os.sep}", f"_inductor{os.sep}", f"_functorch{os.sep}", f"fx{os.sep}",
+    f"_subclasses{os.sep}", f"_higher_order_ops{os.sep}", f"_decomp{os.sep}",
+    f"_refs{os.sep}", f"_prims{os.sep}", f"_prims_common{os.sep}", f"_export{os.sep}",
+    f"export{os.sep}", f"_library{os.sep}", f"utils{os.sep}_sympy{os.sep}", "_guards.py",
+    "_compile.py"))
 
 
 # the file name the hooks' wrappers show in stacks: "<...>" names no user code, so the
