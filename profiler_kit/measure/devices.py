@@ -6,12 +6,15 @@ work, so :func:`synchronize` takes the whole list, not just the current device.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
+import re
 import shlex
 import socket
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -120,14 +123,24 @@ def memory_capacity(device: str) -> int | None:
     return int(torch.cuda.get_device_properties(found[0]).total_memory) if found else None
 
 
+def _torchvision_version() -> str | None:
+    """torchvision's ``__version__`` (with its build, e.g. ``+cu130``) read from its
+    ``version.py`` without importing it: the import would pull in Dynamo (3 s a process)."""
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or spec.origin is None:  # pragma: no cover - a run dependency
+        return None
+    try:
+        text = Path(spec.origin).with_name("version.py").read_text()
+    except OSError:  # pragma: no cover - an unusual install: ask the package itself
+        import torchvision
+        return str(torchvision.__version__)
+    found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return found.group(1) if found else None
+
+
 def environment(argv: list[str] | None = None) -> dict[str, Any]:
     """What a reader of run.json needs to know about the machine and software."""
-    try:
-        import torchvision
-
-        torchvision_version: str | None = torchvision.__version__
-    except ImportError:  # pragma: no cover - torchvision is a run dependency
-        torchvision_version = None
+    torchvision_version = _torchvision_version()
     count = cuda_count()
     cudnn = torch.backends.cudnn.version() if count else None
     return {

@@ -41,3 +41,5 @@ def test_environment_names_versions_and_machine() -> None:
         assert key in env
     assert env["command_line"] == "profkit run concurrent"
     assert env["cpu_threads"] >= 1
+    import torchvision  # read from its files, not imported: the same string, build and all
+    assert env["torchvision"] == torchvision.__version__
