@@ -14,7 +14,8 @@ fewer ranks than torchrun started.
 Two launch modes, one code path per rank (:mod:`.rank`):
 
 * **spawn** (default, :mod:`.launch`): profkit starts ``strategy.world_size`` Python
-  processes on this host with ``torch.distributed.elastic`` (``MASTER_ADDR=127.0.0.1``,
+  processes on this host with ``torch.distributed.elastic``, forked from a fork server
+  that imported torch once for the whole run (``MASTER_ADDR=127.0.0.1``,
   the port of the c10d store the launching process hosts, gloo on CPU, nccl on CUDA),
   each running :mod:`.rank_main` in its own process group so that a failing run can be
   killed without leaving anything behind. A rank that raises, exits or stops making

@@ -1,4 +1,5 @@
-"""The main of a rank that :mod:`.launch` spawned: ``python -m ... rank_main JOB_DIR``.
+"""The main of a rank that :mod:`.launch` started: :func:`forked_main` in a process forked
+from the fork server, or ``python -m ... rank_main JOB_DIR``.
 
 The job (scenario, strategy, options) is pickled in ``JOB_DIR``; the rank leaves its
 Measurement in the launcher's c10d store (``result/RANK``). Its error goes to elastic's
@@ -43,8 +44,22 @@ from profiler_kit.measure.distributed.watchdog import (
 _MIN_RENEWAL_S = 0.1
 
 
+def forked_main(job_dir: str) -> None:
+    """A rank forked by elastic from the fork server (torch already imported there):
+    returns when the measurement is in the store; on an error the process exits 1."""
+    os.setsid()  # its own process group, as a rank that elastic starts as a command
+    status = _run(Path(job_dir))
+    if status:
+        os._exit(status)
+
+
 def main(job_dir: Path) -> None:
-    """Measure this rank's part of the job; never returns (the process exits)."""
+    """A rank started as ``python -m rank_main JOB_DIR``; never returns (the process exits)."""
+    os._exit(_run(job_dir))  # skip interpreter teardown: a backend thread must not hold it
+
+
+def _run(job_dir: Path) -> int:
+    """Measure this rank's part of the job: its exit status (its error in elastic's file)."""
     exit_with_parent()
     errors = get_error_handler()  # writes the error file elastic gives the launcher
     errors.initialize()
@@ -57,7 +72,7 @@ def main(job_dir: Path) -> None:
         status = 1
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(status)  # skip interpreter teardown: a backend thread must not hold the rank
+    return status
 
 
 def _measure(job_dir: Path) -> None:

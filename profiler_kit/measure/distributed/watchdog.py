@@ -95,7 +95,8 @@ def watch(ranks: PContext, timers: ProgressTimers, job_dir: Path, name: str,
         result = ranks.wait(POLL_S, period=POLL_S)
         if result is not None:
             if result.is_failed():
-                raise RankFailure(_failure_message(ranks, result.failures, name))
+                raise RankFailure(_failure_message(ranks, _all_failures(ranks, result.failures),
+                                                   name))
             return
         if timers.expired:
             time.sleep(2 * _TIMER_INTERVAL_S)  # peers waiting for the culprit expire too
@@ -136,6 +137,21 @@ def _ask_stacks(pids: dict[int, int], ranks: list[int], job_dir: Path) -> dict[i
         if stacks == before and all(stacks.values()):
             break
     return stacks
+
+
+def _all_failures(ranks: PContext, failures: dict[int, ProcessFailure]
+                  ) -> dict[int, ProcessFailure]:
+    """Every rank that failed, not only the one elastic noticed first: for forked ranks it
+    reports one, often a peer that saw the culprit's death as a connection reset."""
+    from torch.distributed.elastic.multiprocessing import ProcessFailure
+
+    processes = getattr(getattr(ranks, "_pc", None), "processes", None) or ()
+    found = dict(failures)
+    for r, proc in enumerate(processes):
+        if r not in found and proc.exitcode not in (None, 0):
+            found[r] = ProcessFailure(local_rank=r, pid=proc.pid, exitcode=proc.exitcode,
+                                      error_file=ranks.error_files[r])
+    return found
 
 
 def _failure_message(ranks: PContext, failures: dict[int, ProcessFailure], name: str) -> str:
@@ -188,15 +204,23 @@ def _read(path: Path) -> str:
 
 
 def _main_stack(dump: str) -> str:
-    """The main thread's part of a faulthandler dump (threads are separated by blank lines)."""
+    """The main thread's part of a faulthandler dump (threads are separated by blank lines),
+    newest frame first, down to the rank's main: the frames below it (elastic's and
+    multiprocessing's, which start the rank) say nothing of where it is."""
     blocks = dump.split("\n\n")
     # the main thread's stack ends in <module>; the "current" thread is whichever thread
     # the signal reached, often a backend thread with no Python frames
     for marker in ("<module>", "Current thread"):
         for block in blocks:
             if marker in block:
-                return block
+                lines = block.splitlines()
+                end = next((i for i, line in enumerate(lines) if _RANK_MAIN_FILE in line),
+                           len(lines))
+                return "\n".join(lines[:end + 1])
     return dump
+
+
+_RANK_MAIN_FILE = "rank_main.py"
 
 
 def _innermost_frame(dump: str) -> str | None:
