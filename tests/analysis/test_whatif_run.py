@@ -138,6 +138,16 @@ def test_summary_console_and_html_show_predicted_measured_and_error(gpu_run) -> 
     page = html_report.render("run", [], runs=[gpu_run])
     assert 'id="whatif"' in page and "precision fp16 on sequential" in page
     assert units.signed_percent(p.error) in page and "no what-if models this strategy" in page
+    # and as a chart: the counterpart's step, the prediction and the measurement, in ms
+    from profiler_kit.render.html.whatif_charts import whatif_charts
+
+    (chart,) = whatif_charts([], [gpu_run])
+    source, predicted, measured = chart.data
+    at = predicted["x"].index("sequential+amp")
+    assert (source["y"][at], predicted["y"][at], measured["y"][at]) == (
+        p.source_step_ns / 1e6, p.predicted_ns / 1e6, p.measured_ns / 1e6)
+    assert "threads" not in predicted["x"]  # no what-if counterpart, no bar
+    assert chart.id in page
 
 
 def test_no_section_without_a_what_if_counterpart(cpu_run) -> None:

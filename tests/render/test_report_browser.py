@@ -80,6 +80,8 @@ def test_a_multi_trace_report_draws_every_chart_offline(tmp_path: Path) -> None:
     charts = check_in_browser(html, "traces")
     ids = {c["id"] for c in charts}
     assert {"profiled-steps", "gpu-classes", "cpu-classes", "idle-causes"} <= ids
+    # each trace's recommendations carry predicted steps: one what-if chart each
+    assert {"whatif-0", "whatif-1", "whatif-2"} <= ids
     assert sum(c["kind"] == "timeline" for c in charts) == 3
     # the ViT and ResNet traces have nn.Module events: their module icicles draw too
     assert [c["data"][0]["type"] for c in charts if c["id"].startswith("modules")] == \

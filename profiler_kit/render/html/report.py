@@ -33,6 +33,7 @@ from profiler_kit.render.html import (
     scenario_charts,
     sm_charts,
     trace_charts,
+    whatif_charts,
 )
 from profiler_kit.render.html.figures import Chart
 from profiler_kit.render.wording import predictions, run_answer, units
@@ -45,6 +46,7 @@ SECTION_ORDER = (
     trace_charts.STEPS,
     trace_charts.TIME_BY_CLASS,
     diff_charts.STEP_CHANGE,
+    whatif_charts.WHATIF,
     trace_charts.ONE_STEP,
     code_charts.BY_MODULE,
     trace_charts.MEMORY,
@@ -84,6 +86,7 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
                            trace_charts.class_breakdown_chart(analyses, "gpu"),
                            trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
     charts += diff_charts.waterfall_charts(comparison)
+    charts += whatif_charts.whatif_charts(analyses, runs)
     charts += trace_charts.timeline_charts(analyses)
     charts += code_charts.module_charts(analyses)
     charts += trace_charts.memory_charts(analyses)
