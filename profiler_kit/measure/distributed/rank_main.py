@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
@@ -29,7 +30,6 @@ from torch.distributed.elastic.timer import FileTimerClient
 
 from profiler_kit.child_processes import exit_with_parent
 from profiler_kit.measure.distributed import backend_for, rank_device
-from profiler_kit.measure.distributed.launch import RankJob
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
 from profiler_kit.measure.distributed.watchdog import (
     PROGRESS,
@@ -38,6 +38,9 @@ from profiler_kit.measure.distributed.watchdog import (
     STARTUP_S,
     TIMER_FIFO,
 )
+
+if TYPE_CHECKING:  # the launcher imports this module to fork it: no import back
+    from profiler_kit.measure.distributed.launch import RankJob
 
 # Each renewal is a write to the timer server's FIFO, which a fast step loop could fill
 # between two of the server's reads: renew at most this often.
