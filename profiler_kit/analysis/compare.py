@@ -22,6 +22,7 @@ import msgspec
 from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.diffs.op_diff import OpDiff, op_diff
 from profiler_kit.analysis.diffs.step_diff import StepDiff, step_diff
+from profiler_kit.analysis.prediction_checks import PredictionCheck, check_predictions
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import UsageError
 
@@ -49,6 +50,9 @@ class Comparison(msgspec.Struct, frozen=True):
     steps: StepDiff | None = None  # the step-time change of each trace, term by term
     # two sides paired strategy by strategy: the traces with no match on the other side
     unpaired: tuple[str, ...] = ()
+    # each change the baseline's (or paired trace's) replay priced, against each other
+    # trace's measured step: the run that made the change checks its prediction
+    predictions: tuple[PredictionCheck, ...] = ()
 
 
 def _step(a: TraceAnalysis) -> Value:
@@ -161,7 +165,8 @@ def compare(analyses: Sequence[TraceAnalysis], baseline: str | int | None = None
                       [a.idle for a in analyses], against)
     return Comparison(labels=labels, baseline=base, metrics=tuple(metrics),
                       windows=tuple(a.window for a in analyses), ops=ops, steps=steps,
-                      unpaired=unpaired)
+                      unpaired=unpaired,
+                      predictions=check_predictions(analyses, base, against))
 
 
 def _pairs(labels: Sequence[str], base: int, sides: Sequence[tuple[int, str]]

@@ -19,7 +19,7 @@ from profiler_kit.analysis.time.busy import DeviceTimeline
 from profiler_kit.analysis.time.hotspots import Breakdown
 from profiler_kit.analysis.time.idle_causes import KIND_LABELS
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render.wording import perf_tables, units
+from profiler_kit.render.wording import perf_tables, prediction_checks, units
 from profiler_kit.render.wording.diff_views import (
     diff_table,
     shape_table,
@@ -643,6 +643,8 @@ def comparison_view(c: Comparison, top: int = 10, width: int = 120,
         shapes = shape_table(c, top, width)
         if shapes is not None:
             parts.append(shapes)
+    if c.predictions:
+        parts.append(prediction_table(c))
     lines = verdict_lines(c)
     if lines:
         verdict = Text("Verdict\n", style="bold")
@@ -652,6 +654,17 @@ def comparison_view(c: Comparison, top: int = 10, width: int = 120,
     if c.unpaired:
         parts.append(Text(unpaired_line(c) + "\n", style="dim"))
     return Group(*parts)
+
+
+def prediction_table(c: Comparison) -> Table:
+    """The baseline's what-if predictions against the other traces' measured steps."""
+    t = Table(title="Predicted against measured", caption=prediction_checks.title(c),
+              caption_justify="left", **_TABLE)
+    for i, head in enumerate(prediction_checks.HEAD):
+        t.add_column(head, justify="right" if i >= 2 else "left")
+    for row in prediction_checks.rows(c):
+        _row(t, *row)
+    return t
 
 
 def render(console: Console, analyses: Sequence[TraceAnalysis],

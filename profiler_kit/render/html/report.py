@@ -36,7 +36,7 @@ from profiler_kit.render.html import (
     whatif_charts,
 )
 from profiler_kit.render.html.figures import Chart
-from profiler_kit.render.wording import predictions, run_answer, units
+from profiler_kit.render.wording import prediction_checks, predictions, run_answer, units
 from profiler_kit.results import RunResult
 from profiler_kit.trace.source import Unreadable
 
@@ -221,8 +221,15 @@ def _comparison_html(c: Comparison | None, analyses: Sequence[TraceAnalysis]) ->
                 text += f" ({units.signed_percent(m.deltas[i])})"
             cells.append(f"<strong>{_e(text)}</strong>" if m.best == i else _e(text))
         rows.append(cells)
+    checks = ""
+    if c.predictions:
+        checks = (f'<h3>Predicted against measured</h3><p class="muted">'
+                  f"{_e(prediction_checks.title(c))}.</p>"
+                  + _table(prediction_checks.HEAD,
+                           [[_e(x) for x in row] for row in prediction_checks.rows(c)],
+                           numeric_from=2))
     return ('<p class="muted">Each trace against the baseline; the best value of a row '
-            "is in bold.</p>" + _table(header, rows))
+            "is in bold.</p>" + _table(header, rows) + checks)
 
 
 def _memory_html(memory: MemoryReport | None) -> str:

@@ -216,6 +216,7 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
             "verdicts": [verdict_line(w) for w in (comparison.steps.waterfalls
                                                    if comparison.steps else ()) if w],
             "unpaired": list(comparison.unpaired),
+            "predictions": [_plain(p) for p in comparison.predictions],
         }
     return {
         "schema": SCHEMA,
