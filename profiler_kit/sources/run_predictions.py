@@ -2,11 +2,14 @@
 
 A strategy has a counterpart where a what-if change models what it does differently:
 an AMP twin (``X+amp``) is ``X`` with autocast, which ``precision`` models (bf16 or fp16,
-the dtype the twin's autocast used). Its counterpart's first profiled trace (rank 0) is
-replayed with the change, and the predicted step is set against the twin's timed median
-and the step of its own profiled trace. Other strategies (threads, streams, one model per
-GPU) run the same work at once, which no change of the replay models: they get a record
-that says so, never a number.
+the dtype the twin's autocast used); in ``profkit tune``, the ``autocast`` knobs are the
+eager baseline with autocast (``precision``), and ``cuda_graphs`` and
+``compile_reduce_overhead`` (which captures CUDA graphs) the baseline with its launches
+collapsed (``cuda-graphs``). The counterpart's first profiled trace (rank 0) is replayed
+with the change, and the predicted step is set against the strategy's timed median and
+the step of its own profiled trace. Other strategies (threads, streams, one model per
+GPU; tune's layout, thread and plain compile knobs, whose fusions and layouts the replay
+does not model) get a record that says so, never a number.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from pathlib import Path
 from msgspec.structs import replace
 
 from profiler_kit.analysis.perf.device_specs import device_of_table
-from profiler_kit.analysis.whatif.changes import Precision
-from profiler_kit.analysis.whatif.replay import replay, what_if
+from profiler_kit.analysis.whatif.changes import CudaGraphs, Precision
+from profiler_kit.analysis.whatif.replay import Replay, replay, what_if
 from profiler_kit.errors import ProfkitError
 from profiler_kit.results import OK, Prediction, RunResult, StrategyResult
 from profiler_kit.trace.loader import load
@@ -32,7 +35,11 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
 NOT_MODELED = ("no what-if models this strategy: the replay has no change for what it does "
                "differently from the baseline (running models at once in threads, on streams "
                "or devices is none: no change moves one trace's work onto another thread or "
-               "stream)")
+               "stream; nor are fusion, memory layouts and thread counts)")
+# profkit tune's knobs that a change models, against the run's baseline
+TUNE_SCENARIO = "tune"
+TUNE_CHANGES = {"autocast": "precision", "autocast_bf16": "precision",
+                "cuda_graphs": "cuda-graphs", "compile_reduce_overhead": "cuda-graphs"}
 
 
 def predict_run(result: RunResult) -> RunResult:
@@ -43,15 +50,19 @@ def predict_run(result: RunResult) -> RunResult:
     for i, s in enumerate(strategies):
         if s.status != OK or not s.stats or s.name == result.baseline:
             continue
-        counterpart = _counterpart(result, s)
-        if counterpart is None:
+        found = _counterpart(result, s)
+        if found is None:
             strategies[i] = replace(s, prediction=Prediction(measured_ns=s.stats.median_ns,
                                                              note=NOT_MODELED))
             continue
+        counterpart, change = found
         try:
-            prediction = _precision(result, s, counterpart, tables)
+            if change == "precision":
+                prediction = _precision(result, s, counterpart, tables)
+            else:
+                prediction = _cuda_graphs(result, s, counterpart, tables)
         except Exception as exc:  # noqa: BLE001 - a trace the replay cannot take: the run stands
-            prediction = Prediction(change="precision", source=counterpart.name,
+            prediction = Prediction(change=change, source=counterpart.name,
                                     measured_ns=s.stats.median_ns,
                                     note=f"no prediction: the replay failed "
                                          f"({type(exc).__name__}: {exc})")
@@ -59,11 +70,16 @@ def predict_run(result: RunResult) -> RunResult:
     return replace(result, strategies=tuple(strategies))
 
 
-def _counterpart(result: RunResult, s: StrategyResult) -> StrategyResult | None:
-    if not s.amp or not s.name.endswith(AMP_SUFFIX):
+def _counterpart(result: RunResult, s: StrategyResult) -> tuple[StrategyResult, str] | None:
+    """The strategy ``s`` is a change of, and the change's name; None where none is."""
+    if result.scenario == TUNE_SCENARIO and s.name in TUNE_CHANGES:
+        name, change = result.baseline, TUNE_CHANGES[s.name]
+    elif s.amp and s.name.endswith(AMP_SUFFIX):
+        name, change = s.name.removesuffix(AMP_SUFFIX), "precision"
+    else:
         return None
-    name = s.name.removesuffix(AMP_SUFFIX)
-    return next((c for c in result.at(s.point) if c.name == name and c.status == OK), None)
+    base = next((c for c in result.at(s.point) if c.name == name and c.status == OK), None)
+    return None if base is None else (base, change)
 
 
 def _table(result: RunResult, s: StrategyResult,
@@ -93,24 +109,49 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
     table = _table(result, base, tables)
     if isinstance(table, str):
         return replace(out, note=f"no prediction: {table}")
-    own = _table(result, s, tables)
-    trace_step = float(replay(own).measured_step_ns) if not isinstance(own, str) else None
     w = what_if(table, changes=[Precision(dtype)]).replay
-    out = replace(out, source_step_ns=float(w.measured_step_ns), trace_step_ns=trace_step,
-                  trusted=w.trusted)
-    notes = "; ".join(w.notes)
     name, peak, _ = device_of_table(table)
     if peak is None or w.gpu_activities == 0:
+        own = _table(result, s, tables)
         why = ("the trace ran on the CPU: precision changes the durations of GPU kernels "
                "by the device's matrix peaks, and CPU ops keep their recorded durations"
                if w.gpu_activities == 0 else f"{name or 'the device'} has no known peaks")
-        return replace(out, note=f"no prediction: {why} ({notes})")
-    predicted = float(w.predicted_step_ns)
+        return replace(out, source_step_ns=float(w.measured_step_ns), trusted=w.trusted,
+                       trace_step_ns=(float(replay(own).measured_step_ns)
+                                      if not isinstance(own, str) else None),
+                       note=f"no prediction: {why} ({'; '.join(w.notes)})")
+    return _with(out, result, s, w, tables)
+
+
+def _cuda_graphs(result: RunResult, s: StrategyResult, base: StrategyResult,
+                 tables: dict[str, EventTable | str]) -> Prediction:
+    """The baseline's trace with each step's launches and launching ops collapsed."""
+    assert s.stats is not None
+    out = Prediction(change="cuda-graphs", source=base.name, measured_ns=s.stats.median_ns)
+    table = _table(result, base, tables)
+    if isinstance(table, str):
+        return replace(out, note=f"no prediction: {table}")
+    w = what_if(table, changes=[CudaGraphs()]).replay
+    if w.gpu_activities == 0:
+        return replace(out, note="no prediction: the trace ran on the CPU, where there are "
+                                 "no launches for a graph to collapse")
+    return _with(out, result, s, w, tables)
+
+
+def _with(out: Prediction, result: RunResult, s: StrategyResult, w: Replay,
+          tables: dict[str, EventTable | str]) -> Prediction:
+    """``out`` with the replay ``w``'s prediction, its trust and caveats, and its errors
+    against the strategy's timed median and its own profiled trace."""
+    own = _table(result, s, tables)
+    trace_step = float(replay(own).measured_step_ns) if not isinstance(own, str) else None
+    predicted, measured = float(w.predicted_step_ns), out.measured_ns or 0.0
+    notes = "; ".join(w.notes)
     note = notes if w.trusted else f"not trusted: {w.untrusted_because}; {notes}"
     if w.fixed_delay_share > LOWER_BOUND_SHARE:
         note += (f"; the gain is a lower bound: the fixed delays of the steps' GPU work come "
                  f"to {w.fixed_delay_share:.0%} of the steps' time and do not move")
-    return replace(out, predicted_ns=predicted, note=note,
+    return replace(out, source_step_ns=float(w.measured_step_ns), trace_step_ns=trace_step,
+                   trusted=w.trusted, predicted_ns=predicted, note=note,
                    error=_error(predicted, measured),
                    trace_error=_error(predicted, trace_step) if trace_step else None)
 

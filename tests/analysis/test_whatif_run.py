@@ -154,3 +154,40 @@ def test_no_section_without_a_what_if_counterpart(cpu_run) -> None:
     plain = replace(cpu_run, strategies=tuple(s for s in cpu_run.strategies if not s.amp))
     assert "Predicted by the what-if replay" not in render_markdown(plain)
     assert 'id="whatif"' not in html_report.render("run", [], runs=[plain])
+
+
+def test_tune_knobs_are_predicted_from_the_eager_baseline(tmp_path) -> None:
+    """profkit tune: autocast is the baseline with ``precision``, cuda_graphs (and
+    compile_reduce_overhead) the baseline with ``cuda-graphs``; channels_last, threads and
+    plain compile are not modeled. The concurrent run stands in for a tune run on a GPU:
+    its sequential strategy is the eager baseline with the V100 trace."""
+    from profiler_kit.analysis.whatif.changes import CudaGraphs
+
+    run = _run(tmp_path)
+    base = next(s for s in run.strategies if s.name == "sequential")
+    (tmp_path / base.trace_files[0]).write_bytes(gzip.decompress((DATA / GPU_TRACE).read_bytes()))
+    names = {"sequential": "eager", "sequential+amp": "autocast", "threads": "cuda_graphs",
+             "threads+amp": "channels_last"}
+    run = replace(run, scenario="tune", baseline="eager", device="cuda", strategies=tuple(
+        replace(s, name=names[s.name], amp_dtype="float16" if s.amp else s.amp_dtype)
+        for s in run.strategies if s.name in names))
+    found = _by_name(predict_run(run))
+    table = load(DATA / GPU_TRACE)
+    amp, graphs, layout = found["autocast"], found["cuda_graphs"], found["channels_last"]
+    assert amp.change == "precision fp16" and amp.source == "eager"
+    assert amp.predicted_ns == what_if(table, changes=[Precision("fp16")]).replay.predicted_step_ns
+    w = what_if(table, changes=[CudaGraphs()]).replay
+    assert graphs.change == "cuda-graphs" and graphs.source == "eager"
+    assert graphs.predicted_ns == w.predicted_step_ns < graphs.source_step_ns
+    assert graphs.error == pytest.approx((graphs.predicted_ns - graphs.measured_ns)
+                                         / graphs.measured_ns)
+    assert layout.change is None and layout.note == NOT_MODELED
+
+
+def test_tune_autocast_on_the_cpu_says_why_there_is_no_prediction(cpu_run) -> None:
+    run = replace(cpu_run, scenario="tune", baseline="sequential", strategies=tuple(
+        replace(s, name="autocast", prediction=None) if s.name == "sequential+amp" else s
+        for s in cpu_run.strategies if s.name in ("sequential", "sequential+amp")))
+    p = _by_name(predict_run(run))["autocast"]
+    assert p.change == "precision bf16" and p.predicted_ns is None
+    assert p.note.startswith("no prediction: the trace ran on the CPU")
