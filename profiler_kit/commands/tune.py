@@ -157,7 +157,9 @@ def _status(result: Any, baseline: str) -> int:
 def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
     """The ranked table (each knob once), the stacking decisions and the recommended
     settings as code; the same, as data, goes to tune.json."""
+    from profiler_kit.render.console.run import prediction_table
     from profiler_kit.render.console.tune import ranked_table
+    from profiler_kit.render.wording import predictions
     from profiler_kit.render.wording.run_answer import contention_line
     from profiler_kit.scenarios import tune_stack
 
@@ -168,6 +170,13 @@ def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
     best, _, notes = tune_stack.walk(rows, tune.BASELINE)
     name = best.name if best is not None else None
     console.print(ranked_table(result, name))
+    predicted = prediction_table(result, "")
+    if predicted is not None:  # the knobs a what-if change models, predicted and measured
+        table, lines = predicted
+        table.title, table.title_justify = predictions.TITLE, "left"
+        console.print(table)
+        for line in lines:
+            console.print(f"  {line}", markup=False, highlight=False, style="dim")
     for line in notes:
         console.print(f"stacking: {line}", markup=False, highlight=False)
     code = tune.snippet([name] if name else [])

@@ -182,6 +182,15 @@ def test_tune_knobs_are_predicted_from_the_eager_baseline(tmp_path) -> None:
     assert graphs.error == pytest.approx((graphs.predicted_ns - graphs.measured_ns)
                                          / graphs.measured_ns)
     assert layout.change is None and layout.note == NOT_MODELED
+    # profkit tune's answer prints them under its ranked table
+    from profiler_kit.commands.tune import _answer
+    from profiler_kit.scenarios import tune
+
+    buf = io.StringIO()
+    _answer(Console(file=buf, width=200, color_system=None), predict_run(run), tune)
+    out = buf.getvalue()
+    assert "Predicted by the what-if replay" in out and "cuda-graphs on eager" in out
+    assert "precision fp16 on eager" in out and "channels_last: no what-if models" in out
 
 
 def test_tune_autocast_on_the_cpu_says_why_there_is_no_prediction(cpu_run) -> None:

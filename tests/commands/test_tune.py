@@ -166,8 +166,9 @@ def test_a_stack_that_saves_nothing_more_is_dropped(tmp_path) -> None:
     assert stack_name in by and by[stack_name].status == "ok"  # measured, then dropped
     assert best.name in ("channels_last", "autocast") and pending is None
     assert len(notes) == 1 and notes[0].startswith(f"{stack_name}: dropped, not faster")
-    # the independent check: both wait the same 50 ms floor, so neither is 10 % faster
-    ratio = by[stack_name].stats.median_ns / by[best.name].stats.median_ns
+    # the independent check: both wait the same 50 ms floor, so neither is 10 % faster;
+    # the fastest steps, as other work on the machine only ever adds time to a step
+    ratio = by[stack_name].stats.min_ns / by[best.name].stats.min_ns
     assert ratio > 0.9
 
 
