@@ -62,7 +62,8 @@ def change_of(label: str, table: EventTable) -> c.Change:
         return c.Kernels(pattern, float(factor))
     simple: dict[str, type[c.Change]] = {
         "cuda-graphs": c.CudaGraphs, "no-dataloader-wait": c.NoDataloaderWait,
-        "no-sync": c.NoSync, "overlap-comm": c.OverlapComm, "no-straggler": c.NoStraggler}
+        "no-sync": c.NoSync, "overlap-comm": c.OverlapComm, "no-straggler": c.NoStraggler,
+        "fusion": c.Fusion}
     return simple[label]()
 
 

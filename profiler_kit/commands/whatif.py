@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cuda-graphs", nargs="?", const="", default=None, metavar="REGION",
                    help="the host's op and launch overhead collapses to one graph launch per "
                         "step, or per instance of REGION (a record_function or module name)")
+    p.add_argument("--fusion", action="store_true",
+                   help="each run of elementwise and normalization kernels back to back on a "
+                        "stream fuses into one kernel, as torch.compile fuses them")
     p.add_argument("--no-dataloader-wait", action="store_true",
                    help="the host's time in DataLoader __next__ is removed")
     p.add_argument("--no-sync", action="store_true",
@@ -73,6 +76,8 @@ def changes_of(args: argparse.Namespace) -> list:
                 raise UsageError(f"--cuda-graphs {args.cuda_graphs}: not a name nor a "
                                  f"regular expression ({exc})") from None
         out.append(c.CudaGraphs(args.cuda_graphs or None))
+    if args.fusion:
+        out.append(c.Fusion())
     if args.no_dataloader_wait:
         out.append(c.NoDataloaderWait())
     if args.no_sync:

@@ -26,17 +26,18 @@ CHANGE_OF_RULE: dict[str, str | None] = {
     # TF32, its advice, is not modeled; autocast (its alternative) is: the gain of bf16
     "fp32_matmul_on_tensor_core_gpu": "precision bf16",
     "exposed_communication": "overlap-comm",  # collectives off the compute streams
+    # torch.compile's fusion: each run of elementwise/normalization kernels one kernel
+    "elementwise_chain_between_gemms": "fusion",
     # the job's rules: no-straggler needs the traces of two or more ranks
     "waiting_for_late_rank": "no-straggler",
     "slow_transfer": None,
     "exposed_transfer": None,
-    # no change models these: copies, memory, layouts, shapes, fusion, occupancy
+    # no change models these: copies, memory, layouts, shapes, occupancy
     "memcpy_share": None,
     "memory_near_capacity": None,
     "conv_bias_before_batchnorm": None,
     "gemm_unaligned_dims": None,
     "small_gemms": None,
-    "elementwise_chain_between_gemms": None,
     "conv_channels_last": None,
     "small_kernels_underfill_gpu": None,
     # CPU-only traces: the replay keeps the recorded host time (nothing models oneDNN's bf16

@@ -284,6 +284,65 @@ def _union(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
     return out
 
 
+# the kernels torch.compile fuses with their neighbours: pointwise ops and normalizations
+FUSABLE_CLASSES = (classify.ELEMENTWISE, classify.NORMALIZATION)
+
+
+class Fusion(Change, frozen=True):
+    """Each run of two or more elementwise or normalization kernels back to back on one
+    stream fuses into one kernel, as torch.compile fuses them: the run takes its longest
+    kernel's time (the data moves once, at the pace of the largest pass) and the gaps
+    between its kernels go; the host launches one kernel for the run, so the launch calls
+    of the others take no time. The ops around those calls keep theirs (compiled code
+    would shed some of that too: where the host sets the pace, a lower bound)."""
+
+    def label(self) -> str:
+        return "fusion"
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        g, t = ctx.graph, ctx.table
+        fusable = np.isin(g.klass, [classify.CLASS_INDEX[k] for k in FUSABLE_CLASSES])
+        if not fusable.any():
+            e.notes.append(f"{self.label()}: no elementwise or normalization kernel in the "
+                           "trace: nothing to fuse")
+            return
+        order = np.lexsort((g.key, e.stream))  # each stream's activities in order
+        runs = kernels = 0
+        before = after = launches = 0
+        start = 0
+        n = len(order)
+        while start < n:
+            end = start
+            while end < n and fusable[order[end]] \
+                    and e.stream[order[end]] == e.stream[order[start]]:
+                end += 1
+            if end - start >= 2:
+                run = order[start:end]
+                before += int(e.dur[run].sum())
+                longest = int(e.dur[run].max())
+                e.dur[run] = 0
+                e.dur[run[0]] = longest
+                e.gap[run[1:]] = 0
+                for a in run[1:].tolist():  # one launch for the run
+                    row = int(g.launch_row[a])
+                    if row >= 0 and g.thread[a] >= 0 and t.cat[row] == Cat.RUNTIME:
+                        launch_start = int(t.ts_ns[row])
+                        e.removals.append((int(g.thread[a]), launch_start,
+                                           launch_start + int(t.dur_ns[row])))
+                        launches += int(t.dur_ns[row])
+                after += longest
+                runs += 1
+                kernels += len(run)
+            start = max(end, start + 1)
+        if not runs:
+            e.notes.append(f"{self.label()}: no two elementwise or normalization kernels back "
+                           "to back on a stream")
+            return
+        e.notes.append(f"{self.label()}: {runs} runs of {kernels} elementwise and normalization "
+                       f"kernels, {_ms(before)} of work → {_ms(after)} (each run its longest "
+                       f"kernel); {_ms(launches)} of launch calls go (one launch a run)")
+
+
 class NoDataloaderWait(Change, frozen=True):
     """The host's time in DataLoader ``__next__`` is removed."""
 
