@@ -80,9 +80,17 @@ def _on_signal_then_ctrl_c(d: Path) -> subprocess.CompletedProcess:
         signalled = subprocess.run([PY, "-m", "profiler_kit", "record", "--signal",
                                     str(proc.pid)], capture_output=True, text=True)
         assert signalled.returncode == 0, signalled.stderr
+        deadline = time.monotonic() + 120  # the signal reached the script: it records
+        while "profkit: recording steps" not in "".join(err) and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
         wait_for(iterations() + 12)  # a few steps into the capture
         os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=120)
+        try:
+            proc.wait(timeout=300)  # the heaviest moment of the suite: beside three others
+        except subprocess.TimeoutExpired:
+            raise AssertionError("no exit 300 s after Ctrl-C; its output:\n"
+                                 + "".join(err)[-3000:]) from None
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
