@@ -170,7 +170,9 @@ def _start_ranks(env: dict[str, str], world: int, job_dir: Path) -> PContext:
                 entrypoint=rank_main.forked_main,
                 start_method="forkserver",
                 args={r: (str(job_dir),) for r in range(world)},
-                envs={r: dict(env, RANK=str(r), LOCAL_RANK=str(r)) for r in range(world)},
+                # this process's environment now, not the one the server started with
+                envs={r: {**os.environ, **env, "RANK": str(r), "LOCAL_RANK": str(r)}
+                      for r in range(world)},
                 logs_specs=DefaultLogsSpecs(log_dir=str(job_dir / "logs"), redirects=Std.ALL),
             )
         finally:
