@@ -203,5 +203,6 @@ def test_analysis_carries_the_perf_model() -> None:
     conv = next(g for g in a.perf.groups if g.op == "aten::convolution")
     assert conv.flops == 2 * 4 * 768 * 3 * 16 * 16 * 14 * 14
     rules = {r.rule for r in a.recommendations}
-    assert {"gemm_unaligned_dims", "conv_channels_last",
-            "elementwise_chain_between_gemms"} <= rules
+    assert {"gemm_unaligned_dims", "conv_channels_last"} <= rules
+    # the chains fire on their share but fusion prices them under 2 %: held back
+    assert "elementwise_chain_between_gemms" in {r.rule for r in a.held_back}

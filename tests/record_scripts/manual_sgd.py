@@ -5,6 +5,7 @@ Prints ``iteration N`` after every update (N from 0).
 """
 
 import argparse
+import time
 
 import torch
 
@@ -12,6 +13,8 @@ import torch
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--pause-ms", type=float, default=0.0,
+                        help="sleep this long after each update (a paced loop)")
     args = parser.parse_args()
     g = torch.Generator().manual_seed(0)
     n, d = 512, 32
@@ -30,6 +33,8 @@ def main() -> None:
                 p -= 0.5 * p.grad
                 p.grad = None
         print(f"iteration {it} loss {loss.item():.4f}", flush=True)
+        if args.pause_ms:
+            time.sleep(args.pause_ms / 1e3)
 
 
 if __name__ == "__main__":
