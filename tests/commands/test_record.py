@@ -55,12 +55,12 @@ RUNS = {
 def _on_signal_then_ctrl_c(d: Path) -> subprocess.CompletedProcess:
     """--on-signal: nothing until SIGUSR2 (profkit record --signal PID); then Ctrl-C in the
     middle of the capture, sent to the whole process group as a terminal does."""
-    # 5 ms a step: the 500 steps of the capture take 2.5 s or more, so Ctrl-C, sent 12 steps
-    # in, lands in the capture even when this thread is slow to run on a loaded machine
-    # (in the full suite a 1 ms step once let the capture finish first)
-    cmd = [PY, "-m", "profiler_kit", "record", "--on-signal", "--warmup", "0", "--active", "500",
-           "-o", str(d / "sig"), str(SCRIPTS / "manual_sgd.py"), "--iterations", "100000",
-           "--pause-ms", "5"]
+    # a capture that cannot finish first (10000 steps of 20 ms): Ctrl-C, sent 12 steps in,
+    # lands in it even when this thread is slow to run on a loaded machine (in the full
+    # suite, 500 steps of 1 ms and then of 5 ms were all recorded before Ctrl-C came)
+    cmd = [PY, "-m", "profiler_kit", "record", "--on-signal", "--warmup", "0", "--active",
+           "10000", "-o", str(d / "sig"), str(SCRIPTS / "manual_sgd.py"), "--iterations",
+           "100000", "--pause-ms", "20"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     out: list[str] = []
