@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from profiler_kit.commands import Command
-from profiler_kit.commands import regression_gate as regression
+from profiler_kit.commands import Command, gate_option
 from profiler_kit.commands.analyze import (
     add_output_arguments,
     emit,
@@ -15,12 +15,15 @@ from profiler_kit.commands.analyze import (
     output_targets,
 )
 
+if TYPE_CHECKING:
+    from profiler_kit.commands.regression_gate import TimedGate
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="traces, strategy folders or run folders to put side by side")
     add_output_arguments(p)
-    regression.add_argument(p, "a step time: of two run folders, each strategy of the "
+    gate_option.add_argument(p, "a step time: of two run folders, each strategy of the "
                                "second against the same strategy of the first, by its timed "
                                "steps' median beyond noise; of traces, the device-side step "
                                "per step, where the margin itself stands for noise")
@@ -36,6 +39,8 @@ def compare(args: argparse.Namespace) -> int:
                   targets=targets)
     if args.fail_on_regression is None:
         return status
+    from profiler_kit.commands import regression_gate as regression
+
     timed = _timed_gate(args.paths, args.fail_on_regression)
     lines = [*timed.regressions, *regression.compare_regressions(
         comparison, args.fail_on_regression, timed.gated)]
@@ -46,10 +51,11 @@ def compare(args: argparse.Namespace) -> int:
     return 1 if lines else status
 
 
-def _timed_gate(paths: list[str], limit: float) -> regression.TimedGate:
+def _timed_gate(paths: list[str], limit: float) -> TimedGate:
     """The gate on the timed steps where the two paths are run folders, else nothing."""
     from pathlib import Path
 
+    from profiler_kit.commands import regression_gate as regression
     from profiler_kit.results import RUN_JSON, read_run
 
     if len(paths) != 2 or not all((Path(p) / RUN_JSON).is_file() for p in paths):

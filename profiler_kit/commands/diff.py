@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from profiler_kit.commands import Command
-from profiler_kit.commands import regression_gate as regression
+from profiler_kit.commands import Command, gate_option
 
 # ``--`` between the sides becomes this option before argparse, which would drop it
 SIDES = "--test-runs"
@@ -36,13 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the diff as JSON (schema profkit.diff/1) to FILE, or to stdout "
                         "when FILE is left out")
-    p.add_argument("--min-effect", type=regression.percentage(100), metavar="PCT",
+    p.add_argument("--min-effect", type=gate_option.percentage(100), metavar="PCT",
                    help="smallest change, in %%, that may be called beyond noise: the 95 %% "
                         "interval between runs must lie beyond +-PCT (default 5; one run a "
                         "side is not judged)")
     p.add_argument("--force", action="store_true",
                    help="replace a diff JSON profkit wrote earlier (never the reports read)")
-    regression.add_argument(p, "any p50-p95 step time of any configuration",
+    gate_option.add_argument(p, "any p50-p95 step time of any configuration",
                             " (with one run a side noise cannot be judged: a change over "
                             "PCT is then named in one line, and does not fail)")
 
@@ -64,6 +63,8 @@ def diff(args: argparse.Namespace) -> int:
     result = api.diff(base, test, min_effect=args.min_effect)
     status = 0
     if args.fail_on_regression is not None:
+        from profiler_kit.commands import regression_gate as regression
+
         lines = regression.diff_regressions(result, args.fail_on_regression)
         notes = (regression.diff_unjudged(result, args.fail_on_regression),
                  regression.diff_unpaired(result))

@@ -30,6 +30,18 @@ def test_analyze_never_imports_torch():
     assert json.loads(r.stdout)["schema"] == "profkit.analysis/3"
 
 
+def test_the_parser_imports_no_analysis():
+    """Every command's module is imported to build the parser: none of them may pull in
+    numpy, the analyses or the regression gate (``analyze`` paid 0.6 s for compare's)."""
+    code = ("import sys; from profiler_kit.cli import build_parser, commands; "
+            "[build_parser([name]) for name in commands()]; "
+            "print([m for m in ('numpy', 'msgspec', 'rich', 'torch', 'profiler_kit.analysis', "
+            "'profiler_kit.commands.regression_gate') if m in sys.modules])")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
 def test_analyze_prints_the_console_report():
     r = profkit("analyze", str(DDP))
     assert r.returncode == 0, r.stderr
