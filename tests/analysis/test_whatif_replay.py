@@ -111,3 +111,23 @@ def _timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+def test_a_change_that_finds_nothing_is_not_replayed_again(monkeypatch):
+    """The CPU trace has no blocking call: ``--no-sync`` leaves the graph as recorded, so
+    its prediction is the unchanged replay without a second one; GEMMs 2x faster on the
+    GPU-bound OWLv2 trace do change it and are replayed."""
+    from profiler_kit.analysis.whatif.changes import Kernels, NoSync
+    from profiler_kit.analysis.whatif.replay import each_alone
+
+    runs = []
+    simulate = engine.simulate
+    monkeypatch.setattr(engine, "simulate", lambda *a: runs.append(1) or simulate(*a))
+    table, gpu = _prepared(DATA / "cpu_torch_profiler.pt.trace.json.gz")
+    base, (gain,) = each_alone(table, gpu, [NoSync()])
+    assert len(runs) == 1  # the unchanged replay only
+    assert gain.predicted_step_ns == base.replayed_step_ns and gain.gain_ns == 0
+    assert any("no-sync: no" in n for n in gain.notes), gain.notes
+    table, gpu = _prepared(DATA / "h100_owlv2_dataloader.json.gz")
+    base, (gain,) = each_alone(table, gpu, [Kernels("gemm", 2.0)])
+    assert len(runs) == 3 and gain.predicted_step_ns < base.replayed_step_ns

@@ -17,6 +17,7 @@ neither in reduced precision nor on tensor cores: fp32 math on SIMT (CUDA) cores
 
 from __future__ import annotations
 
+import functools
 import re
 
 import msgspec
@@ -86,7 +87,10 @@ class Precision(msgspec.Struct, frozen=True):
         return self.tensor_core_ns / self.eligible_ns if self.eligible_ns else None
 
 
+@functools.lru_cache(maxsize=8192)
 def is_low_precision(kernel_name: str) -> bool:
+    """The name says 16 bits or fewer (cached: a trace asks again for the same names, and
+    templated names run to thousands of characters)."""
     return bool(_LOW.search(kernel_name[:classify.PARSE_CHARS]))
 
 

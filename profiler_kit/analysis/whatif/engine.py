@@ -42,6 +42,17 @@ class Edits:
         self.sync_streams = list(g.sync_streams)
         self.notes: list[str] = []
 
+    def unchanged(self, g: Graph) -> bool:
+        """Whether the changes left the graph as recorded (the replay is the unchanged
+        one: a change that found nothing to change costs no second replay)."""
+        return (not self.removals and not self.insertions
+                and self.n_streams == len(g.streams)
+                and self.sync_streams == list(g.sync_streams)
+                and all(np.array_equal(mine, g_own) for mine, g_own in (
+                    (self.dur, g.dur), (self.stream, g.stream), (self.wait, g.wait),
+                    (self.delay, g.delay), (self.gap, g.gap), (self.sync_blocks, g.sync_waits),
+                    (self.sync_own, g.sync_own), (self.sync_delay, g.sync_delay))))
+
 
 class Times:
     """Replayed times: activities in the graph's order, CPU events in ``cpu_row`` order."""

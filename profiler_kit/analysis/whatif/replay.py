@@ -129,6 +129,8 @@ class _Prepared:
         e = engine.Edits(self.graph)
         for c in changes:
             c.apply(self.ctx, e)
+        if e.unchanged(self.graph):
+            return self.replayed, self.replayed_window, e.notes
         times = engine.simulate(self.graph, e, self.table.ts_ns, self.table.dur_ns)
         steps, window = engine.step_times(self.graph, times)
         return steps, window, e.notes
