@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from profiler_kit.analysis.core.recommendation import Recommendation
+from profiler_kit.analysis.core.recommendation import priced_by_change
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 
 
@@ -34,16 +34,6 @@ class PredictionCheck(msgspec.Struct, frozen=True):
     caveat: str | None  # e.g. "a lower bound"
 
 
-def _priced(a: TraceAnalysis) -> dict[str, list[Recommendation]]:
-    """The baseline's recommendations with a prediction (held back ones too: their
-    prediction is as checkable), by change, in rank order."""
-    found: dict[str, list[Recommendation]] = {}
-    for r in (*a.recommendations, *a.held_back):
-        if r.change and r.predicted_step_ns is not None and r.step_ns:
-            found.setdefault(r.change, []).append(r)
-    return found
-
-
 def check_predictions(analyses: Sequence[TraceAnalysis], base: int,
                       against: Sequence[int | None] | None = None
                       ) -> tuple[PredictionCheck, ...]:
@@ -58,7 +48,7 @@ def check_predictions(analyses: Sequence[TraceAnalysis], base: int,
         measured, before = a.steps.headline_median_ns, b.steps.headline_median_ns
         if not measured or not before:
             continue
-        for change, rules in _priced(b).items():
+        for change, rules in priced_by_change((*b.recommendations, *b.held_back)).items():
             r = rules[0]
             assert r.step_ns and r.predicted_step_ns is not None
             predicted = before * r.predicted_step_ns / r.step_ns

@@ -20,7 +20,7 @@ from msgspec.structs import replace
 
 from profiler_kit.analysis.perf.device_specs import device_of_table
 from profiler_kit.analysis.whatif.changes import CudaGraphs, Precision
-from profiler_kit.analysis.whatif.replay import Replay, replay, what_if
+from profiler_kit.analysis.whatif.replay import Replay, measured_step_ns, what_if
 from profiler_kit.errors import ProfkitError
 from profiler_kit.results import OK, Prediction, RunResult, StrategyResult
 from profiler_kit.trace.loader import load
@@ -112,13 +112,11 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
     w = what_if(table, changes=[Precision(dtype)]).replay
     name, peak, _ = device_of_table(table)
     if peak is None or w.gpu_activities == 0:
-        own = _table(result, s, tables)
         why = ("the trace ran on the CPU: precision changes the durations of GPU kernels "
                "by the device's matrix peaks, and CPU ops keep their recorded durations"
                if w.gpu_activities == 0 else f"{name or 'the device'} has no known peaks")
         return replace(out, source_step_ns=float(w.measured_step_ns), trusted=w.trusted,
-                       trace_step_ns=(float(replay(own).measured_step_ns)
-                                      if not isinstance(own, str) else None),
+                       trace_step_ns=_trace_step(result, s, tables),
                        note=f"no prediction: {why} ({'; '.join(w.notes)})")
     return _with(out, result, s, w, tables)
 
@@ -142,8 +140,7 @@ def _with(out: Prediction, result: RunResult, s: StrategyResult, w: Replay,
           tables: dict[str, EventTable | str]) -> Prediction:
     """``out`` with the replay ``w``'s prediction, its trust and caveats, and its errors
     against the strategy's timed median and its own profiled trace."""
-    own = _table(result, s, tables)
-    trace_step = float(replay(own).measured_step_ns) if not isinstance(own, str) else None
+    trace_step = _trace_step(result, s, tables)
     predicted, measured = float(w.predicted_step_ns), out.measured_ns or 0.0
     notes = "; ".join(w.notes)
     note = notes if w.trusted else f"not trusted: {w.untrusted_because}; {notes}"
@@ -154,6 +151,13 @@ def _with(out: Prediction, result: RunResult, s: StrategyResult, w: Replay,
                    trusted=w.trusted, predicted_ns=predicted, note=note,
                    error=_error(predicted, measured),
                    trace_error=_error(predicted, trace_step) if trace_step else None)
+
+
+def _trace_step(result: RunResult, s: StrategyResult,
+                tables: dict[str, EventTable | str]) -> float | None:
+    """The median step of ``s``'s own profiled trace, as the replay counts steps."""
+    own = _table(result, s, tables)
+    return None if isinstance(own, str) else float(measured_step_ns(own))
 
 
 def _error(predicted: float, measured: float) -> float | None:

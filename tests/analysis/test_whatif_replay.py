@@ -15,7 +15,7 @@ from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.core.steps import analyze_steps
 from profiler_kit.analysis.whatif import engine
 from profiler_kit.analysis.whatif.graph import build
-from profiler_kit.analysis.whatif.replay import TRUSTED_ERROR, replay
+from profiler_kit.analysis.whatif.replay import TRUSTED_ERROR, measured_step_ns, replay
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parents[1] / "data"
@@ -73,6 +73,7 @@ def test_measured_steps_are_the_steps_profkit_reports(name: str):
         assert int(np.median(measured)) == steps.headline_median_ns
     else:
         assert g.headline == "window"
+    assert measured_step_ns(table) == int(np.median(measured)) == replay(table).measured_step_ns
 
 
 def test_waits_are_modeled_not_copied():

@@ -10,6 +10,8 @@ the replay predicts with that change (``change``, ``predicted_step_ns``,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import msgspec
 
 
@@ -44,3 +46,13 @@ class Recommendation(msgspec.Struct, frozen=True):
     # what to know before reading the prediction as fact: why it is not trusted, that the
     # gain is a lower bound, or why the change could not be modeled on this trace
     prediction_caveat: str | None = None
+
+
+def priced_by_change(recs: Iterable[Recommendation]) -> dict[str, list[Recommendation]]:
+    """The recommendations with a predicted step, by change (rules that share a change
+    share its prediction), in the order given."""
+    found: dict[str, list[Recommendation]] = {}
+    for r in recs:
+        if r.change and r.predicted_step_ns is not None and r.step_ns:
+            found.setdefault(r.change, []).append(r)
+    return found

@@ -190,6 +190,14 @@ def _replay(p: _Prepared, changes: Sequence[Change],
     )
 
 
+def measured_step_ns(table: EventTable) -> int:
+    """The median measured step as the replay counts it (see :class:`Replay`'s ``step``),
+    without replaying: the graph gives the steps' bounds."""
+    g = build(table, attribute_gpu(table, build_op_tree(table)))
+    steps, _ = engine.step_times(g, engine.recorded(g, table.ts_ns, table.dur_ns))
+    return int(np.median(steps))
+
+
 def _delay_share(g: Graph, measured: np.ndarray) -> float:
     in_steps = g.act_step >= 0 if len(g.step_row) else np.ones(len(g), dtype=bool)
     total = int(measured.sum())

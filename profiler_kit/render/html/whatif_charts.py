@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from profiler_kit.analysis.core.recommendation import Recommendation
+from profiler_kit.analysis.core.recommendation import priced_by_change
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render.html.figures import Chart, axis, ms, series_color
 from profiler_kit.render.html.trace_charts import name_of
@@ -29,18 +29,8 @@ def whatif_charts(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] =
     return charts
 
 
-def _predicted(a: TraceAnalysis) -> dict[str, list[Recommendation]]:
-    """The recommendations with a predicted step, by change (rules that share a change
-    share its prediction), in the order the recommendations are ranked."""
-    by_change: dict[str, list[Recommendation]] = {}
-    for r in a.recommendations:
-        if r.change and r.predicted_step_ns is not None and r.step_ns is not None:
-            by_change.setdefault(r.change, []).append(r)
-    return by_change
-
-
 def _recommendations_chart(a: TraceAnalysis, i: int) -> Chart | None:
-    by_change = _predicted(a)
+    by_change = priced_by_change(a.recommendations)
     if not by_change:
         return None
     first = next(iter(by_change.values()))[0]
