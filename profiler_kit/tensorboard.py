@@ -31,6 +31,7 @@ from profiler_kit import child_processes
 from profiler_kit.artifacts import RUN_JSON
 from profiler_kit.errors import UsageError
 from profiler_kit.ports import LOOPBACK, free_port, port_in_use
+from profiler_kit.record import RECORD_JSON
 
 PLUGIN_NAME = "pytorch_profiler"  # the plugin's name in TensorBoard's URLs
 INSTALL_HINT = 'pip install "tensorboard>=2.21" "torch-tb-profiler==0.4.3"'
@@ -41,19 +42,22 @@ TRACE_FILE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(?:\.gz)?$")
 
 
 def latest_run(out_dir: Path) -> Path:
-    """The newest run under ``out_dir``: ``<out>/<scenario>/<run-id>/`` holding a run.json.
+    """The newest run under ``out_dir``: ``<out>/<scenario>/<run-id>/`` holding a run.json
+    (``profkit run``), or ``<out>/<script>/<id>/`` holding a record.json (``profkit record``).
 
-    "Newest" is the run whose run.json was written last (the runner rewrites it as
+    "Newest" is the run whose record was written last (the runner rewrites run.json as
     strategies finish), with the folder name breaking ties.
     """
     if not out_dir.is_dir():
         raise UsageError(
             f"no runs: output folder {out_dir} does not exist (run `profkit run` first)"
         )
-    runs = [p.parent for p in out_dir.glob("*/*/run.json") if p.is_file()]
-    if not runs:
-        raise UsageError(f"no runs under {out_dir} (run `profkit run` first, or name a run folder)")
-    return max(runs, key=lambda run: ((run / RUN_JSON).stat().st_mtime_ns, run.name))
+    records = {p.parent: p for name in (RUN_JSON, RECORD_JSON)
+               for p in out_dir.glob(f"*/*/{name}") if p.is_file()}
+    if not records:
+        raise UsageError(f"no runs under {out_dir} (run `profkit run` or `profkit record` "
+                         "first, or name a run folder)")
+    return max(records, key=lambda run: (records[run].stat().st_mtime_ns, run.name))
 
 
 def resolve_logdir(run_dir: str | None, out_dir: Path) -> Path:

@@ -12,8 +12,9 @@ from profiler_kit.commands import Command
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run_dir", nargs="?", default=None, metavar="RUN_DIR",
-        help="run folder to show (default: the latest run under --out); any folder holding "
-             "*.pt.trace.json[.gz] files works, one TensorBoard run per folder of traces",
+        help="run folder to show (default: the latest run or recording under --out); any "
+             "folder holding *.pt.trace.json[.gz] files works, one TensorBoard run per "
+             "folder of traces",
     )
     parser.add_argument("--out", default="traces", metavar="DIR",
                         help="output folder to look for the latest run in (default: traces)")

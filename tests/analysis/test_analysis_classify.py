@@ -43,6 +43,12 @@ from profiler_kit.analysis.core.classify import (
     ("aten::convert_element_type", "copy"),
     ("aten::empty", "other"),
     ("aten::broadcast_tensors", "other"),
+    # a view (no kernel, no arithmetic), once read as exp by its first letters
+    ("aten::expand", "other"),
+    ("ExpandBackward0", "other"),  # the aten::sum inside it is classed by its own name
+    ("aten::exp", "elementwise"),
+    ("aten::expm1", "elementwise"),
+    ("aten::exponential_", "elementwise"),
 ])
 def test_op_classes(name, expected):
     assert classify_op(name) == expected

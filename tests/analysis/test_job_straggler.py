@@ -1,6 +1,7 @@
 """A real two-rank gloo run with a known straggler, made here: rank 1 sleeps D ms before
 each all-reduce. The job view must name rank 1 and put rank 0's wait per step at D or a
-little more (exactly what the raw traces give); the summaries written by ``--summary-only`` must give the same view."""
+little more (exactly what the raw traces give); the summaries written by
+``--summary-only`` must give the same view."""
 
 from __future__ import annotations
 

@@ -54,6 +54,21 @@ def test_latest_run_is_the_newest_run_json(tmp_path: Path) -> None:
     assert tb.resolve_logdir(None, tmp_path) == newest.resolve()
 
 
+def test_a_recording_is_a_run_too(tmp_path: Path) -> None:
+    """``profkit record`` writes ``traces/<script>/<id>/record.json``: the newest of the
+    runs and the recordings is shown."""
+    base = time.time_ns() - 10**12
+    _fake_run(tmp_path, "concurrent", "20260101-000000-aaaa", base)
+    recording = tmp_path / "train" / "20250101-000000-cccc"
+    recording.mkdir(parents=True)
+    (recording / "main.pt.trace.json").write_text("{}")
+    (recording / "record.json").write_text("{}")
+    os.utime(recording / "record.json", ns=(base + 10**9, base + 10**9))
+    assert tb.latest_run(tmp_path) == recording
+    newer = _fake_run(tmp_path, "ddp", "20240101-000000-dddd", base + 2 * 10**9)
+    assert tb.latest_run(tmp_path) == newer
+
+
 def test_an_explicit_folder_is_shown_as_given(tmp_path: Path) -> None:
     run = _fake_run(tmp_path, "concurrent", "r1", time.time_ns())
     assert tb.resolve_logdir(str(run / "sequential"), tmp_path / "elsewhere") == (

@@ -77,7 +77,7 @@ _REDUCTION = re.compile(
 )
 _ELEMENTWISE = re.compile(
     r"elementwise|triton_poi|\badd_?\b|\bsub_?\b|\bmul_?\b|\bdiv_?\b|relu|gelu|silu|sigmoid|"
-    r"tanh|threshold|hardtanh|leaky|elu|\bexp|\blog\b|\bpow|sqrt|rsqrt|clamp|where|\bneg|"
+    r"tanh|threshold|hardtanh|leaky|elu|\bexp(?!and)|\blog\b|\bpow|sqrt|rsqrt|clamp|where|\bneg|"
     r"\babs|dropout|addcmul|addcdiv|lerp|_foreach_|multi_tensor_apply|fill_?|zero_|"
     r"masked_fill|\bsign\b|reciprocal|"
     r"\bcos\b|\bsin\b|\berf|\bunary|\bbinary|functor|"
