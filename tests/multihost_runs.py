@@ -23,10 +23,11 @@ RANK_TIMEOUT_S = 10
 RATE_MBIT = 1000  # the slower link: resnet18's 47 MB of gradients take 0.4 s a way
 
 
-# what the hosts run: ``profkit run`` and its options (without --out and --iterations)
+# what the hosts run: ``profkit run`` and its options (without --out and --iterations);
+# one round: the tests read where the ranks ran and what they sent, not the noise
 DDP = ("ddp", "--model", "resnet18", "--batch-size", "2", "--image-size", "32",
        "--strategies", "ddp-w2", "--warmup", "1", "--profile-wait", "0", "--profile-warmup",
-       "0", "--profile-active", "2")
+       "0", "--profile-active", "2", "--repeats", "1")
 
 
 # a one-layer transformer cut in two stages, against DDP; one round
