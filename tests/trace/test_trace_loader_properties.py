@@ -25,7 +25,8 @@ from profiler_kit.errors import TraceError
 from profiler_kit.trace.loader import load, load_simple
 
 SETTINGS = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])  # as conftest.py's
 
 ids = st.integers(-(2**62), 2**62)
 names = st.text(min_size=0, max_size=12)
