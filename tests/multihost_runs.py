@@ -30,6 +30,13 @@ DDP = ("ddp", "--model", "resnet18", "--batch-size", "2", "--image-size", "32",
        "0", "--profile-active", "2", "--repeats", "1")
 
 
+# two ranks that step at a set pace (tests/user_scenarios/paced.py) in two configurations:
+# the failure tests' run, which must go on for a known while and leave the CPU to others
+PACED = (str(Path(__file__).parent / "user_scenarios" / "paced.py"), "--warmup", "1",
+         "--profile-wait", "0", "--profile-warmup", "0", "--profile-active", "2",
+         "--repeats", "1")
+SWEPT = "pace_ms=150.0"  # the second configuration of sweep_until_second
+
 # a one-layer transformer cut in two stages, against DDP; one round
 PIPELINE = ("pipeline", "--model", "transformer", "--layers", "1", "--hidden", "32",
             "--heads", "2", "--seq-len", "8", "--vocab", "50", "--global-batch", "8",
@@ -109,17 +116,18 @@ def rows(d: Path) -> list[str]:
 
 
 def sweep_until_second(tmp: Path, hosts) -> list:
-    """Both hosts run a bucket sweep of two configurations; back (the processes) once
-    the second configuration has run for a second."""
+    """Both hosts run the paced scenario in two configurations (steps of 100 ms, then of
+    150 ms: 20 of them, at least 3 s); back (the processes) once the second configuration
+    has run for a second."""
     out = tmp / "out"
-    more = ("--bucket-cap-mb", "25,1", "--iterations", "20", "--repeats", "1",
-            "--rank-timeout", str(RANK_TIMEOUT_S))
-    procs = [start_on(h, tmp / "hosts", torchrun(i, out, 30, *more), tmp / f"{i}.log",
-                      private=out if i else None)
+    more = ("--pace-ms", "100,150", "--iterations", "20", "--rank-timeout",
+            str(RANK_TIMEOUT_S))
+    procs = [start_on(h, tmp / "hosts", torchrun(i, out, 30, *more, run=PACED),
+                      tmp / f"{i}.log", private=out if i else None)
              for i, h in enumerate(hosts)]
     deadline = time.monotonic() + BOUND_S
     # rank 0 makes the second configuration's folder as it starts it
-    while not list(out.glob("ddp/*/bucket_cap_mb=1.0")) and time.monotonic() < deadline:
+    while not list(out.glob(f"paced/*/{SWEPT}")) and time.monotonic() < deadline:
         assert procs[0].poll() is None, (tmp / "0.log").read_text(errors="replace")
         time.sleep(0.1)
     time.sleep(1.0)

@@ -24,7 +24,7 @@ from msgspec.structs import replace
 from profiler_kit import artifacts, outputs, results
 from profiler_kit.analysis import hotspot_summary
 from profiler_kit.errors import OutputError, UsageError
-from profiler_kit.measure import devices, equivalence
+from profiler_kit.measure import devices, distributed, equivalence
 from profiler_kit.measure.distributed import is_output_rank
 from profiler_kit.measure.distributed.launch import run_strategy
 from profiler_kit.measure.passes import DEFAULT_WORKER, Measurement, MeasureOptions, measure
@@ -300,11 +300,19 @@ def _new_run_dir(out: str | Path, scenario: Scenario) -> Path:
         raise outputs.write_error(exc.filename or out, exc, after_work=False) from None
 
 
+def _distributed_environment(result: RunResult) -> dict[str, Any]:
+    """Launcher, backend and the host of each rank, for every run whose strategies ran
+    ranks (any scenario's, a user's own included) or that torchrun started."""
+    if not (distributed.under_torchrun() or any(s.world_size > 1 for s in result.strategies)):
+        return {}
+    return {"distributed": distributed.environment(result.device)}
+
+
 def _scenario_extras(scenario: Scenario, result: RunResult) -> RunResult:
     """The scenario's after-run hooks: ``environment`` adds to run.json's environment,
     ``annotate_run`` adds what the traces say to each strategy's ``info``, ``finish_run``
     writes the scenario's own reports."""
-    extra = scenario.environment(result.device)
+    extra = {**_distributed_environment(result), **scenario.environment(result.device)}
     if extra:
         result = replace(result, environment={**result.environment, **extra})
     result = scenario.annotate_run(result)

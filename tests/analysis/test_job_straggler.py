@@ -73,6 +73,13 @@ def test_straggler_named_and_wait_per_step_close_to_the_delay(run_dir: Path) -> 
         assert inst.busbw_bytes_per_s == pytest.approx(4096 * 4 * 1e9 / inst.transfer_ns)
 
 
+def test_a_users_scenario_records_its_distributed_environment(run_dir: Path) -> None:
+    """A scenario of the user's own whose strategy runs ranks gets the launcher and backend
+    in run.json, as the built-in DDP and pipeline scenarios do."""
+    env = json.loads((run_dir / "run.json").read_text())["environment"]["distributed"]
+    assert (env["launcher"], env["backend"]) == ("spawn", "gloo")
+
+
 def test_summaries_reduce_to_the_same_view(run_dir: Path, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "summaries.json"

@@ -9,7 +9,16 @@ import re
 import time
 
 import pytest
-from multihost_runs import BOUND_S, RANK_TIMEOUT_S, sweep_until_second, torchrun, wait, watch
+from multihost_runs import (
+    BOUND_S,
+    PACED,
+    RANK_TIMEOUT_S,
+    SWEPT,
+    sweep_until_second,
+    torchrun,
+    wait,
+    watch,
+)
 from two_hosts import kill_host, link_down, start_on, stopped_in, two_hosts, why_not
 
 from profiler_kit.measure.distributed.gather import STOP_BEFORE_SENDING_ENV
@@ -19,7 +28,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(REASON is not None, reason=RE
 
 
 def test_a_host_that_drops_out_mid_run_is_named(tmp_path):
-    """Every process of host B killed while the second configuration of a bucket sweep
+    """Every process of host B killed while the second configuration of a sweep
     runs: host A's side ends within the rank timeout (plus start-up slack), with one line
     naming host B and its rank and the timeout, the first configuration kept whole."""
     out = tmp_path / "out"
@@ -34,10 +43,10 @@ def test_a_host_that_drops_out_mid_run_is_named(tmp_path):
     # silence is judged after the timeout, less the one beat that may have gone unseen
     assert RANK_TIMEOUT_S - 1 <= took < RANK_TIMEOUT_S + 45, (took, log[-3000:])
     said = " ".join(log.split())  # the console wraps long lines
-    line = (f"failed bucket_cap_mb=1.0/ddp-w2: RankFailure: host-b (rank 1) dropped out "
-            f"during ddp-w2: no sign of life for {RANK_TIMEOUT_S} s (--rank-timeout)")
-    assert said.count(line) == 1 and said.count("failed bucket_cap_mb=") == 1, log[-3000:]
-    (run_json,) = out.glob("ddp/*/run.json")
+    line = (f"failed {SWEPT}/w2: RankFailure: host-b (rank 1) dropped out "
+            f"during w2: no sign of life for {RANK_TIMEOUT_S} s (--rank-timeout)")
+    assert said.count(line) == 1 and said.count("failed pace_ms=") == 1, log[-3000:]
+    (run_json,) = out.glob("paced/*/run.json")
     record = json.loads(run_json.read_text())
     first, second = record["strategies"]
     assert (first["status"], second["status"]) == ("ok", "failed")
@@ -67,8 +76,8 @@ def test_a_link_that_goes_down_ends_both_hosts(tmp_path):
     # rank 0 watched host B's beats all along: its silence counts from the link going down
     assert code_a != 0 and RANK_TIMEOUT_S - 1 <= took_a < RANK_TIMEOUT_S + 30, (
         took_a, said[0][-3000:])
-    line = (f"failed bucket_cap_mb=1.0/ddp-w2: RankFailure: host-b (rank 1) dropped out "
-            f"during ddp-w2: no sign of life for {RANK_TIMEOUT_S} s (--rank-timeout)")
+    line = (f"failed {SWEPT}/w2: RankFailure: host-b (rank 1) dropped out "
+            f"during w2: no sign of life for {RANK_TIMEOUT_S} s (--rank-timeout)")
     assert said[0].count(line) == 1, said[0][-3000:]
     lost = re.findall(r"profkit: error: rank 1 \(host-b\) lost the connection to rank 0's "
                       r"host host-a \(the run's store at host-a:\d+\): no answer for "
@@ -76,7 +85,7 @@ def test_a_link_that_goes_down_ends_both_hosts(tmp_path):
     assert len(lost) == 1 and said[1].count("lost the connection") == 1, said[1][-3000:]
     assert RANK_TIMEOUT_S <= seen[1] < RANK_TIMEOUT_S + 5, seen
     assert code_b != 0 and took_b < 25 + 20, (took_b, said[1][-3000:])
-    first, second = json.loads(next(out.glob("ddp/*/run.json")).read_text())["strategies"]
+    first, second = json.loads(next(out.glob("paced/*/run.json")).read_text())["strategies"]
     assert (first["status"], second["status"]) == ("ok", "failed")
 
 
@@ -106,9 +115,9 @@ def test_a_host_that_drops_out_while_sending_its_traces_keeps_the_measurement(tm
     rank 1's traces are lost and why, and exits 1 (torchrun ends without elastic's exit
     barrier)."""
     out = tmp_path / "out"
-    more = ("--iterations", "3", "--repeats", "1", "--rank-timeout", str(RANK_TIMEOUT_S))
+    more = ("--pace-ms", "100", "--iterations", "3", "--rank-timeout", str(RANK_TIMEOUT_S))
     with two_hosts(tmp_path) as hosts:
-        procs = [start_on(h, tmp_path / "hosts", torchrun(i, out, 30, *more),
+        procs = [start_on(h, tmp_path / "hosts", torchrun(i, out, 30, *more, run=PACED),
                           tmp_path / f"{i}.log", private=out if i else None,
                           env={STOP_BEFORE_SENDING_ENV: "1"} if i else None)
                  for i, h in enumerate(hosts)]
@@ -127,10 +136,10 @@ def test_a_host_that_drops_out_while_sending_its_traces_keeps_the_measurement(tm
     why = ("rank 1's traces are not in the run folder: host-b (rank 1) dropped out while "
            f"sending them to rank 0 (no sign of life for {RANK_TIMEOUT_S} s, --rank-timeout); "
            "the measurement of every rank is kept")
-    label = "bucket_cap_mb=25.0/ddp-w2"
+    label = "pace_ms=100.0/w2"
     assert said.count(f"profkit: error: {label}: {why}") == 1, log[-3000:]
     assert f"{label} ok" in said and "(without the traces of 1 rank)" in said
-    (run_json,) = out.glob("ddp/*/run.json")
+    (run_json,) = out.glob("paced/*/run.json")
     record = json.loads(run_json.read_text())
     (w2,) = record["strategies"]
     assert w2["status"] == "ok" and [len(r) for r in w2["per_rank_samples_ns"]] == [3, 3]
