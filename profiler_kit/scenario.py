@@ -222,7 +222,8 @@ class Scenario(ABC):
         return params
 
     def environment(self, device: str) -> Mapping[str, Any]:
-        """Entries the run adds to run.json's environment (e.g. the distributed backend)."""
+        """Entries the run adds to run.json's environment (the runner adds the launcher
+        and backend itself where the strategies run as ranks)."""
         return {}
 
     def annotate_run(self, result: RunResult) -> RunResult:

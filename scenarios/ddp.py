@@ -102,10 +102,6 @@ class DDP(Scenario):
 
     # Hooks the runner and `profkit run` call after the run (see Scenario).
 
-    def environment(self, device: str) -> dict[str, Any]:
-        """Backend, launcher and interconnect topology, for run.json's environment."""
-        return {"distributed": distributed.environment(device)}
-
     def annotate_run(self, result: RunResult) -> RunResult:
         """Add each multi-rank configuration's job view (straggler, waiting against
         transferring), from its traces, to its info."""

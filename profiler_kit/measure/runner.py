@@ -300,10 +300,12 @@ def _new_run_dir(out: str | Path, scenario: Scenario) -> Path:
         raise outputs.write_error(exc.filename or out, exc, after_work=False) from None
 
 
-def _distributed_environment(result: RunResult) -> dict[str, Any]:
-    """Launcher, backend and the host of each rank, for every run whose strategies ran
-    ranks (any scenario's, a user's own included) or that torchrun started."""
-    if not (distributed.under_torchrun() or any(s.world_size > 1 for s in result.strategies)):
+def _distributed_environment(scenario: Scenario, result: RunResult) -> dict[str, Any]:
+    """Launcher, backend, topology and the host of each rank, for every scenario whose
+    strategies run as ranks (processes; a user's own included) and every run torchrun
+    started."""
+    if not (distributed.under_torchrun()
+            or any(s.processes for s in scenario.strategies)):
         return {}
     return {"distributed": distributed.environment(result.device)}
 
@@ -312,7 +314,7 @@ def _scenario_extras(scenario: Scenario, result: RunResult) -> RunResult:
     """The scenario's after-run hooks: ``environment`` adds to run.json's environment,
     ``annotate_run`` adds what the traces say to each strategy's ``info``, ``finish_run``
     writes the scenario's own reports."""
-    extra = {**_distributed_environment(result), **scenario.environment(result.device)}
+    extra = {**_distributed_environment(scenario, result), **scenario.environment(result.device)}
     if extra:
         result = replace(result, environment={**result.environment, **extra})
     result = scenario.annotate_run(result)

@@ -148,10 +148,6 @@ class PipelineScenario(Scenario):
         """Why the strategy cannot run with these parameters (None: it can)."""
         return skip_reason(strategy.base_name, params)
 
-    def environment(self, device: str) -> dict[str, Any]:
-        """Backend, launcher and interconnect topology, for run.json's environment."""
-        return {"distributed": distributed.environment(device)}
-
     def annotate_run(self, result: RunResult) -> RunResult:
         """Add each rank's bubble, and the job view (straggler, waiting against
         transferring, send/recv pairs), from the traces, to every measured strategy's info."""
