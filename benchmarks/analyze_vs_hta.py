@@ -51,8 +51,12 @@ print(len(kernel_df))
 """
 
 def profkit_command(python: str, trace: Path, root: Path | None = None) -> list[str]:
-    """``profkit analyze TRACE --json``; from the source tree ``root`` when given."""
-    run = [python, "-m", "profiler_kit", "analyze", str(trace), "--json"]
+    """``profkit analyze TRACE --json``; from the source tree ``root`` when given.
+
+    ``-P``: the working directory is not put first on ``sys.path``, so a run from the
+    repository's root still imports ``root``'s profkit, not the checkout's.
+    """
+    run = [python, "-P", "-m", "profiler_kit", "analyze", str(trace), "--json"]
     return ["env", f"PYTHONPATH={root}", *run] if root is not None else run
 
 

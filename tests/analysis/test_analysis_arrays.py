@@ -1,4 +1,4 @@
-"""The numpy helpers give exactly what np.unique and np.percentile give."""
+"""The numpy helpers give exactly what np.unique, np.percentile and np.median give."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiler_kit.analysis.core.arrays import dense_ids, distinct, percentile
+from profiler_kit.analysis.core.arrays import dense_ids, distinct, median, percentile
 
 values = st.lists(st.integers(-(2**52), 2**52), max_size=60)
 
@@ -21,6 +21,20 @@ def test_distinct_is_np_unique(xs: list[int]) -> None:
 def test_percentile_is_np_percentile(xs: list[int], q: float) -> None:
     a = np.array(xs, dtype=np.int64)
     assert percentile(a, q) == float(np.percentile(a, q))
+
+
+@given(values.filter(bool))
+def test_median_of_integers_is_np_median(xs: list[int]) -> None:
+    assert median(np.array(xs, dtype=np.int64)) == float(np.median(xs))
+
+
+@given(st.lists(st.floats(-1e300, 1e300), min_size=1, max_size=60))
+def test_median_of_floats_is_np_median(xs: list[float]) -> None:
+    assert median(xs) == float(np.median(np.array(xs)))
+
+
+def test_median_of_nothing_is_nan() -> None:
+    assert np.isnan(median([]))
 
 
 @given(st.lists(st.integers(-300, 300), max_size=60) | values,

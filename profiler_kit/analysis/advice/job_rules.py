@@ -25,8 +25,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from profiler_kit.analysis.core.arrays import median
 from profiler_kit.analysis.core.recommendation import Evidence, Recommendation
 from profiler_kit.analysis.jobs import comm_context
 from profiler_kit.analysis.jobs.rank_summary import RankSummary
@@ -78,9 +77,9 @@ def _step_ns(job: JobView, members: Sequence[RankSummary]) -> float:
     if job.steps:
         device = [d for st in job.steps for d in st.device_dur_ns]
         if all(d is not None for d in device):
-            return float(np.median(device))
-        return float(np.median([d for st in job.steps for d in st.dur_ns]))
-    return float(np.median([m.window_end_ns - m.window_start_ns for m in members]))
+            return float(median(device))
+        return float(median([d for st in job.steps for d in st.dur_ns]))
+    return float(median([m.window_end_ns - m.window_start_ns for m in members]))
 
 
 def _per(job: JobView) -> str:

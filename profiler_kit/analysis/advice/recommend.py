@@ -14,6 +14,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core import classify, intervals
+from profiler_kit.analysis.core.arrays import median
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.recommendation import Evidence, Recommendation
@@ -243,7 +244,7 @@ def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline,
             or launches.cpu_launch is None:
         return []
     kernel_rows = gpu.row[table.cat[gpu.row] == Cat.KERNEL]
-    median_kernel = float(np.median(table.dur_ns[kernel_rows])) if len(kernel_rows) else 0.0
+    median_kernel = float(median(table.dur_ns[kernel_rows])) if len(kernel_rows) else 0.0
     by_device = {d.device: d for d in launches.devices}
     causes = {c.device: c for c in idle.devices}
     out = []

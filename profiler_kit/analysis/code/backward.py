@@ -13,6 +13,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.code.frames import thread_ids
+from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -69,7 +70,7 @@ def link_backward(table: EventTable, tree: OpTree) -> BackwardLinks:
         threads = sorted({t for t, _ in best})
         root_seq = seq[roots].tolist()
         root_fwd = np.where(seq[roots] >= 0, fwd_tid[roots], -1)
-        for f in np.unique(root_fwd[root_fwd > 0]).tolist():
+        for f in distinct(root_fwd[root_fwd > 0]).tolist():
             sel = np.flatnonzero(root_fwd == f)
             # the OS thread of autograd's forward thread id f: the one that matches most
             scores = [(sum((t, root_seq[i]) in best for i in sel.tolist()), t) for t in threads]

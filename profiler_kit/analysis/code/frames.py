@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from profiler_kit.analysis.core.arrays import dense_ids
+from profiler_kit.analysis.core.arrays import dense_ids, distinct
 from profiler_kit.analysis.core.op_tree import innermost_in_thread, parents
 from profiler_kit.trace.table import Cat, EventTable
 
@@ -45,7 +45,7 @@ class Nesting:
         out = np.full(len(ts_ns), -1, dtype=np.int64)
         if not len(self) or not len(ts_ns):
             return out
-        for t in np.unique(thread).tolist():
+        for t in distinct(thread).tolist():
             lo = int(np.searchsorted(self.thread, t, "left"))
             hi = int(np.searchsorted(self.thread, t, "right"))
             if lo == hi:

@@ -35,7 +35,7 @@ from profiler_kit.analysis.code.provenance import (
     kernel_sites,
 )
 from profiler_kit.analysis.core import classify
-from profiler_kit.analysis.core.arrays import dense_ids
+from profiler_kit.analysis.core.arrays import dense_ids, distinct
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.steps import cpu_steps
@@ -467,7 +467,7 @@ def _compiled_sites(table: EventTable, provenance: Provenance | None, name_ids: 
     out = np.full(len(name_ids), None, dtype=object)
     if provenance is None or not len(name_ids):
         return out
-    compiled_ids = [i for i in np.unique(name_ids).tolist()
+    compiled_ids = [i for i in distinct(name_ids).tolist()
                     if i >= 0 and fused_kernel(table.names[i]) is not None]
     sel = np.flatnonzero(np.isin(name_ids, compiled_ids)) if compiled_ids else []
     if not len(sel):

@@ -26,6 +26,19 @@ def percentile(a: np.ndarray, q: float) -> float:
     return sorted_percentile(np.sort(a), q)
 
 
+def median(a) -> float:
+    """``np.median(a)`` of a 1-D array or list without NaNs (``nan`` when empty).
+
+    Same result; ``np.median`` too imports ``numpy.ma`` on its first call on floats.
+    """
+    s = np.sort(np.asarray(a), axis=None)
+    n = len(s)
+    if n == 0:
+        return float("nan")
+    mid = n // 2
+    return float(s[mid]) if n % 2 else (float(s[mid - 1]) + float(s[mid])) / 2
+
+
 def sorted_percentile(s: np.ndarray, q: float) -> float:
     """:func:`percentile` of an already sorted array (several percentiles, one sort)."""
     pos = (len(s) - 1) * (q / 100)

@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.analysis.core.collective_kinds import OTHER, collective_kind
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree
@@ -63,7 +64,7 @@ def gpu_calls(table: EventTable, tree: OpTree, gpu: GpuActivity) -> list[CallSou
     own = _kernel_args(table)
     comm = classify.CLASS_INDEX[classify.COMMUNICATION]
     other = classify.CLASS_INDEX[classify.OTHER]
-    uniq = np.unique(table.name[gpu.row[is_kernel]])
+    uniq = distinct(table.name[gpu.row[is_kernel]])
     by_name = np.zeros(len(table.names), dtype=bool)
     by_name[uniq] = [table.names[int(u)].lower().startswith(_GPU_KERNELS) for u in uniq]
     candidate = is_kernel & (by_name[table.name[gpu.row]] | (gpu.name_klass == comm))
@@ -71,7 +72,7 @@ def gpu_calls(table: EventTable, tree: OpTree, gpu: GpuActivity) -> list[CallSou
     launched = is_kernel & (gpu.op_row >= 0) & np.isin(gpu.name_klass, [comm, other])
     if launched.any():
         op_names = table.name[gpu.op_row[launched]]
-        ids = np.unique(op_names)
+        ids = distinct(op_names)
         ok = {int(i) for i in ids if _collective_op(table.names[int(i)])}
         idx = np.flatnonzero(launched)
         candidate[idx[np.isin(op_names, list(ok))]] = True

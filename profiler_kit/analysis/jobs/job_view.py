@@ -46,6 +46,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core import intervals
+from profiler_kit.analysis.core.arrays import median
 from profiler_kit.analysis.core.collective_kinds import P2P, RECV, SEND, SENDRECV
 from profiler_kit.analysis.core.recommendation import Recommendation
 from profiler_kit.analysis.jobs.bandwidth import algbw_bytes_per_s, busbw_bytes_per_s
@@ -404,7 +405,7 @@ def view_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) -> 
         top, count = max(last_counts.items(), key=lambda kv: (kv[1], -kv[0]))
         per_step = caused[top] / step_count
         durs = [d for st in steps for d in st.dur_ns]
-        enough = not durs or per_step >= STRAGGLER_MIN_STEP_SHARE * float(np.median(durs))
+        enough = not durs or per_step >= STRAGGLER_MIN_STEP_SHARE * float(median(durs))
         if count > STRAGGLER_SHARE * significant and len(ranks) > 1 and enough:
             hosts = {m.host for m in members if m.host}
             straggler = Straggler(top, count, significant, per_step,
@@ -539,7 +540,7 @@ def _pipeline(members: Sequence[RankSummary], shift: dict[int, int],
     bws = [t.busbw_bytes_per_s for t in transfers if t.busbw_bytes_per_s is not None]
     return PipelineView(
         transfers=tuple(transfers), unmatched_calls=unmatched,
-        median_busbw_bytes_per_s=float(np.median(bws)) if bws else None,
+        median_busbw_bytes_per_s=float(median(bws)) if bws else None,
         stages=tuple(stages), window_ns=total_window, bubble_ns=total_window - total_busy,
         bubble_share=(total_window - total_busy) / total_window if total_window else None)
 
@@ -717,15 +718,15 @@ def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks:
     if not common:
         return [], None
     ref = min(everyone)
-    shortest = float(np.median([min(c.end_ns - c.start_ns for c in calls.values())
+    shortest = float(median([min(c.end_ns - c.start_ns for c in calls.values())
                                 for calls in common]))
     medians = {}
     consistent = False
     for r in sorted(everyone - {ref}):
         diffs = np.array([calls[r].end_ns - calls[ref].end_ns for calls in common], dtype=float)
-        d = float(np.median(diffs))
+        d = float(median(diffs))
         medians[r] = int(round(d))
-        spread = float(np.median(np.abs(diffs - d)))
+        spread = float(median(np.abs(diffs - d)))
         consistent |= len(common) >= 3 and abs(d) > shortest and spread * 4 < abs(d)
     if impossible * 10 < len(matched) and not consistent:  # a rare early end is noise
         return [], None
@@ -780,8 +781,8 @@ def _kind_summaries(rows: list[tuple]) -> tuple[KindSummary, ...]:
         lo, hi = SIZE_BUCKETS[b]
         out.append(KindSummary(kind, lo, hi, len(rs), int(round(sum(r[2] for r in rs))),
                                int(round(sum(r[3] for r in rs))),
-                               float(np.median(alg)) if alg else None,
-                               float(np.median(bus)) if bus else None))
+                               float(median(alg)) if alg else None,
+                               float(median(bus)) if bus else None))
     return tuple(out)
 
 

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.analysis.core.op_tree import innermost_in_thread, parents
 from profiler_kit.trace.memory_records import Ranges
 
@@ -52,7 +53,7 @@ class Nested:
     def innermost(self, tid: np.ndarray, ts_ns: np.ndarray) -> np.ndarray:
         """Sorted position of the innermost range around each (tid, time); -1 for none."""
         out = np.full(len(ts_ns), -1, dtype=np.int64)
-        for t in np.unique(tid).tolist():
+        for t in distinct(tid).tolist():
             lo = int(np.searchsorted(self.tid, t, "left"))
             hi = int(np.searchsorted(self.tid, t, "right"))
             sel = np.flatnonzero(tid == t)

@@ -32,8 +32,8 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import msgspec
-import numpy as np
 
+from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.trace.table import Cat, EventTable
 
 T = 1e12
@@ -332,7 +332,7 @@ def identify(props: list[dict[str, Any]], kernel_names: Iterable[str]) -> Device
 def device_of_table(table: EventTable) -> tuple[str | None, DevicePeak | None, str | None]:
     """:func:`identify` on a trace: its ``deviceProperties`` and its kernels' names; the
     GPU's name, its peaks, and the one note to show when the trace ran GPU work."""
-    ids = np.unique(table.name[table.cat == Cat.KERNEL])
+    ids = distinct(table.name[table.cat == Cat.KERNEL])
     d = identify(table.meta.device_properties, (table.names[int(i)] for i in ids))
     return d.name, d.peak, d.note
 

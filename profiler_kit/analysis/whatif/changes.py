@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core import classify
-from profiler_kit.analysis.core.arrays import dense_ids
+from profiler_kit.analysis.core.arrays import dense_ids, distinct, median
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree, build_op_tree
 from profiler_kit.analysis.perf.autocast_scope import in_reach
@@ -156,7 +156,7 @@ class Precision(Change, frozen=True):
         e.notes.append(
             f"{self.label()}: {len(sel)} fp32 GEMM/convolution kernels in autocast's reach, "
             f"{_ms(dur.sum())} → {_ms(new.sum())}: {peak.name} {self.dtype} matrix peak over "
-            f"its fp32/TF32 one (×{float(np.median(ratio)):.2g} median); "
+            f"its fp32/TF32 one (×{float(median(ratio)):.2g} median); "
             + (f"{int(memory_bound.sum())} held at their op's 16-bit bytes over "
                f"{peak.memory_bytes_per_s / 1e12:.2g} TB/s" if shaped
                else "no shapes recorded: the compute ratio alone, no memory bound")
@@ -231,7 +231,7 @@ class CudaGraphs(Change, frozen=True):
                     if th not in cost_by_thread:
                         calls = np.flatnonzero((g.cpu_thread == th) & (cats == Cat.RUNTIME)
                                                & np.isin(names, launch_ids))
-                        cost_by_thread[th] = int(np.median(t.dur_ns[g.cpu_row[calls]])) \
+                        cost_by_thread[th] = int(median(t.dur_ns[g.cpu_row[calls]])) \
                             if len(calls) else 0
                     e.insertions.append((th, int(s[ok].min()), cost_by_thread[th]))
                     graphs += 1
@@ -251,7 +251,7 @@ class CudaGraphs(Change, frozen=True):
                          int(t.ts_ns[g.cpu_row[p]] + t.dur_ns[g.cpu_row[p]]))
                         for p in pos.tolist()]
             out = []
-            for th in np.unique(g.thread[g.thread >= 0]).tolist():
+            for th in distinct(g.thread[g.thread >= 0]).tolist():
                 rows = g.cpu_row[g.cpu_thread == th]
                 out.append((th, int(t.ts_ns[rows].min()),
                             int((t.ts_ns[rows] + t.dur_ns[rows]).max())))
@@ -358,7 +358,7 @@ class NoDataloaderWait(Change, frozen=True):
             return
         rows = g.cpu_row[hit]
         removed = 0
-        for th in np.unique(g.cpu_thread[hit]).tolist():
+        for th in distinct(g.cpu_thread[hit]).tolist():
             mine = rows[g.cpu_thread[hit] == th]
             for a, b in _union(t.ts_ns[mine], t.ts_ns[mine] + t.dur_ns[mine]):
                 e.removals.append((th, a, b))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.analysis.whatif.graph import Graph
 
 _INF = 1 << 62
@@ -298,7 +299,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         bounds = np.searchsorted(kt, np.arange(n_threads + 1))
         by_thread = np.argsort(g.cpu_thread, kind="stable")
         t_bounds = np.searchsorted(g.cpu_thread[by_thread], np.arange(n_threads + 1))
-        for th in np.unique(kt).tolist():
+        for th in distinct(kt).tolist():
             lo, hi = int(bounds[th]), int(bounds[th + 1])
             xs, ys, cs = kxa[lo:hi], kya[lo:hi], kca[lo:hi]
             rows = by_thread[t_bounds[th]:t_bounds[th + 1]]

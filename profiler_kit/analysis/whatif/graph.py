@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core import classify
-from profiler_kit.analysis.core.arrays import dense_ids
+from profiler_kit.analysis.core.arrays import dense_ids, distinct, median, percentile
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.steps import cpu_steps, step_of_activities
 from profiler_kit.analysis.time.critical_path import (
@@ -183,7 +183,7 @@ def _thread_ids(table: EventTable, rows: np.ndarray) -> tuple[list[tuple[int, in
 
 
 def _median(values: np.ndarray, default: int = 0) -> int:
-    return int(np.median(values)) if len(values) else default
+    return int(median(values)) if len(values) else default
 
 
 def _grouped_median(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray,
@@ -197,7 +197,7 @@ def _grouped_median(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray,
         order = np.argsort(groups, kind="stable")
         g_sorted, v_sorted = groups[order], values[order]
         uniq, first, counts = np.unique(g_sorted, return_index=True, return_counts=True)
-        med = np.array([int(np.median(v_sorted[f:f + c]))
+        med = np.array([int(median(v_sorted[f:f + c]))
                         for f, c in zip(first.tolist(), counts.tolist(), strict=True)],
                        dtype=np.int64)
         pos = np.minimum(np.searchsorted(uniq, want), len(uniq) - 1)
@@ -454,7 +454,7 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
         linked = g.launch_row >= 0
         pids = table.pid[g.launch_row[linked]]
         devs = g.device[linked]
-        for p in np.unique(pids).tolist():
+        for p in distinct(pids).tolist():
             d = devs[pids == p]
             vals, counts = np.unique(d, return_counts=True)
             proc_dev[int(p)] = int(vals[np.argmax(counts)])
@@ -581,10 +581,10 @@ def _launch_queue(g: Graph, table: EventTable, end: np.ndarray) -> None:
     g.call_end[linked] = g.launch_ts[linked] + call_dur
     g.call_own[linked] = call_dur
     ends_sorted = np.sort(end)
-    for d in np.unique(g.device[linked]).tolist():
+    for d in distinct(g.device[linked]).tolist():
         mine = linked[g.device[linked] == d]  # in launch order
         dur = table.dur_ns[g.launch_row[mine]]
-        typical = int(np.median(dur))
+        typical = int(median(dur))
         long_ = dur > max(LATE_NS, LONG_LAUNCH * typical)
         if long_.sum() < MIN_CASES:
             continue
@@ -592,8 +592,8 @@ def _launch_queue(g: Graph, table: EventTable, end: np.ndarray) -> None:
         held = np.arange(len(mine)) - np.searchsorted(ends_sorted, g.call_end[mine],
                                                       side="right")
         at_long = held[long_]
-        depth = int(np.median(at_long))
-        if depth < 2 or np.percentile(at_long, 25) < QUEUE_STEADY * depth:
+        depth = int(median(at_long))
+        if depth < 2 or percentile(at_long, 25) < QUEUE_STEADY * depth:
             continue  # long calls, but not at one queue depth: something else held them
         g.queue_depth[d] = depth
         pos = np.arange(len(mine)) - depth - 1

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.core.arrays import median
 from profiler_kit.analysis.core.launch_links import GpuActivity, attribute_gpu
 from profiler_kit.analysis.core.op_tree import OpTree, build_op_tree
 from profiler_kit.analysis.whatif import engine
@@ -121,7 +122,7 @@ class _Prepared:
         # recording's in both: the first event does not move)
         m_end, r_end = engine.gpu_ends(g, recorded), engine.gpu_ends(g, replayed)
         has = m_end >= 0
-        self.gpu_end_error = float(np.median(np.abs(r_end[has] - m_end[has])
+        self.gpu_end_error = float(median(np.abs(r_end[has] - m_end[has])
                                              / np.maximum(self.measured[has], 1))) \
             if has.any() else None
 
@@ -152,7 +153,7 @@ def _replay(p: _Prepared, changes: Sequence[Change],
         predicted, p_window, notes = p.run(changes)
     else:
         predicted, p_window, notes = p.replayed, p.replayed_window, []
-    step_error = float(np.median(_error(p.replayed, p.measured)))
+    step_error = float(median(_error(p.replayed, p.measured)))
     window_error = float(_error(p.replayed_window, p.measured_window))
     bare = engine.Edits(g)
     bare.delay[:] = 0
@@ -166,9 +167,9 @@ def _replay(p: _Prepared, changes: Sequence[Change],
         steps=tuple(StepTime(n, int(m), int(r), int(q)) for n, m, r, q in
                     zip(numbers, p.measured.tolist(), p.replayed.tolist(), predicted.tolist(),
                         strict=True)),
-        measured_step_ns=int(np.median(p.measured)),
-        replayed_step_ns=int(np.median(p.replayed)),
-        predicted_step_ns=int(np.median(predicted)),
+        measured_step_ns=int(median(p.measured)),
+        replayed_step_ns=int(median(p.replayed)),
+        predicted_step_ns=int(median(predicted)),
         step_error=step_error,
         gpu_end_error=p.gpu_end_error,
         measured_window_ns=p.measured_window,
@@ -180,7 +181,7 @@ def _replay(p: _Prepared, changes: Sequence[Change],
         missing=g.missing,
         fixed_delay_ns=int(g.delay.sum() + g.sync_delay.sum()),
         fixed_delay_share=_delay_share(g, p.measured),
-        step_error_without_fixed_delays=float(np.median(_error(bare_steps, p.measured))),
+        step_error_without_fixed_delays=float(median(_error(bare_steps, p.measured))),
         window_error_without_fixed_delays=float(_error(bare_window, p.measured_window)),
         model=g.model,
         changes=tuple(c.label() for c in changes),
@@ -195,7 +196,7 @@ def measured_step_ns(table: EventTable) -> int:
     without replaying: the graph gives the steps' bounds."""
     g = build(table, attribute_gpu(table, build_op_tree(table)))
     steps, _ = engine.step_times(g, engine.recorded(g, table.ts_ns, table.dur_ns))
-    return int(np.median(steps))
+    return int(median(steps))
 
 
 def _delay_share(g: Graph, measured: np.ndarray) -> float:
@@ -219,12 +220,12 @@ def what_if(table: EventTable, gpu: GpuActivity | None = None,
     """Each of ``changes`` alone and all of them together (``tree``: the trace's op tree,
     where the caller has it)."""
     p = _Prepared(table, gpu, tree)
-    base = int(np.median(p.replayed))
+    base = int(median(p.replayed))
     gains = []
     last = None
     for c in changes:
         last = p.run([c])
-        gains.append(_gain(c.label(), base, int(np.median(last[0])), last[2]))
+        gains.append(_gain(c.label(), base, int(median(last[0])), last[2]))
     together = None
     full = _replay(p, changes, last if len(changes) == 1 else None)
     if len(changes) > 1:
@@ -253,16 +254,16 @@ def each_alone(table: EventTable, gpu: GpuActivity | None = None,
     ``changes`` alone, the graph built once: the gains are :func:`what_if`'s, without the
     replay of all the changes together."""
     p = _Prepared(table, gpu, tree)
-    base = int(np.median(p.replayed))
+    base = int(median(p.replayed))
     gains = []
     for c in changes:
         steps, _, notes = p.run([c])
-        gains.append(_gain(c.label(), base, int(np.median(steps)), notes))
-    step_error = float(np.median(_error(p.replayed, p.measured)))
+        gains.append(_gain(c.label(), base, int(median(steps)), notes))
+    step_error = float(median(_error(p.replayed, p.measured)))
     window_error = float(_error(p.replayed_window, p.measured_window))
     trusted = step_error <= TRUSTED_ERROR and window_error <= TRUSTED_ERROR
     return Baseline(
-        step=p.graph.headline, measured_step_ns=int(np.median(p.measured)),
+        step=p.graph.headline, measured_step_ns=int(median(p.measured)),
         replayed_step_ns=base, step_error=step_error, window_error=window_error,
         trusted=trusted,
         untrusted_because=None if trusted else _why(step_error, window_error,
