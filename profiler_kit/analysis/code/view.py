@@ -199,8 +199,10 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
 
     lines: tuple[SourceLine, ...] = ()
     if len(fr) or found:
-        k_site = _sites(table, fr, k_thread, k_ts)
-        o_site = _sites(table, fr, o_thread, o_ts)
+        # one call for both: their anchors share the walks up the frames
+        both = _sites(table, fr, np.concatenate([k_thread, o_thread]),
+                      np.concatenate([k_ts, o_ts]))
+        k_site, o_site = both[:len(k_ts)], both[len(k_ts):]
         k_site = np.where(k_prov != None, k_prov, k_site)  # noqa: E711 - elementwise
         o_site = np.where(o_prov != None, o_prov, o_site)  # noqa: E711
         k_site[(k_bwd & (k_fwd < 0)) | k_comm] = None
@@ -323,71 +325,88 @@ def _sites(table: EventTable, fr: Nesting, thread: np.ndarray, ts: np.ndarray) -
 
     With ``CallFrom``, the innermost frame called from a user's file names the calling
     line and the caller's function; without it, the innermost frame of a user's file
-    names its own first line."""
+    names its own first line. Every frame on a walk up gets the walk's answer: the frames
+    below the first user frame have it too."""
     calls = table.call_from
-    cache: dict[int, str | None] = {}
-    out = np.empty(len(ts), dtype=object)
     names = table.names
-    for j, node in enumerate(fr.innermost(thread, ts).tolist()):
-        start = node
-        if start not in cache:
-            site = None
-            while node >= 0:
-                row = int(fr.row[node])
-                c = int(calls[row]) if calls is not None else -1
-                if c >= 0:
-                    where = names[c]
-                    if not is_library_file(where.rsplit(":", 1)[0]):
-                        p = int(fr.parent[node])
-                        fs = _frame_site(names[int(table.name[fr.row[p]])]) if p >= 0 else None
-                        site = f"{where} ({fs[1]})" if fs else where
-                        break
-                else:
-                    fs = _frame_site(names[int(table.name[row])])
-                    if fs and not is_library_file(fs[0].rsplit(":", 1)[0]):
-                        site = f"{fs[0]} ({fs[1]})"
-                        break
-                node = int(fr.parent[node])
-            cache[start] = site
-        out[j] = cache[start]
-    return out
+    frame_row, frame_parent = fr.row, fr.parent
+    site_of: dict[int, str | None] = {-1: None}
+
+    def own_site(node: int) -> str | None:
+        row = int(frame_row[node])
+        c = int(calls[row]) if calls is not None else -1
+        if c >= 0:
+            where = names[c]
+            if is_library_file(where.rsplit(":", 1)[0]):
+                return None
+            p = int(frame_parent[node])
+            fs = _frame_site(names[int(table.name[frame_row[p]])]) if p >= 0 else None
+            return f"{where} ({fs[1]})" if fs else where
+        fs = _frame_site(names[int(table.name[row])])
+        if fs is None or is_library_file(fs[0].rsplit(":", 1)[0]):
+            return None
+        return f"{fs[0]} ({fs[1]})"
+
+    innermost, anchor_innermost = dense_ids(fr.innermost(thread, ts))
+    sites = np.empty(len(innermost), dtype=object)
+    for j, node in enumerate(innermost.tolist()):
+        walked = []
+        while node not in site_of:
+            walked.append(node)
+            site = own_site(node)
+            if site is not None:
+                site_of[node] = site
+                break
+            node = int(frame_parent[node])
+        site = site_of[node]
+        for w in walked:
+            site_of[w] = site
+        sites[j] = site
+    return sites[anchor_innermost.reshape(-1)]
 
 
 def _lines(table, tree, gpu, ops, k_site, k_bwd, k_dur, o_site, o_bwd, o_dur, top
            ) -> tuple[SourceLine, ...]:
-    acc: dict[str, list[int]] = {}
-    op_items: dict[str, dict[str, list[int]]] = {}
-    k_items: dict[str, dict[str, list[int]]] = {}
+    sites: dict[str, int] = {}
+    k_sum, k_items = _by_site(sites, k_site, k_bwd, k_dur, table.name[gpu.row])
+    o_sum, o_items = _by_site(sites, o_site, o_bwd, o_dur, table.name[tree.row[ops]])
     names = table.names
-    for site, bwd, dur, row in zip(k_site.tolist(), k_bwd.tolist(), k_dur.tolist(),
-                                   gpu.row.tolist(), strict=True):
-        if site is None:
-            continue
-        a = acc.setdefault(site, [0, 0, 0, 0])
-        a[1 if bwd else 0] += dur
-        it = k_items.setdefault(site, {}).setdefault(names[int(table.name[row])], [0, 0])
-        it[0] += 1
-        it[1] += dur
-    for site, bwd, dur, node in zip(o_site.tolist(), o_bwd.tolist(), o_dur.tolist(),
-                                    ops.tolist(), strict=True):
-        if site is None:
-            continue
-        a = acc.setdefault(site, [0, 0, 0, 0])
-        a[3 if bwd else 2] += dur
-        it = op_items.setdefault(site, {}).setdefault(
-            names[int(table.name[tree.row[node]])], [0, 0])
-        it[0] += 1
-        it[1] += dur
 
-    def items(d: dict[str, list[int]], device: bool) -> tuple[Item, ...]:
-        ranked = sorted(d.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top]
-        return tuple(Item(n, c, t if device else 0, 0 if device else t,
-                          (fused_kernel(n) or ("", ()))[1]) for n, (c, t) in ranked)
+    def items(ranked: list[tuple[int, int, int]], device: bool) -> tuple[Item, ...]:
+        best = sorted(ranked, key=lambda it: (-it[2], names[it[0]]))[:top]
+        return tuple(Item(names[n], c, t if device else 0, 0 if device else t,
+                          (fused_kernel(names[n]) or ("", ()))[1]) for n, c, t in best)
 
-    out = [SourceLine(s, a[0], a[1], a[2], a[3], items(op_items.get(s, {}), False),
-                      items(k_items.get(s, {}), True)) for s, a in acc.items()]
+    out = []
+    for site, i in sites.items():
+        k_fwd, k_back = k_sum[i] if i < len(k_sum) else (0, 0)
+        o_fwd, o_back = o_sum[i] if i < len(o_sum) else (0, 0)
+        out.append(SourceLine(site, int(k_fwd), int(k_back), int(o_fwd), int(o_back),
+                              items(o_items.get(i, []), False), items(k_items.get(i, []), True)))
     return tuple(sorted(out, key=lambda x: (-(x.device_ns + x.backward_device_ns),
                                             -(x.op_ns + x.backward_op_ns), x.site)))
+
+
+def _by_site(sites: dict[str, int], site: np.ndarray, bwd: np.ndarray, dur: np.ndarray,
+             name: np.ndarray) -> tuple[np.ndarray, dict[int, list[tuple[int, int, int]]]]:
+    """Per site id (``sites`` numbers new ones): (forward, backward) time, and its
+    (name id, count, time) items."""
+    number = sites.setdefault
+    sid = np.fromiter((-1 if s is None else number(s, len(sites)) for s in site.tolist()),
+                      dtype=np.int64, count=len(site))
+    keep = sid >= 0
+    sid, bwd, dur, name = sid[keep], bwd[keep], dur[keep].astype(np.int64), name[keep]
+    sums = np.zeros((len(sites), 2), dtype=np.int64)
+    np.add.at(sums, (sid, bwd.astype(np.int64)), dur)
+    pairs, inverse = dense_ids((sid << np.int64(32)) | name.astype(np.int64))
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, minlength=len(pairs))
+    totals = np.zeros(len(pairs), dtype=np.int64)
+    np.add.at(totals, inverse, dur)
+    items: dict[int, list[tuple[int, int, int]]] = {}
+    for p, c, t in zip(pairs.tolist(), counts.tolist(), totals.tolist(), strict=True):
+        items.setdefault(p >> 32, []).append((p & 0xFFFFFFFF, c, t))
+    return sums, items
 
 
 def _flag_under(table: EventTable, tree: OpTree, prefixes: tuple[str, ...]) -> np.ndarray:

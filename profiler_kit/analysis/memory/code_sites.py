@@ -11,6 +11,7 @@ wherever profkit is installed.
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 
 import numpy as np
 
@@ -25,6 +26,7 @@ _LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "functorch", "trit
 _SCENARIOS = "profiler_kit/scenarios/"  # the built-in workloads, installed as a package
 
 
+@lru_cache(maxsize=8192)  # a trace names few files, each asked about for many frames
 def is_library_file(filename: str) -> bool:
     """Whether ``filename`` belongs to torch, an installed library or the standard library."""
     if _SCENARIOS in filename.replace("\\", "/"):
