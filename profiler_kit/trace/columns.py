@@ -177,7 +177,7 @@ class ColumnBuilder:
         if len(absent):
             ext[absent] = int_column([args[i].external_id_legacy for i in absent.tolist()],
                                      len(absent))
-        input_type = self._input_type_column([a.input_type for a in args], n)
+        input_type = self._input_type_column(args, n)
         seq_nr, fwd_tid, call_from = self._code_columns(args, cat, n)
         device = np.full(n, -1, dtype=np.int64)
         stream = np.full(n, -1, dtype=np.int64)
@@ -202,7 +202,7 @@ class ColumnBuilder:
         self.acc.skipped.update(unsupported)
         for note, count in notes.items():
             self.acc.normalized[note] += count
-        self._comms(x, unique_names, cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext)
+        self._comms(x, args, unique_names, cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext)
         chunk: dict[str, Any] = {
             "cat": cat,
             "name": self._name_column(names, unique_names, n),
@@ -249,14 +249,14 @@ class ColumnBuilder:
                             for i in frames.tolist()]
         return seq, fwd, call
 
-    def _input_type_column(self, values: list[Any], n: int) -> np.ndarray:
+    def _input_type_column(self, args: list[Args], n: int) -> np.ndarray:
         """Interned ``Input type`` strings (-1 where absent), as the per-event rules make them."""
         out = np.full(n, -1, dtype=np.int32)
-        present = [i for i, v in enumerate(values) if v is not None]
+        present = [(i, v) for i, a in enumerate(args) if (v := a.input_type) is not None]
         if present:
             intern = self.acc.intern
-            out[present] = [intern(input_type_key(values[i])) if type(values[i]) is list
-                            else -1 for i in present]
+            out[[i for i, _ in present]] = [intern(input_type_key(v)) if type(v) is list
+                                             else -1 for _, v in present]
         return out
 
     def part(self, suffix: bytes | None) -> Part:
@@ -290,10 +290,13 @@ class ColumnBuilder:
             acc.thread_names.update(part.thread_names)
             acc.comms.extend(part.comms)
 
-    def _comms(self, x: list[Complete], unique_names: set[str], *columns: np.ndarray) -> None:
+    def _comms(self, x: list[Complete], args: list[Args], unique_names: set[str],
+               *columns: np.ndarray) -> None:
         """Copy the communication events of a batch (see :mod:`profiler_kit.trace.comms`)."""
         comm_names = {n for n in unique_names if is_comm_name(n)}
-        rows = [i for i, e in enumerate(x) if len(e.args.collective) or e.name in comm_names]
+        rows = [i for i, a in enumerate(args) if a.collective]  # Raw: empty when absent
+        if comm_names:
+            rows = sorted({*rows, *(i for i, e in enumerate(x) if e.name in comm_names)})
         if not rows:
             return
         cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext = columns
@@ -408,6 +411,10 @@ def us_column(values: Iterable[Any], n: int) -> np.ndarray:
 
 def id_column(values: list[Any], n: int) -> np.ndarray:
     """pid/tid values (int, or strings mapped to stable negative ints)."""
+    if n:
+        a = np.array(values)  # int64 when every value is an int that fits, else no int dtype
+        if a.dtype == np.int64:
+            return a
     kinds = set(map(type, values))
     if kinds == {int}:
         return int_column(values, n)

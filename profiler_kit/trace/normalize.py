@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections import Counter
+from itertools import chain
 from typing import Any
 
 import msgspec
@@ -399,10 +400,11 @@ def dims_product(dims: list[Any]) -> np.ndarray:
         return out
     if all(type(d) is list and len(d) == 3 for d in dims):
         try:
-            a = np.array(dims, dtype=np.int64)
+            a = np.fromiter(chain.from_iterable(dims), dtype=np.int64, count=3 * n)
         except (OverflowError, TypeError, ValueError):
             a = None
-        if a is not None and a.ndim == 2:
+        if a is not None:
+            a = a.reshape(n, 3)
             ok = (a >= 0).all(axis=1) & (a.astype(np.float64).prod(axis=1) < 2.0**62)
             out[ok] = a[ok].prod(axis=1)
             return out

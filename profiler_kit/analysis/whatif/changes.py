@@ -13,7 +13,7 @@ import re
 import msgspec
 import numpy as np
 
-from profiler_kit.analysis.core import classify
+from profiler_kit.analysis.core import classify, intervals
 from profiler_kit.analysis.core.arrays import dense_ids, distinct, median
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree, build_op_tree
@@ -224,9 +224,9 @@ class CudaGraphs(Change, frozen=True):
                                                                                 side="left")
                 if not ok.any():
                     continue
-                for x, y in _union(s[ok], en[ok]):
-                    e.removals.append((who, x, y))
-                    removed += y - x
+                spans = _union(s[ok], en[ok])
+                e.removals.extend((who, x, y) for x, y in spans)
+                removed += sum(y - x for x, y in spans)
                 if who == th:  # launched where its first op would have started
                     if th not in cost_by_thread:
                         calls = np.flatnonzero((g.cpu_thread == th) & (cats == Cat.RUNTIME)
@@ -274,14 +274,8 @@ class CudaGraphs(Change, frozen=True):
 
 def _union(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
     """The union of intervals, as disjoint (start, end) pairs in order."""
-    out: list[tuple[int, int]] = []
-    order = np.argsort(start, kind="stable")
-    for a, b in zip(start[order].tolist(), end[order].tolist(), strict=True):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
+    s, e = intervals.union(start, end)
+    return list(zip(s.tolist(), e.tolist(), strict=True))
 
 
 # the kernels torch.compile fuses with their neighbours: pointwise ops and normalizations

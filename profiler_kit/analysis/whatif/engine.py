@@ -173,15 +173,10 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     pend_thread = g.sync_thread.tolist() + ([r[0] for r in rem])
     pend_x = g.sync_end.tolist() + ([r[2] for r in rem])
 
-    a_thread = g.thread.tolist()
-    a_launch = g.launch_ts.tolist()
-    a_lat = g.latency.tolist()
-    a_gap = e.gap.tolist()
-    a_stream = e.stream.tolist()
-    a_wait = e.wait.tolist()
-    a_delay = e.delay.tolist()
-    a_dur = e.dur.tolist()
-    a_rec = g.start.tolist()
+    # one tuple per activity: one lookup in the loop instead of one per field
+    acts = list(zip(g.thread.tolist(), g.launch_ts.tolist(), g.latency.tolist(),
+                    g.queue_prev.tolist(), e.stream.tolist(), e.gap.tolist(), e.wait.tolist(),
+                    e.delay.tolist(), e.dur.tolist(), g.start.tolist(), strict=True))
     new_start = [0] * n
     new_end = [0] * n
     stream_end = [_NONE] * e.n_streams
@@ -193,7 +188,6 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     s_act = g.sync_act.tolist()
     s_blocks = e.sync_blocks.tolist()
     s_streams = e.sync_streams
-    q_prev = g.queue_prev.tolist()
     q_wake = g.queue_wake.tolist()
     c_own = g.call_own.tolist()
     c_end = g.call_end.tolist()
@@ -209,15 +203,13 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
 
     for k, i in zip(kind[order].tolist(), idx[order].tolist(), strict=True):
         if k == _ACT:
-            th = a_thread[i]
+            th, t, lat, q, s, gap, w, delay, dur, rec = acts[i]
             ready = _NONE
             if th >= 0:
-                t = a_launch[i]
                 d = t - kx[th]
                 c = kc[th]
                 ns = ky[th] + (d if d < c else c)
-                ready = ns + a_lat[i]
-                q = q_prev[i]
+                ready = ns + lat
                 # the launch call waits for room in the launch queue (not one whose host
                 # time a change removed: c == 0 while the thread's clock stands still)
                 if q >= 0 and c != 0:
@@ -229,20 +221,18 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                         k_x += (t, ce)
                         k_y += (ns, ret)
                         k_c += (ret - ns, _INF)
-            s = a_stream[i]
             pe = stream_end[s]
             if pe != _NONE:
-                pe += a_gap[i]
+                pe += gap
                 if pe > ready:
                     ready = pe
-            w = a_wait[i]
             if w >= 0 and new_end[w] > ready:
                 ready = new_end[w]
             if ready == _NONE:
-                ready = a_rec[i]
-            ready += a_delay[i]
+                ready = rec
+            ready += delay
             new_start[i] = ready
-            end = ready + a_dur[i]
+            end = ready + dur
             new_end[i] = end
             stream_end[s] = end
         elif k == _SYNC:
