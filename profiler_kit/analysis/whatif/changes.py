@@ -301,33 +301,33 @@ class Fusion(Change, frozen=True):
                            "trace: nothing to fuse")
             return
         order = np.lexsort((g.key, e.stream))  # each stream's activities in order
-        runs = kernels = 0
-        before = after = launches = 0
-        start = 0
-        n = len(order)
-        while start < n:
-            end = start
-            while end < n and fusable[order[end]] \
-                    and e.stream[order[end]] == e.stream[order[start]]:
-                end += 1
-            if end - start >= 2:
-                run = order[start:end]
-                before += int(e.dur[run].sum())
-                longest = int(e.dur[run].max())
-                e.dur[run] = 0
-                e.dur[run[0]] = longest
-                e.gap[run[1:]] = 0
-                for a in run[1:].tolist():  # one launch for the run
-                    row = int(g.launch_row[a])
-                    if row >= 0 and g.thread[a] >= 0 and t.cat[row] == Cat.RUNTIME:
-                        launch_start = int(t.ts_ns[row])
-                        e.removals.append((int(g.thread[a]), launch_start,
-                                           launch_start + int(t.dur_ns[row])))
-                        launches += int(t.dur_ns[row])
-                after += longest
-                runs += 1
-                kernels += len(run)
-            start = max(end, start + 1)
+        # runs: the longest stretches of fusable kernels back to back on one stream
+        fuse, stream = fusable[order], e.stream[order]
+        begins = fuse.copy()
+        begins[1:] &= ~(fuse[:-1] & (stream[1:] == stream[:-1]))
+        at = np.flatnonzero(fuse)  # positions in ``order``
+        run_of = np.cumsum(begins)[at] - 1
+        in_long = np.bincount(run_of, minlength=1)[run_of] >= 2 if len(at) else at > 0
+        members, run_of = order[at[in_long]], run_of[in_long]
+        first = np.r_[True, run_of[1:] != run_of[:-1]] if len(members) else in_long[:0]
+        firsts, rest = members[first], members[~first]
+        longest = np.maximum.reduceat(e.dur[members], np.flatnonzero(first)) \
+            if len(members) else e.dur[:0]
+        before = int(e.dur[members].sum())
+        e.dur[members] = 0
+        e.dur[firsts] = longest
+        e.gap[rest] = 0
+        # one launch for the run: the launch calls of the others go
+        rows = g.launch_row[rest]
+        call = (rows >= 0) & (g.thread[rest] >= 0)
+        call[call] = t.cat[rows[call]] == Cat.RUNTIME
+        starts = t.ts_ns[rows[call]]
+        durs = t.dur_ns[rows[call]]
+        e.removals.extend(zip(g.thread[rest[call]].tolist(), starts.tolist(),
+                              (starts + durs).tolist(), strict=True))
+        launches = int(durs.sum())
+        after = int(longest.sum())
+        runs, kernels = len(firsts), len(members)
         if not runs:
             e.notes.append(f"{self.label()}: no two elementwise or normalization kernels back "
                            "to back on a stream")
