@@ -85,6 +85,7 @@ class ColumnBuilder:
         self.chunks: list[dict[str, Any]] = []
         self.cat_codes: dict[Any, int] = {}
         self.cat_notes: dict[Any, str] = {}
+        self.input_type_ids: dict[tuple[Any, ...], int] = {}  # an "Input type" list's id
 
     def table(self, path: Path, header: Mapping[str, Any]) -> EventTable:
         """The table of everything added, with the metadata from the trace's top-level keys."""
@@ -254,10 +255,21 @@ class ColumnBuilder:
         out = np.full(n, -1, dtype=np.int32)
         present = [(i, v) for i, a in enumerate(args) if (v := a.input_type) is not None]
         if present:
-            intern = self.acc.intern
-            out[[i for i, _ in present]] = [intern(input_type_key(v)) if type(v) is list
-                                             else -1 for _, v in present]
+            out[[i for i, _ in present]] = [self._input_type_id(v) for _, v in present]
         return out
+
+    def _input_type_id(self, types: Any) -> int:
+        """The interned key of one ``Input type`` list (-1: not a list), each distinct list
+        joined once (ops repeat a few of them thousands of times)."""
+        if type(types) is not list:
+            return -1
+        try:
+            return self.input_type_ids[tuple(types)]
+        except KeyError:
+            found = self.input_type_ids[tuple(types)] = self.acc.intern(input_type_key(types))
+            return found
+        except TypeError:  # an unhashable item: joined each time
+            return self.acc.intern(input_type_key(types))
 
     def part(self, suffix: bytes | None) -> Part:
         """Everything added, to be sent to the process that merges the parts."""

@@ -483,6 +483,22 @@ def test_traces_without_shapes_keep_no_inputs() -> None:
     assert table.inputs == {} and table.op_inputs(0) is None
 
 
+def test_input_types_repeated_and_odd_intern_as_the_per_event_path(tmp_path: Path) -> None:
+    """The fast path joins each distinct ``Input type`` list once; repeated lists, one
+    with an unhashable item and one that is no list give the per-event path's column."""
+    types = [["float", "float"], ["float", "float"], ["float", ["nested"]], "not a list",
+             ["float", ["nested"]], [], ["int", None]]
+    events = [ev(cat="cpu_op", name="aten::add", ts=10 * i, args={"Input type": t})
+              for i, t in enumerate(types)]
+    fast, simple = (load(write_trace(tmp_path / "t.json", events)),
+                    load_simple(tmp_path / "t.json"))
+    names = [[f.names[i] if i >= 0 else None for i in f.input_type.tolist()]
+             for f in (fast, simple)]
+    assert names[0] == names[1]
+    assert names[0][0] == names[0][1] and names[0][2] == names[0][4]
+    assert names[0][3] is None
+
+
 def test_odd_shape_args_decode_to_empty_lists(tmp_path: Path) -> None:
     events = [ev(cat="cpu_op", name="aten::mm", args={"Input Dims": [[2, 3], [3, 4]],
                                                       "Input type": "not a list"}),

@@ -128,14 +128,21 @@ def _shape_stats(table: EventTable, op_rows: np.ndarray, self_ns: np.ndarray,
     if not table.inputs or not len(op_rows):
         return ()
     raw_ids: dict[object, int] = {}
-    shape_of = np.zeros(len(op_rows), dtype=np.int64)  # 0: nothing recorded (or kept)
-    inputs = table.inputs
+    ids = []  # per op row; 0: nothing recorded (or kept)
+    get = table.inputs.get
     type_col = table.input_type
-    for i, row in enumerate(op_rows.tolist()):
-        raw = inputs.get(row)
-        if raw is not None:  # "Input type" is in the raw args or the interned column
-            types = raw.types or (int(type_col[row]) if type_col is not None else -1)
-            shape_of[i] = raw_ids.setdefault((raw.dims, types), len(raw_ids) + 1)
+    interned = type_col[op_rows].tolist() if type_col is not None else [-1] * len(op_rows)
+    for row, interned_types in zip(op_rows.tolist(), interned, strict=True):
+        raw = get(row)
+        if raw is None:
+            ids.append(0)
+            continue
+        key = (raw.dims, raw.types or interned_types)  # "Input type": raw, or interned
+        k = raw_ids.get(key)
+        if k is None:
+            k = raw_ids[key] = len(raw_ids) + 1
+        ids.append(k)
+    shape_of = np.array(ids, dtype=np.int64)
     labels = [("", "")] * (len(raw_ids) + 1)
     encode = msgspec.json.encode
     for (dims, types), k in raw_ids.items():
