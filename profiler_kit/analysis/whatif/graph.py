@@ -443,8 +443,8 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     own_act: dict[int, int] = {}
     if n:
         lr = gpu.launch_row[g.act]
-        for a in np.flatnonzero(lr >= 0).tolist():
-            own_act[int(lr[a])] = a
+        launched = np.flatnonzero(lr >= 0)
+        own_act = dict(zip(lr[launched].tolist(), launched.tolist(), strict=True))
     # per (device): its streams; per process: its device
     dev_streams: dict[int, list[int]] = {}
     for s, (d, _) in enumerate(g.streams):
@@ -461,6 +461,7 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     # activities by stream in replay order, with their launch keys, for "last launched before"
     key = g.key
     per_stream = [np.flatnonzero(g.stream == s) for s in range(len(g.streams))]
+    stream_keys = [key[acts] for acts in per_stream]
     out_row, out_streams, out_act, out_target = [], [], [], []
     for r in rows.tolist():
         name = names[int(table.name[r])]
@@ -485,11 +486,12 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
             if ev_name == STREAM_SYNC:
                 cands = [s for s in cands if g.streams[s][1] == int(table.tid[ev])]
             elif ev_name is None and name not in DEVICE_SYNCS:
-                cands = _inferred_stream(cands, per_stream, key, end, start, stop)
+                cands = _inferred_stream(cands, per_stream, stream_keys, end, start, stop)
             streams = tuple(cands)
         if act < 0 and not streams:
             continue
-        target = int(end[act]) if act >= 0 else _last_end(streams, per_stream, key, end, start)
+        target = int(end[act]) if act >= 0 else \
+            _last_end(streams, per_stream, stream_keys, end, start)
         out_row.append(r)
         out_streams.append(streams)
         out_act.append(act)
@@ -538,25 +540,26 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     g.wake_cases = int(waited.sum())
 
 
-def _last_end(streams: tuple[int, ...], per_stream: list[np.ndarray], key: np.ndarray,
-              end: np.ndarray, at: int) -> int:
+def _last_end(streams: tuple[int, ...], per_stream: list[np.ndarray],
+              stream_keys: list[np.ndarray], end: np.ndarray, at: int) -> int:
     """The latest end of the last activity launched before ``at`` on each of ``streams``."""
     best = np.iinfo(np.int64).min
     for s in streams:
         acts = per_stream[s]
-        i = int(np.searchsorted(key[acts], at, side="left")) - 1
+        i = int(np.searchsorted(stream_keys[s], at, side="left")) - 1
         if i >= 0:
             best = max(best, int(end[acts[i]]))
     return best
 
 
-def _inferred_stream(cands: list[int], per_stream: list[np.ndarray], key: np.ndarray,
-                     end: np.ndarray, start: int, stop: int) -> list[int]:
+def _inferred_stream(cands: list[int], per_stream: list[np.ndarray],
+                     stream_keys: list[np.ndarray], end: np.ndarray, start: int, stop: int
+                     ) -> list[int]:
     """A stream or event sync the trace does not say the stream of: the stream whose last
     activity launched before the call ended last, before the call returned."""
     best, pick = np.iinfo(np.int64).min, []
     for s in cands:
-        e = _last_end((s,), per_stream, key, end, start)
+        e = _last_end((s,), per_stream, stream_keys, end, start)
         if best < e <= stop + RETURN_SLACK_NS:
             best, pick = e, [s]
     return pick
