@@ -245,10 +245,10 @@ class _Builder:
         starts, ends = ts[rows], ts[rows] + dur[rows]
         self.node_ts = np.empty(2 * len(rows), dtype=np.int64)
         self.node_ts[0::2], self.node_ts[1::2] = starts, ends
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.kind: list[int] = []
-        self.event: list[int] = []
+        # the edges in the order added (the longest path breaks ties by it): whole arrays,
+        # and single edges gathered until the next arrays come
+        self.edges: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.single: list[tuple[int, int, int, int]] = []
         self.cpu_rows = cpu
         self.blocking = {i for i, n in enumerate(table.names) if n in BLOCKING_CALLS}
         self.lo, self.hi = lo, hi
@@ -264,10 +264,18 @@ class _Builder:
         return np.where(self.sorted_rows[pos] == rows, self.by_row[pos], missing)
 
     def _edge(self, u: int, v: int, kind: int, event: int) -> None:
-        self.src.append(u)
-        self.dst.append(v)
-        self.kind.append(kind)
-        self.event.append(event)
+        self.single.append((u, v, kind, event))
+
+    def _edges(self, src: np.ndarray, dst: np.ndarray, kind: np.ndarray,
+               event: np.ndarray) -> None:
+        self._flush()
+        self.edges.append((src, dst, kind, event))
+
+    def _flush(self) -> None:
+        if self.single:
+            cols = np.array(self.single, dtype=np.int64).T
+            self.edges.append((cols[0], cols[1], cols[2], cols[3]))
+            self.single = []
 
     def cpu_edges(self) -> None:
         """Each thread's nesting walked depth first, as HTA's call-stack pass: every point
@@ -314,10 +322,7 @@ class _Builder:
         par = parent[eb[between]]
         event[between] = np.where(par >= 0, rows[np.maximum(par, 0)], -1)
         event[kind == DEPENDENCY] = -1
-        self.src.extend(node_a.tolist())
-        self.dst.extend(node_b.tolist())
-        self.kind.extend(kind.tolist())
-        self.event.extend(event.tolist())
+        self._edges(node_a, node_b, kind, event)
 
     def gpu_edges(self) -> None:
         """HTA's kernel pass: activities in start order (syncs at their end); each follows
@@ -362,10 +367,7 @@ class _Builder:
         event = np.stack([rows, np.full(len(k), -1),
                           np.where(idle, -1, rows[np.maximum(prev, 0)])], axis=1)[by_pos]
         keep = np.stack([np.ones(len(k), bool), has_wait, idle | gap], axis=1)[by_pos]
-        self.src.extend(src[keep].tolist())
-        self.dst.extend(dst[keep].tolist())
-        self.kind.extend(kind[keep].tolist())
-        self.event.extend(event[keep].tolist())
+        self._edges(src[keep], dst[keep], kind[keep], event[keep])
         self._sync_edges(syncs, sync_call, pos_sync, pos_act, group, order, k)
 
     def _waited_for(self, rows: np.ndarray) -> np.ndarray:
@@ -504,15 +506,15 @@ class _Builder:
 
     def longest_path(self) -> PathGraph:
         n_nodes = len(self.node_ts)
-        src = np.array(self.src, dtype=np.int64)
-        dst = np.array(self.dst, dtype=np.int64)
-        kind = np.array(self.kind, dtype=np.int8)
+        self._flush()
+        src, dst, kind, event = (np.concatenate([e[i] for e in self.edges]).astype(t)
+                                 if self.edges else np.zeros(0, t)
+                                 for i, t in enumerate((np.int64, np.int64, np.int8, np.int64)))
         blocked = kind < 0  # a blocking call's own span: weight 0
         kind[blocked] = OPERATOR
         weight = self.node_ts[dst] - self.node_ts[src] if len(src) else np.zeros(0, np.int64)
         weight[blocked | (kind == DEPENDENCY) | (kind == SYNC)] = 0
         weight = np.maximum(weight, 0)  # a child ending a tick after its parent
-        event = np.array(self.event, dtype=np.int64)
         dist, path, path_edges = _longest(n_nodes, src, dst, weight, self.node_ts)
         node_row = np.repeat(self.event_row, 2)
         return PathGraph(node_row=node_row, node_ts=self.node_ts,
