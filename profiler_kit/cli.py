@@ -37,7 +37,8 @@ _COMMANDS: dict[str, Command] = {}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given ``argv``, only the command it names gets its arguments (faster)."""
+    """The parser; given ``argv`` that names a command, only that command's parser is
+    made (each costs a few ms: argparse looks up its translations on disk)."""
     chosen = _command_name(argv) if argv is not None else None
     parser = argparse.ArgumentParser(
         prog="profkit",
@@ -51,12 +52,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, cmd in commands().items():
+        if chosen is not None and chosen != name:
+            continue
         # argparse %-formats help strings (not descriptions): a literal % must be doubled.
         p = sub.add_parser(name, help=cmd.help.replace("%", "%%"), description=cmd.help)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the full traceback when something fails")
-        if chosen is None or chosen == name:
-            cmd.add_arguments(p)
+        cmd.add_arguments(p)
     return parser
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import os
-import zlib
 from pathlib import Path
 
 import msgspec
@@ -25,7 +24,7 @@ from profiler_kit.trace.normalize import Accumulator, accumulated_launches, join
 from profiler_kit.trace.parallel import load_in_parts
 from profiler_kit.trace.pieces import PieceReader
 from profiler_kit.trace.schema import decode_whole, json_problem
-from profiler_kit.trace.source import read_all
+from profiler_kit.trace.source import inflating, read_all
 from profiler_kit.trace.table import EventTable
 
 __all__ = ["load", "load_simple", "find_traces", "looks_like_trace", "TraceError"]
@@ -136,8 +135,8 @@ def _head(f: Path) -> bytes:
         return b""
     if raw[:2] != b"\x1f\x8b":
         return raw
-    inflate = zlib.decompressobj(wbits=31)
+    inflate = inflating.decompressobj(wbits=31)
     try:
         return inflate.decompress(raw, SNIFF_BYTES)
-    except zlib.error:
+    except inflating.error:
         return b""

@@ -9,6 +9,7 @@ import gzip
 import json
 import subprocess
 import sys
+import zlib
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from profiler_kit.errors import TraceError
+from profiler_kit.trace import source
 from profiler_kit.trace.loader import find_traces, load, load_simple
 from profiler_kit.trace.normalize import SHAPES_NOT_KEPT
 from profiler_kit.trace.table import CATEGORY_NAMES, Cat, EventTable
@@ -330,7 +332,17 @@ def test_phases_the_table_does_not_use_keep_the_fast_path(tmp_path: Path) -> Non
     assert_same(table, load_simple(path))
 
 
-def test_gzip_framings_load_like_plain_json(tmp_path: Path) -> None:
+@pytest.fixture
+def inflater(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """gzip inflated by igzip where it is installed, or by the standard library's zlib (as
+    where igzip has no wheel)."""
+    if request.param == "zlib":
+        monkeypatch.setattr(source, "inflating", zlib)
+    return request.param
+
+
+@pytest.mark.parametrize("inflater", ["installed", "zlib"], indirect=True)
+def test_gzip_framings_load_like_plain_json(tmp_path: Path, inflater: str) -> None:
     """Several gzip members, and padding after the last, read as the whole content."""
     text = gzip.decompress((DATA / "a100_alexnet.json.gz").read_bytes())
     expected = load(write_bytes(tmp_path / "plain.json", text))
@@ -365,8 +377,9 @@ BAD_FILES = {
 }
 
 
+@pytest.mark.parametrize("inflater", ["installed", "zlib"], indirect=True)
 @pytest.mark.parametrize("name", sorted(BAD_FILES))
-def test_bad_files_raise_one_clear_line(tmp_path: Path, name: str) -> None:
+def test_bad_files_raise_one_clear_line(tmp_path: Path, name: str, inflater: str) -> None:
     path = tmp_path / name
     path.write_bytes(BAD_FILES[name])
     for loader in (load, load_simple):
