@@ -203,7 +203,8 @@ class ColumnBuilder:
         self.acc.skipped.update(unsupported)
         for note, count in notes.items():
             self.acc.normalized[note] += count
-        self._comms(x, args, unique_names, cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext)
+        self._comms(names, args, unique_names, cat, ts_ns, dur_ns, pid, tid, device, stream,
+                    corr, ext)
         chunk: dict[str, Any] = {
             "cat": cat,
             "name": self._name_column(names, unique_names, n),
@@ -302,22 +303,21 @@ class ColumnBuilder:
             acc.thread_names.update(part.thread_names)
             acc.comms.extend(part.comms)
 
-    def _comms(self, x: list[Complete], args: list[Args], unique_names: set[str],
+    def _comms(self, names: list[str], args: list[Args], unique_names: set[str],
                *columns: np.ndarray) -> None:
         """Copy the communication events of a batch (see :mod:`profiler_kit.trace.comms`)."""
         comm_names = {n for n in unique_names if is_comm_name(n)}
         rows = [i for i, a in enumerate(args) if a.collective]  # Raw: empty when absent
         if comm_names:
-            rows = sorted({*rows, *(i for i, e in enumerate(x) if e.name in comm_names)})
+            rows = sorted({*rows, *(i for i, n in enumerate(names) if n in comm_names)})
         if not rows:
             return
         cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext = columns
         append = self.acc.comms.append
         for i in rows:
-            e = x[i]
-            append(CommEvent(e.name, int(cat[i]), int(ts_ns[i]), int(dur_ns[i]), int(pid[i]),
+            append(CommEvent(names[i], int(cat[i]), int(ts_ns[i]), int(dur_ns[i]), int(pid[i]),
                              int(tid[i]), int(device[i]), int(stream[i]), int(corr[i]),
-                             int(ext[i]), args_from_raw(e.args)))
+                             int(ext[i]), args_from_raw(args[i])))
 
     def _name_column(self, names: list[str], unique: set[str], n: int) -> np.ndarray:
         """Intern ids of ``names``, new names numbered in order of first appearance."""
