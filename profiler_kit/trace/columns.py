@@ -85,7 +85,7 @@ class ColumnBuilder:
         self.chunks: list[dict[str, Any]] = []
         self.cat_codes: dict[Any, int] = {}
         self.cat_notes: dict[Any, str] = {}
-        self.input_type_ids: dict[tuple[Any, ...], int] = {}  # an "Input type" list's id
+        self.input_type_ids: dict[bytes, int] = {}  # an "Input type" text's interned key
 
     def table(self, path: Path, header: Mapping[str, Any]) -> EventTable:
         """The table of everything added, with the metadata from the trace's top-level keys."""
@@ -254,23 +254,21 @@ class ColumnBuilder:
     def _input_type_column(self, args: list[Args], n: int) -> np.ndarray:
         """Interned ``Input type`` strings (-1 where absent), as the per-event rules make them."""
         out = np.full(n, -1, dtype=np.int32)
-        present = [(i, v) for i, a in enumerate(args) if (v := a.input_type) is not None]
+        present = [(i, r) for i, a in enumerate(args) if (r := a.input_type)]  # raw JSON
         if present:
-            out[[i for i, _ in present]] = [self._input_type_id(v) for _, v in present]
+            out[[i for i, _ in present]] = [self._input_type_id(bytes(r)) for _, r in present]
         return out
 
-    def _input_type_id(self, types: Any) -> int:
-        """The interned key of one ``Input type`` list (-1: not a list), each distinct list
-        joined once (ops repeat a few of them thousands of times)."""
-        if type(types) is not list:
-            return -1
+    def _input_type_id(self, text: bytes) -> int:
+        """The interned key of one ``Input type`` JSON text (-1: not a list), each distinct
+        text decoded once (ops repeat a few of them thousands of times)."""
         try:
-            return self.input_type_ids[tuple(types)]
+            return self.input_type_ids[text]
         except KeyError:
-            found = self.input_type_ids[tuple(types)] = self.acc.intern(input_type_key(types))
+            types = msgspec.json.decode(text)
+            found = self.input_type_ids[text] = \
+                self.acc.intern(input_type_key(types)) if type(types) is list else -1
             return found
-        except TypeError:  # an unhashable item: joined each time
-            return self.acc.intern(input_type_key(types))
 
     def part(self, suffix: bytes | None) -> Part:
         """Everything added, to be sent to the process that merges the parts."""

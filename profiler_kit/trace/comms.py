@@ -63,7 +63,7 @@ class CommEvent(msgspec.Struct, frozen=True, gc=False):
 class CommArgs(msgspec.Struct, gc=False):
     """The COMM_KEYS as msgspec decodes them in the fast path: raw JSON, parsed later
     for communication events only (skipping a value costs nothing when it is absent).
-    ``Input type`` is not here: the table decodes it for every event (see ``schema.Args``)."""
+    ``Input type`` is not here: the table reads it for every event (see ``schema.Args``)."""
 
     collective: msgspec.Raw = msgspec.field(default=_EMPTY, name="Collective name")
     in_nelems: msgspec.Raw = msgspec.field(default=_EMPTY, name="In msg nelems")
@@ -77,7 +77,7 @@ class CommArgs(msgspec.Struct, gc=False):
     in_split: msgspec.Raw = msgspec.field(default=_EMPTY, name="In split size")
     out_split: msgspec.Raw = msgspec.field(default=_EMPTY, name="Out split size")
     input_dims: msgspec.Raw = msgspec.field(default=_EMPTY, name="Input Dims")
-    # "Input type" is decoded by the table's own Args (as ``input_type``)
+    # "Input type" is read by the table's own Args (as ``input_type``)
 
 
 _DECODE = msgspec.json.Decoder()
@@ -88,10 +88,6 @@ def args_from_raw(a: CommArgs) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for attr, key in COMM_KEYS.items():
         raw = getattr(a, attr)
-        if attr == "input_type":
-            if raw is not None:
-                out[key] = raw
-            continue
         if len(raw):
             try:
                 out[key] = _DECODE.decode(raw)

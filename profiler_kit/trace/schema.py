@@ -36,9 +36,9 @@ class Args(CommArgs, gc=False):
     correlation: int = -1
     external_id: int = msgspec.field(default=ABSENT, name="External id")
     external_id_legacy: int = msgspec.field(default=-1, name="external id")
-    input_type: Any = msgspec.field(default=None, name="Input type")
     # record_shapes=True: kept as raw JSON text, sliced out in C and decoded only on use
-    # ("Input type" is decoded above, for the column precision reads)
+    # ("Input type" once per distinct text, for the column precision reads)
+    input_type: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input type")
     input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
     input_dims_legacy: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")  # <= 1.8
     input_strides: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Strides")
