@@ -24,7 +24,7 @@ from profiler_kit.trace.normalize import Accumulator, accumulated_launches, join
 from profiler_kit.trace.parallel import load_in_parts
 from profiler_kit.trace.pieces import PieceReader
 from profiler_kit.trace.schema import decode_whole, json_problem
-from profiler_kit.trace.source import inflating, read_all
+from profiler_kit.trace.source import head, read_all
 from profiler_kit.trace.table import EventTable
 
 __all__ = ["load", "load_simple", "find_traces", "looks_like_trace", "TraceError"]
@@ -122,21 +122,4 @@ def looks_like_trace(f: Path) -> bool:
         return False
     if name.endswith((".pt.trace.json", ".pt.trace.json.gz")):
         return True
-    return b'"traceEvents"' in _head(f)
-
-
-def _head(f: Path) -> bytes:
-    """The first MB of a file's (decompressed) content, as far as it can be read (a
-    truncated or corrupt ``.gz`` gives what decompresses before the damage)."""
-    try:
-        with open(f, "rb") as fh:
-            raw = fh.read(SNIFF_BYTES)
-    except OSError:
-        return b""
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    inflate = inflating.decompressobj(wbits=31)
-    try:
-        return inflate.decompress(raw, SNIFF_BYTES)
-    except inflating.error:
-        return b""
+    return b'"traceEvents"' in head(f, SNIFF_BYTES)

@@ -113,6 +113,22 @@ def content_size(path: Path) -> int | None:
     return stated if stated >= size else None
 
 
+def head(path: Path, n: int) -> bytes:
+    """The first ``n`` bytes of a file's (decompressed) content, as far as they can be read
+    (a truncated or corrupt ``.gz`` gives what decompresses before the damage)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(n)
+    except OSError:
+        return b""
+    if raw[:2] != GZIP_MAGIC:
+        return raw
+    try:
+        return inflating.decompressobj(wbits=31).decompress(raw, n)
+    except inflating.error:
+        return b""
+
+
 def read_all(path: Path) -> bytes:
     """The whole decompressed content."""
     return b"".join(iter_blocks(path))
