@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.classify import (
     CLASSES,
     classify_annotation,
@@ -220,3 +223,14 @@ def test_every_rule_result_is_a_known_class():
     assert len(set(CLASSES)) == 13
     for n in ("aten::mm", "x", "nccl", "Memcpy HtoD"):
         assert classify_op(n) in CLASSES and classify_kernel_name(n) in CLASSES
+
+
+_PIECES = ["nccl", "rccl", "gloo", "c10d", "record_param_comms", "processgroup", "all",
+           "_", "reduce", "gather", "scatter", "to", "send", "recv", "barrier", " ", "::",
+           "msccl", "devkernel", "kernel", "a", "l", "c", "ccl", "s"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join))
+def test_the_communication_prefilter_never_changes_the_answer(name: str) -> None:
+    """The substring test before the communication regex is a necessary condition."""
+    assert classify._is_comm(name) == (classify._COMM.search(name) is not None)

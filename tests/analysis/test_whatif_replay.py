@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from profiler_kit.analysis.core.launch_links import attribute_gpu
 from profiler_kit.analysis.core.op_tree import build_op_tree
@@ -132,3 +134,22 @@ def test_a_change_that_finds_nothing_is_not_replayed_again(monkeypatch):
     table, gpu = _prepared(DATA / "h100_owlv2_dataloader.json.gz")
     base, (gain,) = each_alone(table, gpu, [Kernels("gemm", 2.0)])
     assert len(runs) == 3 and gain.predicted_step_ns < base.replayed_step_ns
+
+
+@given(st.lists(st.tuples(st.integers(-1, 2), st.integers(0, 50), st.integers(0, 50)),
+                max_size=30))
+def test_removed_spans_merge_per_thread_as_a_sorted_sweep_does(removals) -> None:
+    """Per thread, overlapping removals join and touching ones stay apart; empty ones and
+    those of no thread (-1) go."""
+    e = engine.Edits.__new__(engine.Edits)
+    e.removals = list(removals)
+    want: dict[int, list[tuple[int, int]]] = {}
+    for th, a, b in sorted(removals):
+        if b <= a or th < 0:
+            continue
+        spans = want.setdefault(th, [])
+        if spans and a < spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], b))
+        else:
+            spans.append((a, b))
+    assert engine._merged_removals(e) == want
