@@ -172,37 +172,33 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         k_y.append(y)
         k_c.append(c)
 
+    def edited(mine: np.ndarray, name: str) -> list[int]:
+        """An edited array as a list: the graph's own where the changes left it as built."""
+        return g.listed(name) if np.array_equal(mine, getattr(g, name)) else mine.tolist()
+
     pending = [0] * (m + len(rem))
-    pend_thread = g.sync_thread.tolist() + ([r[0] for r in rem])
-    pend_x = g.sync_end.tolist() + ([r[2] for r in rem])
+    pend_thread = g.listed("sync_thread") + [r[0] for r in rem]
+    pend_x = g.listed("sync_end") + [r[2] for r in rem]
 
     # one tuple per activity: one lookup in the loop instead of one per field
-    acts = list(zip(g.thread.tolist(), g.launch_ts.tolist(), g.latency.tolist(),
-                    g.queue_prev.tolist(), e.stream.tolist(), e.gap.tolist(), e.wait.tolist(),
-                    e.delay.tolist(), e.dur.tolist(), g.start.tolist(), strict=True))
+    acts = list(zip(g.listed("thread"), g.listed("launch_ts"), g.listed("latency"),
+                    g.listed("queue_prev"), edited(e.stream, "stream"), edited(e.gap, "gap"),
+                    edited(e.wait, "wait"), edited(e.delay, "delay"), edited(e.dur, "dur"),
+                    g.listed("start"), strict=True))
     new_start = [0] * n
     new_end = [0] * n
     stream_end = [_NONE] * e.n_streams
-    s_thread = g.sync_thread.tolist()
-    s_start = g.sync_start.tolist()
-    s_own = e.sync_own.tolist()
-    s_wake = g.sync_wake.tolist()
-    s_delay = e.sync_delay.tolist()
-    s_act = g.sync_act.tolist()
-    s_blocks = e.sync_blocks.tolist()
+    s_thread, s_start, s_wake, s_act = (g.listed(a) for a in (
+        "sync_thread", "sync_start", "sync_wake", "sync_act"))
+    s_own = edited(e.sync_own, "sync_own")
+    s_delay = edited(e.sync_delay, "sync_delay")
+    s_blocks = edited(e.sync_blocks, "sync_waits")
     s_streams = e.sync_streams
-    q_wake = g.queue_wake.tolist()
-    c_own = g.call_own.tolist()
-    c_end = g.call_end.tolist()
-    c_dur = (g.call_end - np.where(g.launch_ts >= 0, g.launch_ts, 0)).tolist()
-    c_blocked = g.call_blocked.tolist()
-    b_thread = g.burst_thread.tolist()
-    b_start = g.burst_start.tolist()
-    b_end = g.burst_end.tolist()
-    b_waker = g.burst_waker.tolist()
-    b_join = g.burst_join_end.tolist()
-    b_floor = g.burst_floor.tolist()
-    b_join_floor = g.burst_join_floor.tolist()
+    q_wake, c_own, c_end, c_dur, c_blocked = (g.listed(a) for a in (
+        "queue_wake", "call_own", "call_end", "call_dur", "call_blocked"))
+    b_thread, b_start, b_end, b_waker, b_join, b_floor, b_join_floor = (g.listed(a) for a in (
+        "burst_thread", "burst_start", "burst_end", "burst_waker", "burst_join_end",
+        "burst_floor", "burst_join_floor"))
 
     for k, i in zip(kind[order].tolist(), idx[order].tolist(), strict=True):
         if k == _ACT:

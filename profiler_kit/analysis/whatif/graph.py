@@ -23,6 +23,8 @@ named in :attr:`Graph.missing`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import numpy as np
 
@@ -103,6 +105,20 @@ class Graph:
     def __init__(self) -> None:
         self.threads: list[tuple[int, int]] = []
         self.streams: list[tuple[int, int]] = []
+        self._lists: dict[str, list[Any]] = {}
+
+    @property
+    def call_dur(self) -> np.ndarray:
+        """Each activity's launch call, from its start to its end (from 0 where none)."""
+        return self.call_end - np.where(self.launch_ts >= 0, self.launch_ts, 0)
+
+    def listed(self, name: str) -> list[Any]:
+        """The array ``name`` as a Python list, made once: every replay of the graph
+        walks it item by item, and ``tolist`` of ten arrays of 10,000 items is not free."""
+        found = self._lists.get(name)
+        if found is None:
+            found = self._lists[name] = getattr(self, name).tolist()
+        return found
 
     # filled by build(); listed for readers
     act: np.ndarray  # index into GpuActivity
