@@ -307,7 +307,7 @@ class ColumnBuilder:
         comm_names = {n for n in unique_names if is_comm_name(n)}
         rows = [i for i, a in enumerate(args) if a.collective]  # Raw: empty when absent
         if comm_names:
-            rows = sorted({*rows, *(i for i, n in enumerate(names) if n in comm_names)})
+            rows = sorted({*rows, *[i for i, n in enumerate(names) if n in comm_names]})
         if not rows:
             return
         cat, ts_ns, dur_ns, pid, tid, device, stream, corr, ext = columns

@@ -128,21 +128,22 @@ def _shape_stats(table: EventTable, op_rows: np.ndarray, self_ns: np.ndarray,
     if not table.inputs or not len(op_rows):
         return ()
     raw_ids: dict[object, int] = {}
-    ids = []  # per op row; 0: nothing recorded (or kept)
-    get = table.inputs.get
+    inputs = table.inputs
+    recorded = np.flatnonzero(np.isin(op_rows, np.fromiter(inputs, dtype=np.int64,
+                                                          count=len(inputs))))
+    rows = op_rows[recorded]
     type_col = table.input_type
-    interned = type_col[op_rows].tolist() if type_col is not None else [-1] * len(op_rows)
-    for row, interned_types in zip(op_rows.tolist(), interned, strict=True):
-        raw = get(row)
-        if raw is None:
-            ids.append(0)
-            continue
+    interned = type_col[rows].tolist() if type_col is not None else [-1] * len(rows)
+    ids = []
+    for row, interned_types in zip(rows.tolist(), interned, strict=True):
+        raw = inputs[row]
         key = (raw.dims, raw.types or interned_types)  # "Input type": raw, or interned
         k = raw_ids.get(key)
         if k is None:
             k = raw_ids[key] = len(raw_ids) + 1
         ids.append(k)
-    shape_of = np.array(ids, dtype=np.int64)
+    shape_of = np.zeros(len(op_rows), dtype=np.int64)  # 0: nothing recorded (or kept)
+    shape_of[recorded] = ids
     labels = [("", "")] * (len(raw_ids) + 1)
     encode = msgspec.json.encode
     for (dims, types), k in raw_ids.items():
