@@ -524,8 +524,8 @@ def _gpu_time(table: EventTable, tree: OpTree, gpu: GpuActivity, owner_of_node: 
         nodes, inv = dense_ids(launcher)
         counts = np.bincount(inv)
         totals = np.rint(np.bincount(inv, weights=dur[rest])).astype(np.int64)
-        unmod = {int(nd): (int(c), int(s)) for nd, c, s in zip(nodes, counts, totals,
-                                                                 strict=True)}
+        unmod = {nd: (c, s) for nd, c, s in zip(nodes.tolist(), counts.tolist(),
+                                                 totals.tolist(), strict=True)}
     return time_ns, tf32, unmod
 
 

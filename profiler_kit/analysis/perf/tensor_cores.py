@@ -21,6 +21,7 @@ must get.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from profiler_kit.analysis.core import classify
@@ -83,6 +84,7 @@ FAMILIES: tuple[KernelFamily, ...] = (
 )
 
 
+@lru_cache(maxsize=8192)  # sixteen searches of up to 2,000 characters; names repeat
 def family_of(kernel_name: str) -> KernelFamily | None:
     """The first row of :data:`FAMILIES` that matches ``kernel_name`` (None: no row)."""
     name = kernel_name[:classify.PARSE_CHARS].lower()
