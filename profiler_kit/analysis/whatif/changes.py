@@ -307,9 +307,10 @@ class Fusion(Change, frozen=True):
         begins[1:] &= ~(fuse[:-1] & (stream[1:] == stream[:-1]))
         at = np.flatnonzero(fuse)  # positions in ``order``
         run_of = np.cumsum(begins)[at] - 1
-        in_long = np.bincount(run_of, minlength=1)[run_of] >= 2 if len(at) else at > 0
+        in_long = np.bincount(run_of, minlength=1)[run_of] >= 2  # runs of two or more
         members, run_of = order[at[in_long]], run_of[in_long]
-        first = np.r_[True, run_of[1:] != run_of[:-1]] if len(members) else in_long[:0]
+        first = np.ones(len(members), dtype=bool)  # each run's first kernel
+        first[1:] = run_of[1:] != run_of[:-1]
         firsts, rest = members[first], members[~first]
         longest = np.maximum.reduceat(e.dur[members], np.flatnonzero(first)) \
             if len(members) else e.dur[:0]
