@@ -71,19 +71,16 @@ def recorded(g: Graph, table_ts: np.ndarray, table_dur: np.ndarray) -> Times:
 
 
 def _merged_removals(e: Edits) -> dict[int, list[tuple[int, int]]]:
-    """Per thread, the union of the removed intervals (touching ones stay apart)."""
-    r = np.array(e.removals, dtype=np.int64).reshape(-1, 3)
-    r = r[(r[:, 2] > r[:, 1]) & (r[:, 0] >= 0)]
-    r = r[np.lexsort((r[:, 2], r[:, 1], r[:, 0]))]
+    """Per thread, the union of the removed intervals."""
     out: dict[int, list[tuple[int, int]]] = {}
-    bounds = np.flatnonzero(np.r_[True, r[1:, 0] != r[:-1, 0], True]).tolist() if len(r) \
-        else []
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):  # each thread's removals
-        a = r[lo:hi, 1]
-        reach = np.maximum.accumulate(r[lo:hi, 2])  # the furthest end so far
-        first = np.flatnonzero(np.r_[True, a[1:] >= reach[:-1]])
-        last = np.r_[first[1:], hi - lo] - 1
-        out[int(r[lo, 0])] = list(zip(a[first].tolist(), reach[last].tolist(), strict=True))
+    for th, a, b in sorted(e.removals):
+        if b <= a or th < 0:
+            continue
+        spans = out.setdefault(th, [])
+        if spans and a < spans[-1][1]:  # overlapping (touching ones stay apart)
+            spans[-1] = (spans[-1][0], max(spans[-1][1], b))
+        else:
+            spans.append((a, b))
     return out
 
 
@@ -249,21 +246,13 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                     ne = max(ne, target + s_wake[i]) + s_delay[i]
             knot(th, st, ns, ne - ns)
             pending[i] = ne
-        elif k == _KNOT:  # knot() written out: the removals' knots are most of them
+        elif k == _KNOT:
             th, x, y = pend_thread[i], pend_x[i], pending[i]
-            kx[th], ky[th], kc[th] = x, y, _INF
-            k_thread.append(th)
-            k_x.append(x)
-            k_y.append(y)
-            k_c.append(_INF)
+            knot(th, x, y, _INF)
         elif k == _REMOVE:
             th, a = rem[i - m][0], rem[i - m][1]
             y = ky[th] + min(a - kx[th], kc[th])
-            kx[th], ky[th], kc[th] = a, y, 0
-            k_thread.append(th)
-            k_x.append(a)
-            k_y.append(y)
-            k_c.append(0)
+            knot(th, a, y, 0)
             pending[i] = y
         elif k == _WAKE:
             th, x, a = b_thread[i], b_start[i], b_waker[i]
