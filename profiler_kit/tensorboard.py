@@ -229,15 +229,24 @@ def get_json(url: str, timeout_s: float = 5.0) -> Any:
 
 def wait_for_runs(server: TensorBoardServer, timeout_s: float = 60.0) -> list[str]:
     """The runs the plugin lists once it has finished loading (it parses traces in the
-    background), or what it lists when ``timeout_s`` runs out."""
+    background), or what it lists when ``timeout_s`` runs out.
+
+    The plugin's ``loading`` goes false when a run's parsing thread ends, a moment before
+    another of its threads adds that run to the list: so the list counts only when two
+    answers half a second apart agree and neither is loading."""
     deadline = time.monotonic() + timeout_s
     runs: list[str] = []
+    settled: list[str] | None = None  # the last answer that was not loading
     while time.monotonic() < deadline and server.running():
         answer = get_json(server.plugin_url("runs"), timeout_s=2.0)
         if isinstance(answer, dict):
             runs = list(answer.get("runs", []))
             if runs and not answer.get("loading", True):
-                return runs
+                if runs == settled:
+                    return runs
+                settled = runs
+            else:
+                settled = None
         time.sleep(0.5)
     return runs
 
