@@ -12,7 +12,13 @@ This module, torch-free like :mod:`profiler_kit.results`, judges those records:
   concurrent workers) outnumber the cores left free by the other work: threads then wait
   for each other's time slices and a step can take many times longer than when quiet;
 - two sides of a comparison **ran under different contention** when the other work's
-  share differed between them, or when only one side was oversubscribed by it.
+  share differed between them, when only one side was oversubscribed by it, or when
+  profkit's threads waited for a core longer on one side than on the other. The last is
+  the scheduler's own account, and it matters most on a saturated machine: one thread
+  that another process leaves a whole core runs at full speed, one that two other
+  processes leave 0.6 of a core runs 1.6 times slower, though the other work's share
+  differs by a third of a core only (the kernel shares the cores among sessions, and a
+  rank runs in its own).
 
 Where the slower side had it worse, a speedup is "not judged" rather than "beyond noise":
 the difference may be the machine's, not the strategy's, and need not hold on a quiet
@@ -34,6 +40,9 @@ CONTENDED_MIN_FRACTION = 0.10  # ... or below this share of the cores
 # the two sides' mean use of the cores by other work may differ by this much
 DIFFERENT_MIN_CORES = 0.35
 DIFFERENT_MIN_FRACTION = 0.15
+# profkit's threads may be slowed this much more on one side than the other by waiting for
+# a core (the margin a change between repeated runs must clear, see noise.py)
+DIFFERENT_MIN_SLOWDOWN = 0.05
 # a thread counts as busy in a round when it ran this share of the round's wall time
 BUSY_THREAD_FRACTION = 0.10
 SHOWN_MIN_CORES = 0.05  # other processes named in the run's summary use at least this
@@ -63,6 +72,8 @@ class RoundContention(msgspec.Struct, frozen=True):
     cpu_governor: str | None = None  # "powersave" and "ondemand" scale the frequency
     gpu_others: tuple[Competitor, ...] = ()  # other processes on the GPU (cores: 0)
     gpu_throttle: tuple[str, ...] = ()  # NVML clock-throttle reasons seen at the round's end
+    # seconds profkit's threads waited for a core while ready to run / wall time (Linux)
+    own_wait_cores: float | None = None
 
     @property
     def taken_cores(self) -> float:
@@ -79,6 +90,15 @@ class RoundContention(msgspec.Struct, frozen=True):
         return (self.taken_cores >= max(CONTENDED_MIN_CORES,
                                         CONTENDED_MIN_FRACTION * self.cores)
                 or bool(self.gpu_others) or bool(self.gpu_throttle))
+
+    @property
+    def waiting_slowdown(self) -> float | None:
+        """How much longer profkit's threads took than their CPU time alone: 1 + time
+        waiting for a core / time running (an upper bound of the slowdown: a thread that
+        also sleeps lost less). None where the wait was not recorded."""
+        if self.own_wait_cores is None or self.own_cores <= 0:
+            return None
+        return 1.0 + self.own_wait_cores / self.own_cores
 
     @property
     def oversubscribed(self) -> bool:
@@ -99,6 +119,7 @@ class SideContention(msgspec.Struct, frozen=True):
     own_threads: int  # the most busy threads in a round
     free_cores: float  # the least free cores in a round
     cores: int
+    waiting_slowdown: float | None = None  # mean over the rounds; None where unrecorded
 
 
 def side(rounds: Sequence[RoundContention]) -> SideContention | None:
@@ -112,7 +133,14 @@ def side(rounds: Sequence[RoundContention]) -> SideContention | None:
         own_threads=max(r.own_threads for r in rounds),
         free_cores=min(r.free_cores for r in rounds),
         cores=max(r.cores for r in rounds),
+        waiting_slowdown=_mean_or_none([r.waiting_slowdown for r in rounds]),
     )
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    if not values or any(v is None for v in values):
+        return None
+    return sum(values) / len(values)  # type: ignore[arg-type]
 
 
 BASELINE_SIDE = "baseline"
@@ -149,6 +177,17 @@ def different(base: Sequence[RoundContention], other: Sequence[RoundContention]
             f"{worse} ran {s.own_threads} busy threads on {s.free_cores:.1f} free cores "
             f"(other processes used {s.others_cores:.1f} of {s.cores}): oversubscribed, so "
             "its time is the other work's as much as its own", harder)
+    # the same share of other work, but the scheduler gave one side's threads less of it
+    if (a.waiting_slowdown is not None and b.waiting_slowdown is not None
+            and (a.contended_rounds or b.contended_rounds)
+            and max(a.waiting_slowdown, b.waiting_slowdown)
+            >= (1 + DIFFERENT_MIN_SLOWDOWN) * min(a.waiting_slowdown, b.waiting_slowdown)):
+        return Difference(
+            f"profkit's threads waited for a core {a.waiting_slowdown - 1:.0%} as long as "
+            f"they ran while the baseline ran and {b.waiting_slowdown - 1:.0%} while this "
+            f"strategy ran (other processes used {a.others_cores:.1f} and "
+            f"{b.others_cores:.1f} of {cores} cores)",
+            BASELINE_SIDE if a.waiting_slowdown > b.waiting_slowdown else STRATEGY_SIDE)
     return None
 
 

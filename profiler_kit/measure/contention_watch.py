@@ -4,7 +4,10 @@
 process's CPU time and the machine's (psutil). So the CPU time that other processes used
 in between is known (by process where they outlive the round; short-lived ones count in
 the machine's total only), as are a virtual machine's steal time, the CPU time of
-profkit's own processes and which of their threads were busy. profkit's own processes
+profkit's own processes, which of their threads were busy and, on Linux, how long those
+threads waited for a core while ready to run (``/proc/<pid>/task/<tid>/schedstat``: the
+scheduler's own account, so a rank in its own session that the kernel's group scheduling
+gave less than the free cores suggest is seen as it was). profkit's own processes
 are the tree under the process that started the run (``PROFKIT_ROOT_PID``, inherited by
 ranks and DataLoader workers). On CUDA, NVML (``nvidia-ml-py``, where installed) adds
 other processes on the GPU and the clock slowdowns (power cap, thermal). Each reading
@@ -83,12 +86,32 @@ class _Snapshot:
             parent[p.pid] = p.info.get("ppid") or 0
         self.own = _tree(root, parent) | {os.getpid()}
         self.threads: dict[tuple[int, int], float] = {}
+        # seconds each own thread waited for a core while ready to run; None: not readable
+        self.waits: dict[tuple[int, int], float] | None = {}
         for pid in self.own:
             try:
                 for t in psutil.Process(pid).threads():
                     self.threads[(pid, t.id)] = t.user_time + t.system_time
+                    if self.waits is not None:
+                        wait = _run_queue_wait_s(pid, t.id)
+                        if wait is None:
+                            self.waits = None
+                        else:
+                            self.waits[(pid, t.id)] = wait
             except (psutil.Error, OSError):
                 continue
+
+
+def _run_queue_wait_s(pid: int, tid: int) -> float | None:
+    """Seconds a thread has waited on a run queue (ready, not running); None where the
+    kernel does not say (not Linux), 0 for a thread that ended meanwhile."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except FileNotFoundError:
+        return 0.0 if os.path.isdir("/proc/self/task") else None
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _tree(root: int, parent: dict[int, int]) -> set[int]:
@@ -145,6 +168,9 @@ def _contention(a: _Snapshot, b: _Snapshot, intra_op_threads: int | None,
             others[label] = others.get(label, 0.0) + used
     busy = sum(1 for key, cpu in b.threads.items()
                if cpu - a.threads.get(key, 0.0) >= BUSY_THREAD_FRACTION * wall)
+    waited = None
+    if a.waits is not None and b.waits is not None:
+        waited = sum(max(w - a.waits.get(key, 0.0), 0.0) for key, w in b.waits.items())
     busiest = sorted((Competitor(n, s / wall) for n, s in others.items()),
                      key=lambda c: -c.cores)
     freq, governor = _cpu_frequency()
@@ -156,6 +182,7 @@ def _contention(a: _Snapshot, b: _Snapshot, intra_op_threads: int | None,
         steal_cores=max(b.steal - a.steal, 0.0) / wall,
         busiest=tuple(c for c in busiest[:_TOP] if c.cores >= 0.01),
         own_cores=own_cpu / wall, own_threads=busy, intra_op_threads=intra_op_threads,
+        own_wait_cores=None if waited is None else waited / wall,
         load_avg_1m=_load_avg(), cpu_freq_fraction=freq, cpu_governor=governor,
         gpu_others=gpu_others, gpu_throttle=throttle)
 

@@ -205,7 +205,9 @@ def test_a_a_pair_of_repeated_runs_is_within_noise(tmp_path: Path) -> None:
     # the configuration's verdict (its median); each percentile row has its own 95 %
     # interval, so over many A/A pairs about one row in twenty lies outside by chance.
     # Beside other work that changed between the two runs, the change is not judged
-    # (contended) rather than called real: never beyond noise.
+    # (contended) rather than called real: never beyond noise. (A parallel test suite
+    # once left the second run 0.6 of a core: 36 % slower, with the other work's share
+    # only a third of a core higher; the time its thread waited for a core tells.)
     (p50,) = [p for p in c.percentiles if p.percentile == 50]
     if p50.noise.doubt:
         assert c.beyond_noise is None and p50.noise.doubt == "contended", c

@@ -66,11 +66,27 @@ def answer(result: RunResult, point: str) -> str:
         why = _why(top)
         return text + (f"; why: {why}" if why else "")
     fastest = max(timed, key=lambda s: s.speedup if s.speedup is not None else 0.0)
+    n = fastest.noise
+    rivals = []
+    if n is not None and n.beyond_noise and (n.ci_low_fraction or 0) > 0:
+        rivals = [s.name for s in timed if s is not fastest and s.name != base and (
+            s.noise is None or s.noise.ci_high_fraction is None
+            or s.noise.ci_high_fraction >= n.ci_low_fraction)]
+    if rivals:  # faster than the baseline beyond noise, but not clear of the others
+        assert n is not None
+        return (f"Answer{where}: {fastest.name} is faster than {base} beyond noise, "
+                f"{units.speedup(fastest.speedup)} {base}'s throughput, "
+                f"{speedup_noise.interval(n)}, but not clearly the fastest: "
+                f"{_names(rivals)} may be as fast (the intervals overlap)")
     text = f"Answer{where}: no strategy is faster than {base} beyond noise"
     if fastest.name != base and fastest.noise is not None:
         text += (f"; the fastest, {fastest.name} at {units.speedup(fastest.speedup)}, is "
                  f"{speedup_noise.interval(fastest.noise)}")
     return text
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" or {names[-1]}"
 
 
 def oversubscribed(result: RunResult, point: str) -> list[str]:
