@@ -108,6 +108,12 @@ class RoundContention(msgspec.Struct, frozen=True):
         for no other thread of its own."""
         return self.own_threads >= 2 and self.own_threads >= self.free_cores + 1.0
 
+    @property
+    def oversubscribed_by_others(self) -> bool:
+        """Oversubscribed here, though its threads would fit the cores of a quiet machine:
+        the other work's doing, not the strategy's own."""
+        return self.oversubscribed and self.own_threads < self.cores + 1.0
+
 
 class SideContention(msgspec.Struct, frozen=True):
     """One side of a comparison over its rounds."""
@@ -120,6 +126,7 @@ class SideContention(msgspec.Struct, frozen=True):
     free_cores: float  # the least free cores in a round
     cores: int
     waiting_slowdown: float | None = None  # mean over the rounds; None where unrecorded
+    oversubscribed_by_others_rounds: int = 0
 
 
 def side(rounds: Sequence[RoundContention]) -> SideContention | None:
@@ -134,6 +141,7 @@ def side(rounds: Sequence[RoundContention]) -> SideContention | None:
         free_cores=min(r.free_cores for r in rounds),
         cores=max(r.cores for r in rounds),
         waiting_slowdown=_mean_or_none([r.waiting_slowdown for r in rounds]),
+        oversubscribed_by_others_rounds=sum(r.oversubscribed_by_others for r in rounds),
     )
 
 
@@ -168,10 +176,12 @@ def different(base: Sequence[RoundContention], other: Sequence[RoundContention]
             f"other processes used {a.others_cores:.1f} of {cores} cores while the "
             f"baseline ran and {b.others_cores:.1f} while this strategy ran",
             BASELINE_SIDE if a.others_cores > b.others_cores else STRATEGY_SIDE)
-    # the same other work, but it starved only one side's threads
-    if (a.oversubscribed_rounds > 0) != (b.oversubscribed_rounds > 0) and (
+    # the same other work, but it starved only one side's threads (a side with more
+    # threads than a quiet machine's cores is oversubscribed by itself, and counts as not)
+    if (a.oversubscribed_by_others_rounds > 0) != (b.oversubscribed_by_others_rounds > 0) and (
             a.contended_rounds or b.contended_rounds):
-        harder, worse, s = ((BASELINE_SIDE, "the baseline", a) if a.oversubscribed_rounds
+        harder, worse, s = ((BASELINE_SIDE, "the baseline", a)
+                            if a.oversubscribed_by_others_rounds
                             else (STRATEGY_SIDE, "this strategy", b))
         return Difference(
             f"{worse} ran {s.own_threads} busy threads on {s.free_cores:.1f} free cores "

@@ -82,6 +82,23 @@ def test_the_same_other_work_that_starved_only_one_side_is_named() -> None:
     assert contention.oversubscription(other) is None
 
 
+def test_a_strategy_oversubscribed_by_its_own_design_does_not_hide_a_starved_baseline(
+        ) -> None:
+    """The main job beside one busy process in its own session: the baseline's two
+    intra-op threads on the one free core took 3.6 s a step (127 ms quiet), the threads
+    strategy's four 164 ms. Both are oversubscribed, but the threads strategy is so on a
+    quiet machine too (four threads, two cores): only the baseline's is the other work's
+    doing, and its spinning threads run rather than wait, so the time waited (99 % against
+    129 %) would name the wrong side."""
+    base = [_round(1.0, threads=2, own_cores=1.0, own_wait_cores=0.99)] * 3
+    other = [_round(1.0, threads=4, own_cores=1.0, own_wait_cores=1.29)] * 3
+    assert base[0].oversubscribed_by_others and not other[0].oversubscribed_by_others
+    assert other[0].oversubscribed
+    diff = contention.different(base, other)
+    assert diff.harder == contention.BASELINE_SIDE
+    assert diff.reason.startswith("the baseline ran 2 busy threads on 1.0 free cores")
+
+
 def test_a_side_whose_threads_waited_longer_for_a_core_is_named() -> None:
     """The A/A pair that once failed the regression gate on a busy 2-core machine: one
     rank beside one other process, then beside two others in their own sessions. The
