@@ -116,6 +116,30 @@ def test_progress_bars_report_each_strategy_as_it_finishes() -> None:
     assert "sequential" in out and "ok round 1: median 2 ms" in out
     assert "ok round 2: median 6 ms" in out
     assert "streams" in out and "skipped needs CUDA; this machine has none" in out
+    assert "oversubscribed" not in out and "beside other" not in out  # no record: quiet
+
+
+def test_a_round_beside_other_work_says_so_as_it_ends() -> None:
+    """The main job beside one busy process: the baseline's two intra-op threads on the
+    one free core took 3.6 s a step (127 ms quiet); its progress line says why."""
+    from profiler_kit.contention import RoundContention
+
+    console, buf = _console()
+    starved = RoundContention(wall_s=1.0, cores=2, others_cores=1.0, own_threads=2)
+    slowed = RoundContention(wall_s=1.0, cores=2, others_cores=0.6, own_threads=1)
+    quiet = RoundContention(wall_s=1.0, cores=2, others_cores=0.02, own_threads=2)
+    with run_console.ProgressBars(console) as bars:
+        for name, c in (("sequential", starved), ("threads", slowed), ("streams", quiet)):
+            bars.strategy_started(name)
+            r = _ok(name, [3_600_000_000] * 3, 1.0)
+            bars.strategy_finished(msgspec.structs.replace(r, contention=(c,)))
+    lines = " ".join(buf.getvalue().split()).split("  ")
+    out = " ".join(lines)
+    assert ("sequential ok round 1: median 3.6 s, oversubscribed: 2 busy threads on 1.0 "
+            "free of 2 cores (other processes used 1.0)") in out
+    assert "threads ok round 1: median 3.6 s, beside other processes using 0.6 of 2 cores" \
+        in out
+    assert "streams ok round 1: median 3.6 s" in out and out.count("cores") == 2
 
 
 def test_ddp_run_is_judged_by_throughput_with_rank_medians_beside() -> None:

@@ -24,6 +24,7 @@ from profiler_kit.results import (
     NOISY_IQR_FRACTION,
     OK,
     SKIPPED,
+    RoundContention,
     RunResult,
     StrategyResult,
 )
@@ -71,6 +72,8 @@ class ProgressBars:
         if result.status == OK and result.stats:
             median = result.last_round_median_ns or result.stats.median_ns
             note = f"round {result.rounds}: median {units.duration(median)}"
+            if result.contention:
+                note += _beside_other_work(result.contention[-1])
             lost = len(result.info.get("files_lost", ()))
             if lost:  # said in full at the end, with the run's report errors
                 note += f" (without the traces of {lost} rank{'s' if lost > 1 else ''})"
@@ -79,6 +82,17 @@ class ProgressBars:
         style = _STATUS_STYLE.get(result.status, "")
         self.console.print(Text.assemble(f"  {result.label:<24} ", (result.status, style),
                                          f" {note}"), highlight=False)
+
+
+def _beside_other_work(c: RoundContention) -> str:
+    """What competed with a round, said as it ends: a round that other work slowed many
+    times over (two intra-op threads on the one core left free) is then no mystery."""
+    if c.oversubscribed_by_others:
+        return (f", oversubscribed: {c.own_threads} busy threads on {c.free_cores:.1f} free "
+                f"of {c.cores} cores (other processes used {c.taken_cores:.1f})")
+    if c.contended:
+        return f", beside other processes using {c.taken_cores:.1f} of {c.cores} cores"
+    return ""
 
 
 def _memory(s: StrategyResult) -> str:
