@@ -67,7 +67,7 @@ def answer(result: RunResult, point: str) -> str:
         return text + (f"; why: {why}" if why else "")
     fastest = max(timed, key=lambda s: s.speedup if s.speedup is not None else 0.0)
     n = fastest.noise
-    rivals = []
+    rivals: list[str] = []
     if n is not None and n.beyond_noise and (n.ci_low_fraction or 0) > 0:
         rivals = [s.name for s in timed if s is not fastest and s.name != base and (
             s.noise is None or s.noise.ci_high_fraction is None
