@@ -13,12 +13,12 @@ This module, torch-free like :mod:`profiler_kit.results`, judges those records:
   for each other's time slices and a step can take many times longer than when quiet;
 - two sides of a comparison **ran under different contention** when the other work's
   share differed between them, when only one side was oversubscribed by it, or when
-  profkit's threads waited for a core longer on one side than on the other. The last is
-  the scheduler's own account, and it matters most on a saturated machine: one thread
-  that another process leaves a whole core runs at full speed, one that two other
-  processes leave 0.6 of a core runs 1.6 times slower, though the other work's share
-  differs by a third of a core only (the kernel shares the cores among sessions, and a
-  rank runs in its own).
+  profkit's busy threads waited for a core a larger share of the time on one side than
+  on the other. The last is the scheduler's own account, and it matters most on a
+  saturated machine: one thread that another process leaves a whole core runs at full
+  speed, one that two other processes leave 0.6 of a core runs 1.6 times slower, though
+  the other work's share differs by a third of a core only (the kernel shares the cores
+  among sessions, and a rank runs in its own).
 
 Where the slower side had it worse, a speedup is "not judged" rather than "beyond noise":
 the difference may be the machine's, not the strategy's, and need not hold on a quiet
@@ -43,6 +43,7 @@ DIFFERENT_MIN_FRACTION = 0.15
 # profkit's threads may be slowed this much more on one side than the other by waiting for
 # a core (the margin a change between repeated runs must clear, see noise.py)
 DIFFERENT_MIN_SLOWDOWN = 0.05
+MAX_WAITING_SHARE = 0.95  # a thread that waited all the time: slowed 20 times, not infinitely
 # a thread counts as busy in a round when it ran this share of the round's wall time
 BUSY_THREAD_FRACTION = 0.10
 SHOWN_MIN_CORES = 0.05  # other processes named in the run's summary use at least this
@@ -92,13 +93,15 @@ class RoundContention(msgspec.Struct, frozen=True):
                 or bool(self.gpu_others) or bool(self.gpu_throttle))
 
     @property
-    def waiting_slowdown(self) -> float | None:
-        """How much longer profkit's threads took than their CPU time alone: 1 + time
-        waiting for a core / time running (an upper bound of the slowdown: a thread that
-        also sleeps lost less). None where the wait was not recorded."""
-        if self.own_wait_cores is None or self.own_cores <= 0:
+    def waiting_share(self) -> float | None:
+        """The share of the round a busy thread of profkit's spent ready to run but
+        waiting for a core (the wait of all its threads over the busy ones, at most 95 %);
+        None where the wait was not recorded. Without that wait the round would have taken
+        1 - share of its time; a thread that mostly sleeps waits little, however small its
+        CPU time."""
+        if self.own_wait_cores is None:
             return None
-        return 1.0 + self.own_wait_cores / self.own_cores
+        return min(self.own_wait_cores / max(self.own_threads, 1), MAX_WAITING_SHARE)
 
     @property
     def oversubscribed(self) -> bool:
@@ -125,7 +128,7 @@ class SideContention(msgspec.Struct, frozen=True):
     own_threads: int  # the most busy threads in a round
     free_cores: float  # the least free cores in a round
     cores: int
-    waiting_slowdown: float | None = None  # mean over the rounds; None where unrecorded
+    waiting_share: float | None = None  # mean over the rounds; None where unrecorded
     oversubscribed_by_others_rounds: int = 0
 
 
@@ -140,7 +143,7 @@ def side(rounds: Sequence[RoundContention]) -> SideContention | None:
         own_threads=max(r.own_threads for r in rounds),
         free_cores=min(r.free_cores for r in rounds),
         cores=max(r.cores for r in rounds),
-        waiting_slowdown=_mean_or_none([r.waiting_slowdown for r in rounds]),
+        waiting_share=_mean_or_none([r.waiting_share for r in rounds]),
         oversubscribed_by_others_rounds=sum(r.oversubscribed_by_others for r in rounds),
     )
 
@@ -188,16 +191,16 @@ def different(base: Sequence[RoundContention], other: Sequence[RoundContention]
             f"(other processes used {s.others_cores:.1f} of {s.cores}): oversubscribed, so "
             "its time is the other work's as much as its own", harder)
     # the same share of other work, but the scheduler gave one side's threads less of it
-    if (a.waiting_slowdown is not None and b.waiting_slowdown is not None
+    if (a.waiting_share is not None and b.waiting_share is not None
             and (a.contended_rounds or b.contended_rounds)
-            and max(a.waiting_slowdown, b.waiting_slowdown)
-            >= (1 + DIFFERENT_MIN_SLOWDOWN) * min(a.waiting_slowdown, b.waiting_slowdown)):
+            and (1 - min(a.waiting_share, b.waiting_share))
+            >= (1 + DIFFERENT_MIN_SLOWDOWN) * (1 - max(a.waiting_share, b.waiting_share))):
         return Difference(
-            f"profkit's threads waited for a core {a.waiting_slowdown - 1:.0%} as long as "
-            f"they ran while the baseline ran and {b.waiting_slowdown - 1:.0%} while this "
-            f"strategy ran (other processes used {a.others_cores:.1f} and "
-            f"{b.others_cores:.1f} of {cores} cores)",
-            BASELINE_SIDE if a.waiting_slowdown > b.waiting_slowdown else STRATEGY_SIDE)
+            f"profkit's busy threads waited for a core {a.waiting_share:.0%} of the time "
+            f"while the baseline ran and {b.waiting_share:.0%} while this strategy ran "
+            f"(other processes used {a.others_cores:.1f} and {b.others_cores:.1f} of "
+            f"{cores} cores)",
+            BASELINE_SIDE if a.waiting_share > b.waiting_share else STRATEGY_SIDE)
     return None
 
 
