@@ -167,3 +167,63 @@ def test_a_rank_that_never_starts_is_named_after_the_startup_allowance(tmp_path:
         for p in sleepers:
             p.kill()
             p.wait()
+
+
+WHERE_SCENARIO = '''
+import os
+from pathlib import Path
+
+import helper  # beside this file: the folder must be on the rank's sys.path
+
+from profiler_kit.scenario import RunConfig, Scenario, Strategy, Workload
+
+
+class Where(Scenario):
+    name = "where"
+    description = "says which folder and which helper module its rank saw"
+    strategies = (Strategy("w1", "one rank", processes=True, world_size=1),)
+    baseline = "w1"
+    supports_amp = False
+
+    def build(self, strategy, config: RunConfig):
+        Path("seen.txt").write_text(f"{helper.VALUE} {os.getcwd()}")
+        return Noop(config)
+
+
+class Noop(Workload):
+    def __init__(self, config):
+        import torch
+        self.devices = [torch.device(config.device)]
+        self.items_per_step = 1
+        self.info = {}
+
+    def step(self):
+        pass
+
+    def outputs(self):
+        return []
+
+    def close(self):
+        pass
+'''
+
+
+def test_a_run_from_another_folder_ranks_in_that_folder(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs in one process (a notebook, a script that measures twice), the second
+    from another folder with its own modules: its ranks, forked from a server that the
+    first run started, run in the second folder with its sys.path, not the first's."""
+    for side in ("a", "b"):
+        folder = tmp_path / side
+        folder.mkdir()
+        (folder / "helper.py").write_text(f"VALUE = {side!r}\n")
+        (folder / "where.py").write_text(WHERE_SCENARIO)
+    for side in ("a", "b"):
+        folder = tmp_path / side
+        monkeypatch.chdir(folder)
+        monkeypatch.syspath_prepend(str(folder))
+        monkeypatch.delitem(sys.modules, "helper", raising=False)
+        where = scenario.from_file(folder / "where.py")
+        launch.run_strategy(where, where.strategies[0], RunConfig(params={}, device="cpu"),
+                            OPTIONS, folder / "out")
+        assert (folder / "seen.txt").read_text() == f"{side} {folder}"
