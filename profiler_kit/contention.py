@@ -13,8 +13,9 @@ This module, torch-free like :mod:`profiler_kit.results`, judges those records:
   for each other's time slices and a step can take many times longer than when quiet;
 - two sides of a comparison **ran under different contention** when the other work's
   share differed between them, when only one side was oversubscribed by it, or when
-  profkit's busy threads waited for a core a larger share of the time on one side than
-  on the other. The last is the scheduler's own account, and it matters most on a
+  the other work made profkit's busy threads wait for a core longer on one side than on
+  the other (beyond the wait for each other that threads outnumbering the cores have on
+  a quiet machine too). The last is the scheduler's own account, and it matters most on a
   saturated machine: one thread that another process leaves a whole core runs at full
   speed, one that two other processes leave 0.6 of a core runs 1.6 times slower, though
   the other work's share differs by a third of a core only (the kernel shares the cores
@@ -104,6 +105,18 @@ class RoundContention(msgspec.Struct, frozen=True):
         return min(self.own_wait_cores / max(self.own_threads, 1), MAX_WAITING_SHARE)
 
     @property
+    def slowed_by_others(self) -> float | None:
+        """How many times longer the other work made the round, from the wait: a busy
+        thread waited ``waiting_share`` of the time, where on a quiet machine it would
+        have waited only for its own threads beyond the cores (four threads on two cores:
+        half the time); at least 1. None where the wait was not recorded."""
+        share = self.waiting_share
+        if share is None:
+            return None
+        own_share = max(0.0, 1.0 - self.cores / max(self.own_threads, 1))
+        return max(1.0, (1.0 - own_share) / (1.0 - share))
+
+    @property
     def oversubscribed(self) -> bool:
         """Several busy threads of profkit's, more than the cores left free by the other
         work (at least one core short, so that a thread doing a moment's bookkeeping does
@@ -129,6 +142,7 @@ class SideContention(msgspec.Struct, frozen=True):
     free_cores: float  # the least free cores in a round
     cores: int
     waiting_share: float | None = None  # mean over the rounds; None where unrecorded
+    slowed_by_others: float | None = None  # mean over the rounds; None where unrecorded
     oversubscribed_by_others_rounds: int = 0
 
 
@@ -144,6 +158,7 @@ def side(rounds: Sequence[RoundContention]) -> SideContention | None:
         free_cores=min(r.free_cores for r in rounds),
         cores=max(r.cores for r in rounds),
         waiting_share=_mean_or_none([r.waiting_share for r in rounds]),
+        slowed_by_others=_mean_or_none([r.slowed_by_others for r in rounds]),
         oversubscribed_by_others_rounds=sum(r.oversubscribed_by_others for r in rounds),
     )
 
@@ -191,16 +206,18 @@ def different(base: Sequence[RoundContention], other: Sequence[RoundContention]
             f"(other processes used {s.others_cores:.1f} of {s.cores}): oversubscribed, so "
             "its time is the other work's as much as its own", harder)
     # the same share of other work, but the scheduler gave one side's threads less of it
-    if (a.waiting_share is not None and b.waiting_share is not None
+    if (a.slowed_by_others is not None and b.slowed_by_others is not None
+            and a.waiting_share is not None and b.waiting_share is not None
             and (a.contended_rounds or b.contended_rounds)
-            and (1 - min(a.waiting_share, b.waiting_share))
-            >= (1 + DIFFERENT_MIN_SLOWDOWN) * (1 - max(a.waiting_share, b.waiting_share))):
+            and max(a.slowed_by_others, b.slowed_by_others)
+            >= (1 + DIFFERENT_MIN_SLOWDOWN) * min(a.slowed_by_others, b.slowed_by_others)):
         return Difference(
-            f"profkit's busy threads waited for a core {a.waiting_share:.0%} of the time "
-            f"while the baseline ran and {b.waiting_share:.0%} while this strategy ran "
-            f"(other processes used {a.others_cores:.1f} and {b.others_cores:.1f} of "
-            f"{cores} cores)",
-            BASELINE_SIDE if a.waiting_share > b.waiting_share else STRATEGY_SIDE)
+            f"other work slowed profkit's busy threads by {a.slowed_by_others - 1:.0%} while "
+            f"the baseline ran and {b.slowed_by_others - 1:.0%} while this strategy ran "
+            f"(they waited for a core {a.waiting_share:.0%} and {b.waiting_share:.0%} of "
+            f"the time; other processes used {a.others_cores:.1f} and {b.others_cores:.1f} "
+            f"of {cores} cores)",
+            BASELINE_SIDE if a.slowed_by_others > b.slowed_by_others else STRATEGY_SIDE)
     return None
 
 

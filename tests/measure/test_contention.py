@@ -109,11 +109,12 @@ def test_a_side_whose_threads_waited_longer_for_a_core_is_named() -> None:
     other = [_round(1.35, own_cores=0.6, own_wait_cores=0.4)] * 3
     assert contention.side(base).waiting_share == pytest.approx(0.01)
     assert contention.side(other).waiting_share == pytest.approx(0.4)
+    assert contention.side(other).slowed_by_others == pytest.approx(1 / 0.6)
     diff = contention.different(base, other)
     assert diff == contention.Difference(
-        "profkit's busy threads waited for a core 1% of the time while the baseline ran and "
-        "40% while this strategy ran (other processes used 1.0 and 1.4 of 2 cores)",
-        contention.STRATEGY_SIDE)
+        "other work slowed profkit's busy threads by 1% while the baseline ran and 67% "
+        "while this strategy ran (they waited for a core 1% and 40% of the time; other "
+        "processes used 1.0 and 1.4 of 2 cores)", contention.STRATEGY_SIDE)
     # 0.99 against 0.96 of the time running: 3 % apart, under the 5 % asked
     near = [_round(1.3, own_cores=0.7, own_wait_cores=0.04)] * 3
     assert contention.different(base, near) is None
@@ -129,7 +130,28 @@ def test_a_side_whose_threads_waited_longer_for_a_core_is_named() -> None:
                                 quiet) is None
     # a run recorded before the wait was: nothing to compare
     assert contention.different([_round(1.02)] * 3, other) is None
-    assert _round(1.0).waiting_share is None
+    assert _round(1.0).waiting_share is None and _round(1.0).slowed_by_others is None
+
+
+def test_the_wait_threads_have_for_each_other_is_not_the_other_work_s() -> None:
+    """The main job beside a little other work (0.3 of 2 cores): ``threads`` runs four
+    busy threads on two cores, so each waits half the time even on a quiet machine; the
+    other work adds a little to that. ``sequential``'s two threads wait 15 % of the
+    time, all of it the other work's. Both were slowed by it about alike (1.11x and 1.18x:
+    the baseline a little more); the raw waits (55 % against 15 %) would have named the
+    wrong side, and made a slower ``threads`` "not judged" for its own threads."""
+    base = [_round(0.3, threads=2, own_cores=1.7, own_wait_cores=0.3)] * 3
+    threads = [_round(0.3, threads=4, own_cores=1.7, own_wait_cores=2.2)] * 3
+    assert threads[0].slowed_by_others == pytest.approx(0.5 / 0.45)
+    assert base[0].slowed_by_others == pytest.approx(1 / 0.85)
+    diff = contention.different(base, threads)
+    assert diff.harder == contention.BASELINE_SIDE
+    assert diff.reason.startswith("other work slowed profkit's busy threads by 18% while "
+                                  "the baseline ran and 11% while this strategy ran")
+    # the same, with the other work's share of the wait equal: no difference
+    alike = [_round(0.3, threads=4, own_cores=1.7, own_wait_cores=4 * (1 - 0.5 * 0.85))] * 3
+    assert alike[0].slowed_by_others == pytest.approx(base[0].slowed_by_others)
+    assert contention.different(base, alike) is None
 
 
 def test_the_run_summary_averages_the_contended_rounds_by_process() -> None:
