@@ -286,3 +286,24 @@ def test_many_ranks_console_shows_the_telling_ones() -> None:
     rows = [int(m.group(1)) for line in text.splitlines()
             if (m := re.match(r"^\W*(\d+)\s+rank\1\s", line))]
     assert len(rows) == MAX_RANK_ROWS and rows[0] == late  # the straggler first
+
+
+def test_ranks_on_one_host_share_its_clock() -> None:
+    """A two-rank gloo run on one busy host (a CI run): rank 0's all-reduce span ended a
+    little before rank 1's began, in every step, which on two hosts would say rank 1's
+    clock is behind. Ranks whose traces name the same host share one clock: no shift,
+    and the waits are the raw starts' differences. Without host names, or on two hosts,
+    the ends are still read as an offset."""
+    calls0 = [(10, 58), (110, 158), (210, 258)]
+    calls1 = [(59, 60), (159, 160), (259, 260)]
+
+    def on(host: str | None, rank: int, calls: list[tuple[int, int]]) -> RankSummary:
+        return msgspec.structs.replace(summary(rank, calls), host=host)
+
+    one_host = analyze_job([on("node-a", 0, calls0), on("node-a", 1, calls1)])
+    assert one_host.clock_shifts == ()
+    assert one_host.per_rank[0].wait_ns == sum(b[0] - a[0] for a, b in zip(
+        calls0, calls1, strict=True)) * MS
+    for hosts in ((None, None), ("node-a", "node-b")):
+        two = analyze_job([on(hosts[0], 0, calls0), on(hosts[1], 1, calls1)])
+        assert [c.rank for c in two.clock_shifts] == [1]

@@ -20,7 +20,9 @@ Reads summaries only (never traces), so it runs wherever the summaries are.
   a quarter of it), each rank's clock is shifted by the median difference of its ends
   from the lowest rank's over the instances common to all ranks, and the shift is
   reported. So an offset smaller than a straggler's lateness is not taken for
-  lateness, and lateness (starts, not ends) never for an offset.
+  lateness, and lateness (starts, not ends) never for an offset. Ranks whose traces name
+  the lowest rank's host share its clock and are never shifted: on one busy host a rank
+  that returns from its collectives a little late, consistently, looks like an offset.
 - **Straggler.** The rank that arrived last in most instances (of those where anyone
   waited), and how long per step the others waited for it.
 - **Exposed communication** (no computation beside it) split into the part spent
@@ -338,7 +340,8 @@ def view_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) -> 
         notes.append(f"ranks {_ranges(missing)} of {world} have no trace here: the job view "
                      f"covers ranks {_ranges(ranks)}")  # type: ignore[arg-type]
     matched, unmatched, mismatched = _match(members)
-    shifts, reference = _clock_shifts(matched, ranks)  # type: ignore[arg-type]
+    shifts, reference = _clock_shifts(matched, ranks,  # type: ignore[arg-type]
+                                      {m.rank: m.host for m in members})
     if shifts:
         notes.append("clocks differ between ranks: aligned at " + str(reference) + " ("
                      + ", ".join(f"rank {s.rank} {s.shift_ns / 1e6:+.3f} ms" for s in shifts)
@@ -702,11 +705,13 @@ def _match(members: Sequence[RankSummary]
     return out, unmatched, mismatched
 
 
-def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks: list[int]
-                  ) -> tuple[list[ClockShift], str | None]:
+def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks: list[int],
+                  hosts: dict[int, str | None]) -> tuple[list[ClockShift], str | None]:
     """Shifts that make the ranks' clocks agree, when they visibly do not (see the
-    module docstring); none otherwise."""
-    if not matched:
+    module docstring); none otherwise, and never for a rank on the lowest rank's host."""
+    ref_host = hosts.get(min(ranks)) if ranks else None
+    elsewhere = [r for r in ranks if not (ref_host and hosts.get(r) == ref_host)]
+    if not matched or not elsewhere:
         return [], None
     impossible = 0
     for _, calls in matched:
@@ -722,7 +727,7 @@ def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks:
                                 for calls in common]))
     medians = {}
     consistent = False
-    for r in sorted(everyone - {ref}):
+    for r in sorted((everyone - {ref}) & set(elsewhere)):
         diffs = np.array([calls[r].end_ns - calls[ref].end_ns for calls in common], dtype=float)
         d = float(median(diffs))
         medians[r] = int(round(d))
