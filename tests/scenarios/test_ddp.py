@@ -204,13 +204,16 @@ def test_a_a_pair_of_repeated_runs_is_within_noise(tmp_path: Path) -> None:
         "ddp-w1", "between runs", 3, 3)
     # the configuration's verdict (its median); each percentile row has its own 95 %
     # interval, so over many A/A pairs about one row in twenty lies outside by chance.
-    # Beside other work that changed between the two runs, the change is not judged
-    # (contended) rather than called real: never beyond noise. (A parallel test suite
-    # once left the second run 0.6 of a core: 36 % slower, with the other work's share
-    # only a third of a core higher; the time its thread waited for a core tells.)
+    # Beside other work that changed between the two runs, a change the interval would
+    # call real is not judged (contended) instead; one the interval calls within noise
+    # stays within noise, with the doubt as its reason: never beyond noise. (A parallel
+    # test suite once left the second run 0.6 of a core: 36 % slower, with the other
+    # work's share only a third of a core higher; the time its thread waited for a core
+    # tells. Another time the second run was 26 % slower, doubted, and within the wide
+    # interval of three rounds a side.)
     (p50,) = [p for p in c.percentiles if p.percentile == 50]
     if p50.noise.doubt:
-        assert c.beyond_noise is None and p50.noise.doubt == "contended", c
+        assert c.beyond_noise is not True and p50.noise.doubt in ("contended", "unstable"), c
         return
     assert c.beyond_noise is False, c
     margin = p50.noise.min_effect_fraction
