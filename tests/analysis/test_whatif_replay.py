@@ -153,3 +153,41 @@ def test_removed_spans_merge_per_thread_as_a_sorted_sweep_does(removals) -> None
         else:
             spans.append((a, b))
     assert engine._merged_removals(e) == want
+
+
+def _every_change():
+    from profiler_kit.analysis.whatif import changes as c
+
+    return [None, c.CudaGraphs(), c.Precision("bf16"), c.Fusion(), c.NoSync(),
+            c.OverlapComm(), c.NoDataloaderWait(), c.Kernels("gemm", 2.0)]
+
+
+@pytest.mark.parametrize("name", [
+    "a100_ddp_nccl_rank0.json.gz",  # blocking calls, two streams, NCCL
+    "a100_alexnet.json.gz",  # activities waiting on recorded events of another stream
+    "v100_resnet50_train.json.gz",  # a launch queue that keeps filling
+    "mi300_resnet_act_checkpoint.json.gz",  # activities no launch call is linked to
+    "h100_owlv2_dataloader.json.gz",  # bursts of work woken from other threads
+    "cpu_concurrent_threads.pt.trace.json.gz",  # host threads only
+])
+def test_runs_replayed_at_once_land_where_one_by_one_does(name: str, monkeypatch) -> None:
+    """The activities between the replay's visits go at once, a running maximum per
+    stream: the same integer times as replaying each one in turn (runs of any length go
+    one by one when the short-run threshold is above them all), unchanged and with every
+    change."""
+    from profiler_kit.analysis.whatif.changes import Context
+
+    table, gpu = _prepared(DATA / name)
+    g = build(table, gpu)
+    ctx = Context(table, gpu, g, build_op_tree(table))
+    for change in _every_change():
+        e = engine.Edits(g)
+        if change is not None:
+            change.apply(ctx, e)
+        monkeypatch.setattr(engine, "_SHORT_RUN", 0)
+        at_once = engine.simulate(g, e, table.ts_ns, table.dur_ns)
+        monkeypatch.setattr(engine, "_SHORT_RUN", 1 << 40)
+        one_by_one = engine.simulate(g, e, table.ts_ns, table.dur_ns)
+        for field in ("act_start", "act_end", "cpu_start", "cpu_end"):
+            assert np.array_equal(getattr(at_once, field), getattr(one_by_one, field)), (
+                change, field)

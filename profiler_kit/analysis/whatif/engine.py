@@ -12,6 +12,8 @@ events are warped afterwards, all at once.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 import numpy as np
 
 from profiler_kit.analysis.core.arrays import distinct
@@ -21,6 +23,7 @@ _INF = 1 << 62
 _NONE = -(1 << 62)
 # item kinds, in the order they run at one time: knots, then activities, then calls
 _KNOT, _WAKE, _JOIN, _INSERT, _REMOVE, _ACT, _SYNC = range(7)
+_SHORT_RUN = 32  # activities a run replays one by one (fewer than numpy's fixed costs)
 
 
 class Edits:
@@ -71,16 +74,32 @@ def recorded(g: Graph, table_ts: np.ndarray, table_dur: np.ndarray) -> Times:
 
 
 def _merged_removals(e: Edits) -> dict[int, list[tuple[int, int]]]:
-    """Per thread, the union of the removed intervals."""
+    """Per thread, the union of the removed intervals (overlapping ones merge, touching
+    ones stay apart), in order."""
+    if not e.removals:
+        return {}
+    th, a, b = np.array(e.removals, dtype=np.int64).reshape(-1, 3).T
+    keep = (b > a) & (th >= 0)
+    th, a, b = th[keep], a[keep], b[keep]
+    order = np.lexsort((b, a, th))
+    th, a, b = th[order], a[order], b[order]
+    if not len(th):
+        return {}
+    # an interval starts a new span where it begins at or after every earlier end of its
+    # thread (the running maximum restarts with each thread)
+    reach = b.copy()
+    first = np.ones(len(th), dtype=bool)
+    first[1:] = th[1:] != th[:-1]
+    bounds = np.flatnonzero(first)
+    for lo, hi in zip(bounds.tolist(), bounds[1:].tolist() + [len(th)], strict=True):
+        np.maximum.accumulate(reach[lo:hi], out=reach[lo:hi])
+    new = first.copy()
+    new[1:] |= a[1:] >= reach[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.maximum.reduceat(b, starts)
     out: dict[int, list[tuple[int, int]]] = {}
-    for th, a, b in sorted(e.removals):
-        if b <= a or th < 0:
-            continue
-        spans = out.setdefault(th, [])
-        if spans and a < spans[-1][1]:  # overlapping (touching ones stay apart)
-            spans[-1] = (spans[-1][0], max(spans[-1][1], b))
-        else:
-            spans.append((a, b))
+    for t, x, y in zip(th[starts].tolist(), a[starts].tolist(), ends.tolist(), strict=True):
+        out.setdefault(t, []).append((x, y))
     return out
 
 
@@ -100,7 +119,13 @@ def _inside(spans: list[tuple[int, int]], t: int, strict: bool = False) -> bool:
 
 
 def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) -> Times:
-    """Replay ``g`` as ``e`` edits it."""
+    """Replay ``g`` as ``e`` edits it.
+
+    The loop visits blocking calls, knots and the activities that wait on another one (a
+    launch queue slot, a recorded event); the other activities are replayed in runs
+    between those visits, all at once (:func:`_run`): each launches on its thread's clock
+    as the knots made before it left it, and on each stream starts at the later of its
+    launch and the previous activity's end plus the gap, a running maximum."""
     n, m = len(g.act), len(g.sync_row)
     removals = _merged_removals(e)
     keys: list[np.ndarray] = []
@@ -150,41 +175,54 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     kind = np.concatenate(kinds)
     idx = np.concatenate(idxs)
     order = np.lexsort((kind, key))
+    kind, idx = kind[order], idx[order]
+    # the activities replayed in runs: those that wait on no other activity
+    is_act = kind == _ACT
+    waits_on = np.zeros(n, dtype=bool) if not n else (e.wait >= 0) | (g.queue_prev >= 0)
+    in_runs = is_act.copy()
+    in_runs[is_act] = ~waits_on[idx[is_act]]
+    visited = np.flatnonzero(~in_runs)
 
     n_threads = max(len(g.threads), 1)
     kx = [g.t0] * n_threads
     ky = [g.t0] * n_threads
     kc = [_INF] * n_threads
-    k_thread: list[int] = []
-    k_x: list[int] = []
-    k_y: list[int] = []
-    k_c: list[int] = []
+    # each thread's knots, in the order made, with the position in the visiting order of
+    # the item that made them (the runs' lookup); the first is the clock the replay
+    # starts from
+    t_pos: list[list[int]] = [[-1] for _ in range(n_threads)]
+    t_x: list[list[int]] = [[g.t0] for _ in range(n_threads)]
+    t_y: list[list[int]] = [[g.t0] for _ in range(n_threads)]
+    t_c: list[list[int]] = [[_INF] for _ in range(n_threads)]
 
-    def knot(th: int, x: int, y: int, c: int) -> None:
+    def knot(th: int, x: int, y: int, c: int, pos: int) -> None:
         """From recorded time ``x`` on, thread ``th``'s clock reads ``y`` and runs for
         ``c`` (then stands still until the next knot)."""
         kx[th], ky[th], kc[th] = x, y, c
-        k_thread.append(th)
-        k_x.append(x)
-        k_y.append(y)
-        k_c.append(c)
+        t_pos[th].append(pos)
+        t_x[th].append(x)
+        t_y[th].append(y)
+        t_c[th].append(c)
 
     def edited(mine: np.ndarray, name: str) -> list[int]:
         """An edited array as a list: the graph's own where the changes left it as built."""
         return g.listed(name) if np.array_equal(mine, getattr(g, name)) else mine.tolist()
 
     pending = [0] * (m + len(rem))
-    pend_thread = g.listed("sync_thread") + [r[0] for r in rem]
+    rem_thread = [r[0] for r in rem]
+    rem_start = [r[1] for r in rem]
+    pend_thread = g.listed("sync_thread") + rem_thread
     pend_x = g.listed("sync_end") + [r[2] for r in rem]
 
-    # one tuple per activity: one lookup in the loop instead of one per field
-    acts = list(zip(g.listed("thread"), g.listed("launch_ts"), g.listed("latency"),
-                    g.listed("queue_prev"), edited(e.stream, "stream"), edited(e.gap, "gap"),
-                    edited(e.wait, "wait"), edited(e.delay, "delay"), edited(e.dur, "dur"),
-                    g.listed("start"), strict=True))
-    new_start = [0] * n
-    new_end = [0] * n
+    new_start = np.zeros(n, dtype=np.int64)
+    new_end = np.zeros(n, dtype=np.int64)
     stream_end = [_NONE] * e.n_streams
+    a_thread, a_launch, a_latency, a_queue, a_stream, a_gap, a_wait, a_delay, a_dur, a_rec = (
+        g.listed("thread"), g.listed("launch_ts"), g.listed("latency"), g.listed("queue_prev"),
+        edited(e.stream, "stream"), edited(e.gap, "gap"), edited(e.wait, "wait"),
+        edited(e.delay, "delay"), edited(e.dur, "dur"), g.listed("start"))
+    runs = _Runs(g, e, idx, in_runs, new_start, new_end, stream_end, (t_pos, t_x, t_y, t_c),
+                 (a_thread, a_launch, a_latency, a_stream, a_gap, a_delay, a_dur, a_rec))
     s_thread, s_start, s_wake, s_act = (g.listed(a) for a in (
         "sync_thread", "sync_start", "sync_wake", "sync_act"))
     s_own = edited(e.sync_own, "sync_own")
@@ -197,41 +235,42 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         "burst_thread", "burst_start", "burst_end", "burst_waker", "burst_join_end",
         "burst_floor", "burst_join_floor"))
 
-    for k, i in zip(kind[order].tolist(), idx[order].tolist(), strict=True):
-        if k == _ACT:
-            th, t, lat, q, s, gap, w, delay, dur, rec = acts[i]
+    for pos, k, i in zip(visited.tolist(), kind[visited].tolist(), idx[visited].tolist(),
+                         strict=True):
+        if k == _ACT:  # waits on another activity: the runs before it first
+            runs.upto(pos)
+            th, t, s = a_thread[i], a_launch[i], a_stream[i]
             ready = _NONE
             if th >= 0:
                 d = t - kx[th]
                 c = kc[th]
                 ns = ky[th] + (d if d < c else c)
-                ready = ns + lat
+                ready = ns + a_latency[i]
                 # the launch call waits for room in the launch queue (not one whose host
                 # time a change removed: c == 0 while the thread's clock stands still)
+                q = a_queue[i]
                 if q >= 0 and c != 0:
-                    ret = max(ns + c_own[i], new_end[q] + q_wake[i])
+                    ret = max(ns + c_own[i], int(new_end[q]) + q_wake[i])
                     if c_blocked[i] or ret > ns + c_dur[i]:
-                        ce = c_end[i]
-                        kx[th], ky[th], kc[th] = ce, ret, _INF
-                        k_thread += (th, th)
-                        k_x += (t, ce)
-                        k_y += (ns, ret)
-                        k_c += (ret - ns, _INF)
+                        knot(th, t, ns, ret - ns, pos)
+                        knot(th, c_end[i], ret, _INF, pos)
             pe = stream_end[s]
             if pe != _NONE:
-                pe += gap
+                pe += a_gap[i]
                 if pe > ready:
                     ready = pe
+            w = a_wait[i]
             if w >= 0 and new_end[w] > ready:
-                ready = new_end[w]
+                ready = int(new_end[w])
             if ready == _NONE:
-                ready = rec
-            ready += delay
+                ready = a_rec[i]
+            ready += a_delay[i]
             new_start[i] = ready
-            end = ready + dur
+            end = ready + a_dur[i]
             new_end[i] = end
             stream_end[s] = end
         elif k == _SYNC:
+            runs.upto(pos)
             th = s_thread[i]
             st = s_start[i]
             ns = ky[th] + min(st - kx[th], kc[th])
@@ -239,20 +278,30 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             if s_blocks[i]:
                 a = s_act[i]
                 if a >= 0:
-                    target = new_end[a]
+                    target = int(new_end[a])
                 else:
                     target = max((stream_end[s] for s in s_streams[i]), default=_NONE)
                 if target != _NONE:
                     ne = max(ne, target + s_wake[i]) + s_delay[i]
-            knot(th, st, ns, ne - ns)
+            knot(th, st, ns, ne - ns, pos)
             pending[i] = ne
-        elif k == _KNOT:
+        elif k == _KNOT:  # knot() written out: a change may remove thousands of spans
             th, x, y = pend_thread[i], pend_x[i], pending[i]
-            knot(th, x, y, _INF)
+            kx[th], ky[th], kc[th] = x, y, _INF
+            t_pos[th].append(pos)
+            t_x[th].append(x)
+            t_y[th].append(y)
+            t_c[th].append(_INF)
         elif k == _REMOVE:
-            th, a = rem[i - m][0], rem[i - m][1]
-            y = ky[th] + min(a - kx[th], kc[th])
-            knot(th, a, y, 0)
+            th, a = rem_thread[i - m], rem_start[i - m]
+            d = a - kx[th]
+            c = kc[th]
+            y = ky[th] + (d if d < c else c)
+            kx[th], ky[th], kc[th] = a, y, 0
+            t_pos[th].append(pos)
+            t_x[th].append(a)
+            t_y[th].append(y)
+            t_c[th].append(0)
             pending[i] = y
         elif k == _WAKE:
             th, x, a = b_thread[i], b_start[i], b_waker[i]
@@ -260,42 +309,126 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             f = b_floor[i]  # not before the thread's own previous work ends
             if f >= 0:
                 y = max(y, ky[th] + max(0, min(f - kx[th], kc[th])))
-            knot(th, x, y, _INF)
+            knot(th, x, y, _INF, pos)
         elif k == _JOIN:
             b, th, x = b_thread[i], b_waker[i], b_join[i]
             be = b_end[i]
             y = ky[b] + min(be - kx[b], kc[b]) + (x - be)
             f = b_join_floor[i]  # not before the joining event starts, nor its thread's work
             y = max(y, ky[th] + max(0, min(f - kx[th], kc[th])))
-            knot(th, x, y, _INF)
+            knot(th, x, y, _INF, pos)
         else:  # _INSERT
             th, x, c = ins[i]
             y = ky[th] + min(x - kx[th], kc[th]) + c
-            knot(th, x, y, _INF)
+            knot(th, x, y, _INF, pos)
+    runs.upto(len(order))
 
     cpu_start = table_ts[g.cpu_row].copy()
     cpu_end = cpu_start + table_dur[g.cpu_row]
-    if k_thread:
-        kt = np.array(k_thread, dtype=np.int64)
-        korder = np.lexsort((np.arange(len(kt)), kt))
-        kt = kt[korder]
-        kxa = np.array(k_x, dtype=np.int64)[korder]
-        kya = np.array(k_y, dtype=np.int64)[korder]
-        kca = np.array(k_c, dtype=np.int64)[korder]
-        bounds = np.searchsorted(kt, np.arange(n_threads + 1))
+    moved = [th for th in range(n_threads) if len(t_pos[th]) > 1]
+    if moved:
         by_thread = np.argsort(g.cpu_thread, kind="stable")
         t_bounds = np.searchsorted(g.cpu_thread[by_thread], np.arange(n_threads + 1))
-        for th in distinct(kt).tolist():
-            lo, hi = int(bounds[th]), int(bounds[th + 1])
-            xs, ys, cs = kxa[lo:hi], kya[lo:hi], kca[lo:hi]
+        for th in moved:  # the knots made (not the clock the replay starts from)
+            xs, ys, cs = (np.array(a[th][1:], dtype=np.int64) for a in (t_x, t_y, t_c))
             rows = by_thread[t_bounds[th]:t_bounds[th + 1]]
             for arr in (cpu_start, cpu_end):
                 t = arr[rows]
                 j = np.searchsorted(xs, t, side="right") - 1
                 jj = np.maximum(j, 0)
                 arr[rows] = np.where(j >= 0, ys[jj] + np.minimum(t - xs[jj], cs[jj]), t)
-    return Times(np.array(new_start, dtype=np.int64), np.array(new_end, dtype=np.int64),
-                 cpu_start, cpu_end)
+    return Times(new_start, new_end, cpu_start, cpu_end)
+
+
+class _Runs:
+    """The activities :func:`simulate` replays in runs, between the items it visits.
+
+    An activity of a run waits on nothing but its launch and its stream, so on each
+    stream its end is E_j = max(A_j + D_j, E_(j-1) + G_j + D_j) (A: launch call on the
+    thread's clock plus the latency, D: delay plus duration, G: the gap): with S_j the
+    running sum of G + D, E_j = S_j + max(E_0, max over k <= j of (A_k + D_k - S_k)).
+    Integers throughout: the same times the one-by-one loop gives. A short run (a launch
+    queue that keeps filling visits most activities) goes one by one."""
+
+    def __init__(self, g: Graph, e: Edits, idx: np.ndarray, in_runs: np.ndarray,
+                 new_start: np.ndarray, new_end: np.ndarray, stream_end: list[int],
+                 knots: tuple[list[list[int]], ...], lists: tuple[list[int], ...]) -> None:
+        self.pos = np.flatnonzero(in_runs)  # visiting-order positions of the run activities
+        self.act = idx[self.pos]  # their activity indices
+        self.pos_list = self.pos.tolist()
+        self.done = 0
+        self.g, self.e = g, e
+        self.new_start, self.new_end, self.stream_end = new_start, new_end, stream_end
+        self.t_pos, self.t_x, self.t_y, self.t_c = knots
+        self.mark = [0] * len(self.t_pos)  # each thread's first knot the next run may use
+        # thread, launch, latency, stream, gap, delay, duration, recorded start
+        self.lists = lists
+
+    def upto(self, pos: int) -> None:
+        """Replay the run activities before visiting position ``pos``."""
+        lo = self.done
+        if lo == len(self.pos_list) or self.pos_list[lo] >= pos:
+            return
+        hi = bisect_left(self.pos_list, pos, lo)
+        self.done = hi
+        if hi - lo <= _SHORT_RUN:
+            self._one_by_one(self.act[lo:hi].tolist(), self.pos_list[lo:hi])
+        else:
+            self._at_once(self.act[lo:hi], self.pos[lo:hi])
+        for h in range(len(self.t_pos)):  # the next run starts from each thread's last knot
+            self.mark[h] = len(self.t_pos[h]) - 1
+
+    def _one_by_one(self, acts: list[int], at: list[int]) -> None:
+        thread, launch, latency, stream, gap, delay, dur, rec = self.lists
+        stream_end, new_start, new_end = self.stream_end, self.new_start, self.new_end
+        for i, p in zip(acts, at, strict=True):
+            th = thread[i]
+            ready = _NONE
+            if th >= 0:
+                j = bisect_right(self.t_pos[th], p) - 1  # the knot made last before
+                d = launch[i] - self.t_x[th][j]
+                c = self.t_c[th][j]
+                ready = self.t_y[th][j] + (d if d < c else c) + latency[i]
+            s = stream[i]
+            pe = stream_end[s]
+            if pe != _NONE:
+                pe += gap[i]
+                if pe > ready:
+                    ready = pe
+            if ready == _NONE:
+                ready = rec[i]
+            ready += delay[i]
+            new_start[i] = ready
+            end = ready + dur[i]
+            new_end[i] = end
+            stream_end[s] = end
+
+    def _at_once(self, acts: np.ndarray, at: np.ndarray) -> None:
+        g, e = self.g, self.e
+        th = g.thread[acts]
+        ready = np.full(len(acts), _NONE, dtype=np.int64)
+        for h in distinct(th[th >= 0]).tolist():
+            sel = np.flatnonzero(th == h)
+            first = self.mark[h]
+            kp, kx, ky, kc = (np.array(k[h][first:], dtype=np.int64)
+                              for k in (self.t_pos, self.t_x, self.t_y, self.t_c))
+            j = np.searchsorted(kp, at[sel], side="right") - 1  # the knot made last before
+            ready[sel] = ky[j] + np.minimum(g.launch_ts[acts[sel]] - kx[j], kc[j]) \
+                + g.latency[acts[sel]]
+        streams = e.stream[acts]
+        d = e.delay[acts] + e.dur[acts]
+        for s in distinct(streams).tolist():
+            sel = np.flatnonzero(streams == s)
+            a = ready[sel]
+            before = self.stream_end[s]
+            if before == _NONE and a[0] == _NONE:  # the stream's first, launched by no one
+                a[0] = g.start[acts[sel[0]]]
+            ds = d[sel]
+            total = np.cumsum(e.gap[acts[sel]] + ds)
+            end = total + np.maximum(np.maximum.accumulate(a + ds - total), before)
+            self.new_end[acts[sel]] = end
+            self.new_start[acts[sel]] = end - e.dur[acts[sel]]
+            self.stream_end[s] = int(end[-1])
 
 
 def step_times(g: Graph, t: Times) -> tuple[np.ndarray, int]:
