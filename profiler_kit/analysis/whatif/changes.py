@@ -224,9 +224,9 @@ class CudaGraphs(Change, frozen=True):
                                                                                 side="left")
                 if not ok.any():
                     continue
-                spans = _union(s[ok], en[ok])
-                e.removals.extend((who, x, y) for x, y in spans)
-                removed += sum(y - x for x, y in spans)
+                span_start, span_end = intervals.union(s[ok], en[ok])
+                e.remove(who, span_start, span_end)
+                removed += int((span_end - span_start).sum())
                 if who == th:  # launched where its first op would have started
                     if th not in cost_by_thread:
                         calls = np.flatnonzero((g.cpu_thread == th) & (cats == Cat.RUNTIME)
@@ -324,8 +324,7 @@ class Fusion(Change, frozen=True):
         call[call] = t.cat[rows[call]] == Cat.RUNTIME
         starts = t.ts_ns[rows[call]]
         durs = t.dur_ns[rows[call]]
-        e.removals.extend(zip(g.thread[rest[call]].tolist(), starts.tolist(),
-                              (starts + durs).tolist(), strict=True))
+        e.remove(g.thread[rest[call]], starts, starts + durs)
         launches = int(durs.sum())
         after = int(longest.sum())
         runs, kernels = len(firsts), len(members)

@@ -41,15 +41,23 @@ class Edits:
         self.sync_own = g.sync_own.copy()
         self.sync_delay = g.sync_delay.copy()
         self.removals: list[tuple[int, int, int]] = []  # (thread, start, end)
+        self.removed_spans: list[np.ndarray] = []  # the same, many at once (remove())
         self.insertions: list[tuple[int, int, int]] = []  # (thread, at, ns)
         self.n_streams = len(g.streams)
         self.sync_streams = list(g.sync_streams)
         self.notes: list[str] = []
 
+    def remove(self, thread: int | np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+        """Remove the host time [start, end) of ``thread`` (one, or one per span)."""
+        spans = np.empty((len(start), 3), dtype=np.int64)
+        spans[:, 0], spans[:, 1], spans[:, 2] = thread, start, end
+        self.removed_spans.append(spans)
+
     def unchanged(self, g: Graph) -> bool:
         """Whether the changes left the graph as recorded (the replay is the unchanged
         one: a change that found nothing to change costs no second replay)."""
-        return (not self.removals and not self.insertions
+        return (not self.removals and not any(len(r) for r in self.removed_spans)
+                and not self.insertions
                 and self.n_streams == len(g.streams)
                 and self.sync_streams == list(g.sync_streams)
                 and all(np.array_equal(mine, g_own) for mine, g_own in (
@@ -73,18 +81,17 @@ def recorded(g: Graph, table_ts: np.ndarray, table_dur: np.ndarray) -> Times:
                  table_ts[g.cpu_row] + table_dur[g.cpu_row])
 
 
-def _merged_removals(e: Edits) -> dict[int, list[tuple[int, int]]]:
+def _merged_removals(e: Edits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per thread, the union of the removed intervals (overlapping ones merge, touching
-    ones stay apart), in order."""
-    if not e.removals:
-        return {}
-    th, a, b = np.array(e.removals, dtype=np.int64).reshape(-1, 3).T
+    ones stay apart): the spans' threads, starts and ends, by thread and start."""
+    parts = [np.array(e.removals, dtype=np.int64).reshape(-1, 3), *e.removed_spans]
+    th, a, b = np.concatenate(parts).T
     keep = (b > a) & (th >= 0)
     th, a, b = th[keep], a[keep], b[keep]
     order = np.lexsort((b, a, th))
     th, a, b = th[order], a[order], b[order]
     if not len(th):
-        return {}
+        return th, a, b
     # an interval starts a new span where it begins at or after every earlier end of its
     # thread (the running maximum restarts with each thread)
     reach = b.copy()
@@ -96,26 +103,30 @@ def _merged_removals(e: Edits) -> dict[int, list[tuple[int, int]]]:
     new = first.copy()
     new[1:] |= a[1:] >= reach[:-1]
     starts = np.flatnonzero(new)
-    ends = np.maximum.reduceat(b, starts)
-    out: dict[int, list[tuple[int, int]]] = {}
-    for t, x, y in zip(th[starts].tolist(), a[starts].tolist(), ends.tolist(), strict=True):
-        out.setdefault(t, []).append((x, y))
+    return th[starts], a[starts], np.maximum.reduceat(b, starts)
+
+
+def _inside(spans: tuple[np.ndarray, np.ndarray, np.ndarray], threads: np.ndarray,
+            times: np.ndarray, strict: bool = False) -> np.ndarray:
+    """Whether each time lies in a removed span of its thread (after the span's start,
+    with ``strict``); ``spans`` as :func:`_merged_removals` gives them."""
+    th, a, b = spans
+    out = np.zeros(len(times), dtype=bool)
+    if not len(th) or not len(times):
+        return out
+    threads, times = np.asarray(threads, dtype=np.int64), np.asarray(times, dtype=np.int64)
+    for h in distinct(threads).tolist():
+        lo, hi = np.searchsorted(th, [h, h + 1])
+        if lo == hi:
+            continue
+        sel = np.flatnonzero(threads == h)
+        t = times[sel]
+        j = lo + np.searchsorted(b[lo:hi], t, side="right")  # the first span ending after
+        ok = j < hi
+        jj = np.minimum(j, hi - 1)
+        after = a[jj] < t if strict else a[jj] <= t
+        out[sel] = ok & after & (t < b[jj])
     return out
-
-
-def _inside(spans: list[tuple[int, int]], t: int, strict: bool = False) -> bool:
-    """Whether ``t`` lies in one of the sorted, disjoint ``spans`` (after its start, with
-    ``strict``)."""
-    lo, hi = 0, len(spans)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if spans[mid][1] <= t:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo == len(spans):
-        return False
-    return spans[lo][0] < t < spans[lo][1] if strict else spans[lo][0] <= t < spans[lo][1]
 
 
 def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) -> Times:
@@ -136,24 +147,21 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     kinds.append(np.full(n, _ACT))
     idxs.append(np.arange(n))
     # blocking calls not inside removed host time
-    sync_keep = np.array([not _inside(removals.get(int(th), []), int(st))
-                          for th, st in zip(g.sync_thread.tolist(), g.sync_start.tolist(),
-                                            strict=True)], dtype=bool) if m else \
-        np.zeros(0, dtype=bool)
-    keep = np.flatnonzero(sync_keep)
+    keep = np.flatnonzero(~_inside(removals, g.sync_thread, g.sync_start))
     keys += [g.sync_start[keep], g.sync_end[keep]]
     kinds += [np.full(len(keep), _SYNC), np.full(len(keep), _KNOT)]
     idxs += [keep, keep]  # a sync's end knot is pending[sync index]
     # removals and insertions (indices into these lists, past the syncs' pending slots)
-    rem = [(th, a, b) for th, spans in removals.items() for a, b in spans]
-    ins = [(th, x, c) for th, x, c in e.insertions
-           if th >= 0 and not _inside(removals.get(th, []), x, strict=True)]
-    if rem:
-        r_a = np.array([r[1] for r in rem], dtype=np.int64)
-        r_b = np.array([r[2] for r in rem], dtype=np.int64)
+    r_thread, r_a, r_b = removals
+    n_rem = len(r_thread)
+    ins = [x for x in e.insertions if x[0] >= 0]
+    if ins:
+        out = _inside(removals, [x[0] for x in ins], [x[1] for x in ins], strict=True)
+        ins = [x for x, gone in zip(ins, out.tolist(), strict=True) if not gone]
+    if n_rem:
         keys += [r_a, r_b]
-        kinds += [np.full(len(rem), _REMOVE), np.full(len(rem), _KNOT)]
-        idxs += [m + np.arange(len(rem)), m + np.arange(len(rem))]
+        kinds += [np.full(n_rem, _REMOVE), np.full(n_rem, _KNOT)]
+        idxs += [m + np.arange(n_rem), m + np.arange(n_rem)]
     if ins:
         keys.append(np.array([x for _, x, _ in ins], dtype=np.int64))
         kinds.append(np.full(len(ins), _INSERT))
@@ -166,8 +174,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         kinds.append(np.full(nb, _WAKE))
         idxs.append(np.arange(nb))
         joins = np.flatnonzero(g.burst_join_end >= 0)
-        joins = np.array([j for j in joins.tolist() if not _inside(
-            removals.get(int(g.burst_waker[j]), []), int(g.burst_join_end[j]))], dtype=np.int64)
+        joins = joins[~_inside(removals, g.burst_waker[joins], g.burst_join_end[joins])]
         keys.append(g.burst_join_end[joins])
         kinds.append(np.full(len(joins), _JOIN))
         idxs.append(joins)
@@ -181,7 +188,9 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     waits_on = np.zeros(n, dtype=bool) if not n else (e.wait >= 0) | (g.queue_prev >= 0)
     in_runs = is_act.copy()
     in_runs[is_act] = ~waits_on[idx[is_act]]
-    visited = np.flatnonzero(~in_runs)
+    # removed host time becomes knots only where a clock is read (_Removals)
+    of_removal = (kind == _REMOVE) | ((kind == _KNOT) & (idx >= m))
+    visited = np.flatnonzero(~in_runs & ~of_removal)
 
     n_threads = max(len(g.threads), 1)
     kx = [g.t0] * n_threads
@@ -208,11 +217,13 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         """An edited array as a list: the graph's own where the changes left it as built."""
         return g.listed(name) if np.array_equal(mine, getattr(g, name)) else mine.tolist()
 
-    pending = [0] * (m + len(rem))
-    rem_thread = [r[0] for r in rem]
-    rem_start = [r[1] for r in rem]
-    pend_thread = g.listed("sync_thread") + rem_thread
-    pend_x = g.listed("sync_end") + [r[2] for r in rem]
+    pending = [0] * m
+    pend_thread = g.listed("sync_thread")
+    pend_x = g.listed("sync_end")
+    removed = _Removals(removals, of_removal, kind, idx, m, (kx, ky, kc),
+                        (t_pos, t_x, t_y, t_c))
+    advance = removed.advance
+    every_thread = removed.threads
 
     new_start = np.zeros(n, dtype=np.int64)
     new_end = np.zeros(n, dtype=np.int64)
@@ -238,8 +249,12 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     for pos, k, i in zip(visited.tolist(), kind[visited].tolist(), idx[visited].tolist(),
                          strict=True):
         if k == _ACT:  # waits on another activity: the runs before it first
-            runs.upto(pos)
+            if runs.pending(pos):
+                for h in every_thread:
+                    advance(h, pos)
+                runs.upto(pos)
             th, t, s = a_thread[i], a_launch[i], a_stream[i]
+            advance(th, pos)
             ready = _NONE
             if th >= 0:
                 d = t - kx[th]
@@ -270,8 +285,12 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             new_end[i] = end
             stream_end[s] = end
         elif k == _SYNC:
-            runs.upto(pos)
+            if runs.pending(pos):
+                for h in every_thread:
+                    advance(h, pos)
+                runs.upto(pos)
             th = s_thread[i]
+            advance(th, pos)
             st = s_start[i]
             ns = ky[th] + min(st - kx[th], kc[th])
             ne = ns + s_own[i]
@@ -285,26 +304,14 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                     ne = max(ne, target + s_wake[i]) + s_delay[i]
             knot(th, st, ns, ne - ns, pos)
             pending[i] = ne
-        elif k == _KNOT:  # knot() written out: a change may remove thousands of spans
-            th, x, y = pend_thread[i], pend_x[i], pending[i]
-            kx[th], ky[th], kc[th] = x, y, _INF
-            t_pos[th].append(pos)
-            t_x[th].append(x)
-            t_y[th].append(y)
-            t_c[th].append(_INF)
-        elif k == _REMOVE:
-            th, a = rem_thread[i - m], rem_start[i - m]
-            d = a - kx[th]
-            c = kc[th]
-            y = ky[th] + (d if d < c else c)
-            kx[th], ky[th], kc[th] = a, y, 0
-            t_pos[th].append(pos)
-            t_x[th].append(a)
-            t_y[th].append(y)
-            t_c[th].append(0)
-            pending[i] = y
+        elif k == _KNOT:  # a blocking call's end
+            th = pend_thread[i]
+            advance(th, pos)
+            knot(th, pend_x[i], pending[i], _INF, pos)
         elif k == _WAKE:
             th, x, a = b_thread[i], b_start[i], b_waker[i]
+            advance(th, pos)
+            advance(a, pos)
             y = ky[a] + min(x - kx[a], kc[a])
             f = b_floor[i]  # not before the thread's own previous work ends
             if f >= 0:
@@ -312,6 +319,8 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             knot(th, x, y, _INF, pos)
         elif k == _JOIN:
             b, th, x = b_thread[i], b_waker[i], b_join[i]
+            advance(th, pos)
+            advance(b, pos)
             be = b_end[i]
             y = ky[b] + min(be - kx[b], kc[b]) + (x - be)
             f = b_join_floor[i]  # not before the joining event starts, nor its thread's work
@@ -319,9 +328,13 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             knot(th, x, y, _INF, pos)
         else:  # _INSERT
             th, x, c = ins[i]
+            advance(th, pos)
             y = ky[th] + min(x - kx[th], kc[th]) + c
             knot(th, x, y, _INF, pos)
-    runs.upto(len(order))
+    for h in every_thread:
+        advance(h, len(order))
+    if runs.pending(len(order)):
+        runs.upto(len(order))
 
     cpu_start = table_ts[g.cpu_row].copy()
     cpu_end = cpu_start + table_dur[g.cpu_row]
@@ -338,6 +351,105 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                 jj = np.maximum(j, 0)
                 arr[rows] = np.where(j >= 0, ys[jj] + np.minimum(t - xs[jj], cs[jj]), t)
     return Times(new_start, new_end, cpu_start, cpu_end)
+
+
+class _Removals:
+    """Host time a change removed, as knots made only when a thread's clock is read.
+
+    A removed span [a, b) stops its thread's clock at a (a knot that runs for 0) and starts
+    it again at b (one that runs on): y_a = clock(a), then the clock reads y_a from b. Between
+    two other knots of the thread, a chain of spans is a running sum: y_(k+1) = y_k +
+    (a_(k+1) - b_k). Before an item reads or moves a thread's clock (or the runs read its
+    knots) the thread's spans up to that item's position are made, at once where there
+    are many: the same knots, in the same order, as visiting each span."""
+
+    def __init__(self, spans: tuple[np.ndarray, np.ndarray, np.ndarray], of_removal: np.ndarray,
+                 kind: np.ndarray, idx: np.ndarray, m: int,
+                 clock: tuple[list[int], list[int], list[int]],
+                 knots: tuple[list[list[int]], ...]) -> None:
+        self.kx, self.ky, self.kc = clock
+        self.t_pos, self.t_x, self.t_y, self.t_c = knots
+        self.threads: list[int] = []
+        self.a: dict[int, np.ndarray] = {}
+        self.b: dict[int, np.ndarray] = {}
+        self.a_list: dict[int, list[int]] = {}
+        self.b_list: dict[int, list[int]] = {}
+        self.at: dict[int, list[int]] = {}  # positions of its spans' starts and ends, in turn
+        self.done: dict[int, int] = {}  # how many of those knots are made
+        self.y: dict[int, int] = {}  # the clock reading of the last span started
+        th, a, b = spans
+        if not len(th):
+            return
+        pos = np.flatnonzero(of_removal)
+        r = idx[pos] - m  # the span of each
+        starts = kind[pos] == _REMOVE
+        at = np.zeros(2 * len(th), dtype=np.int64)
+        at[2 * r[starts]] = pos[starts]
+        at[2 * r[~starts] + 1] = pos[~starts]
+        for h in distinct(th).tolist():  # each thread's spans together, in order
+            mine = np.flatnonzero(th == h)
+            lo, hi = int(mine[0]), int(mine[-1]) + 1
+            self.threads.append(h)
+            self.a[h], self.b[h] = a[lo:hi], b[lo:hi]
+            self.a_list[h], self.b_list[h] = self.a[h].tolist(), self.b[h].tolist()
+            self.at[h] = at[2 * lo:2 * hi].tolist()
+            self.done[h] = 0
+
+    def advance(self, h: int, pos: int) -> None:
+        """Make thread ``h``'s knots of the spans before visiting position ``pos``."""
+        u = self.done.get(h)
+        if u is None:
+            return
+        at = self.at[h]
+        if u == len(at) or at[u] >= pos:
+            return
+        v = bisect_left(at, pos, u)
+        self.done[h] = v
+        kx, ky, kc = self.kx, self.ky, self.kc
+        tp, tx, ty, tc = self.t_pos[h], self.t_x[h], self.t_y[h], self.t_c[h]
+        if v - u <= _SHORT_RUN:  # one by one: knots 2r (a span's start) and 2r + 1 (its end)
+            starts, ends = self.a_list[h], self.b_list[h]
+            for q in range(u, v):
+                if q % 2:
+                    x, y, c = ends[q // 2], self.y[h], _INF
+                else:
+                    x = starts[q // 2]
+                    d = x - kx[h]
+                    y = ky[h] + (d if d < kc[h] else kc[h])
+                    c = 0
+                    self.y[h] = y
+                kx[h], ky[h], kc[h] = x, y, c
+                tp.append(at[q])
+                tx.append(x)
+                ty.append(y)
+                tc.append(c)
+            return
+        if u % 2:  # the end of a span whose start is made
+            x = self.b_list[h][u // 2]
+            kx[h], ky[h], kc[h] = x, self.y[h], _INF
+            tp.append(at[u])
+            tx.append(x)
+            ty.append(self.y[h])
+            tc.append(_INF)
+            u += 1
+            if u == v:
+                return
+        first, last = u // 2, (v - 1) // 2  # the spans involved; the last one ends if v even
+        a, b = self.a[h][first:last + 1], self.b[h][first:last + 1]
+        d = int(a[0]) - kx[h]
+        y = np.empty(len(a), dtype=np.int64)
+        y[0] = ky[h] + (d if d < kc[h] else kc[h])
+        y[1:] = y[0] + np.cumsum(a[1:] - b[:-1])
+        count = v - u
+        xs = np.column_stack((a, b)).ravel()[:count].tolist()
+        ys = np.repeat(y, 2)[:count].tolist()
+        cs = ([0, _INF] * len(a))[:count]
+        tp.extend(at[u:v])
+        tx.extend(xs)
+        ty.extend(ys)
+        tc.extend(cs)
+        self.y[h] = ys[-1]
+        kx[h], ky[h], kc[h] = xs[-1], ys[-1], cs[-1]
 
 
 class _Runs:
@@ -364,11 +476,14 @@ class _Runs:
         # thread, launch, latency, stream, gap, delay, duration, recorded start
         self.lists = lists
 
+    def pending(self, pos: int) -> bool:
+        """Whether run activities before visiting position ``pos`` wait to be replayed."""
+        return self.done < len(self.pos_list) and self.pos_list[self.done] < pos
+
     def upto(self, pos: int) -> None:
-        """Replay the run activities before visiting position ``pos``."""
+        """Replay the run activities before visiting position ``pos`` (some are pending):
+        every thread's knots before it are made."""
         lo = self.done
-        if lo == len(self.pos_list) or self.pos_list[lo] >= pos:
-            return
         hi = bisect_left(self.pos_list, pos, lo)
         self.done = hi
         if hi - lo <= _SHORT_RUN:
