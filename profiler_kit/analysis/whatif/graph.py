@@ -478,6 +478,7 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     key = g.key
     per_stream = [np.flatnonzero(g.stream == s) for s in range(len(g.streams))]
     stream_keys = [key[acts] for acts in per_stream]
+    rows = rows[~_pinned_async_copies(table, g, gpu, rows, said)]
     out_row, out_streams, out_act, out_target = [], [], [], []
     for r in rows.tolist():
         name = names[int(table.name[r])]
@@ -554,6 +555,29 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
             f"they wait for allows: they wait for something else the trace does not show"))
     g.wake_median = _median(wake_values)
     g.wake_cases = int(waited.sum())
+
+
+def _pinned_async_copies(table: EventTable, g: Graph, gpu: GpuActivity, rows: np.ndarray,
+                         said: dict[int, int]) -> np.ndarray:
+    """Which blocking-call ``rows`` are async copies from or to pinned memory that no event
+    sync speaks for: they return at once and wait for nothing (most of the calls, often:
+    a DataLoader's pinned batches), found at once instead of one by one."""
+    names = table.names
+    async_ids = [i for i, nm in enumerate(names) if nm in ASYNC_MEMCPY_CALLS]
+    out = np.isin(table.name[rows], async_ids)
+    if not out.any() or not len(g.act):
+        return np.zeros(len(rows), dtype=bool)
+    event_synced = [call for call, ev in said.items() if names[int(table.name[ev])] == EVENT_SYNC]
+    out &= ~np.isin(rows, event_synced)
+    # the activity each call launched (the graph's index, the last where several; -1: none)
+    lr = gpu.launch_row[g.act]
+    by_row = np.argsort(lr, kind="stable")
+    at = np.maximum(np.searchsorted(lr[by_row], rows, side="right") - 1, 0)
+    act = np.where(lr[by_row[at]] == rows, by_row[at], -1)
+    out &= act >= 0
+    act_names = table.name[g.row[np.maximum(act, 0)]]
+    pageable = [i for i in distinct(act_names[out]).tolist() if PAGEABLE in names[i]]
+    return out & ~np.isin(act_names, pageable)
 
 
 def _last_end(streams: tuple[int, ...], per_stream: list[np.ndarray],
