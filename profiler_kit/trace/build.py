@@ -69,6 +69,13 @@ def list_memory(acc: Accumulator) -> dict[str, np.ndarray]:
     return {k: np.array(acc.mem[k], dtype=t) for k, t in MEMORY_COLUMNS.items()}
 
 
+def _renumbered(by_row: dict[int, Any], new_row: np.ndarray) -> dict[int, Any]:
+    """``by_row`` keyed by each row's new number, in the same order (the keys mapped at
+    once: 17,000 recorded inputs one by one took 24 ms)."""
+    rows = np.fromiter(by_row, dtype=np.int64, count=len(by_row))
+    return dict(zip(new_row[rows].tolist(), by_row.values(), strict=True))
+
+
 def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray],
                 memory: dict[str, np.ndarray],
                 inputs: dict[int, RecordedInputs] | None = None,
@@ -85,8 +92,8 @@ def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray
     if inputs or event_waits or launches is not None:
         new_row = np.empty(len(order), dtype=np.int64)
         new_row[order] = np.arange(len(order), dtype=np.int64)
-        inputs = {int(new_row[r]): v for r, v in (inputs or {}).items()}
-        event_waits = {int(new_row[r]): v for r, v in (event_waits or {}).items()}
+        inputs = _renumbered(inputs or {}, new_row)
+        event_waits = _renumbered(event_waits or {}, new_row)
         if launches is not None:
             rows = new_row[launches["row"]]
             by_row = np.argsort(rows, kind="stable")

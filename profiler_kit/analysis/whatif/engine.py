@@ -249,12 +249,13 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     for pos, k, i in zip(visited.tolist(), kind[visited].tolist(), idx[visited].tolist(),
                          strict=True):
         if k == _ACT:  # waits on another activity: the runs before it first
-            if runs.pending(pos):
+            if runs.next_pos < pos:
                 for h in every_thread:
                     advance(h, pos)
                 runs.upto(pos)
             th, t, s = a_thread[i], a_launch[i], a_stream[i]
-            advance(th, pos)
+            if every_thread:
+                advance(th, pos)
             ready = _NONE
             if th >= 0:
                 d = t - kx[th]
@@ -285,7 +286,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             new_end[i] = end
             stream_end[s] = end
         elif k == _SYNC:
-            if runs.pending(pos):
+            if runs.next_pos < pos:
                 for h in every_thread:
                     advance(h, pos)
                 runs.upto(pos)
@@ -333,7 +334,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             knot(th, x, y, _INF, pos)
     for h in every_thread:
         advance(h, len(order))
-    if runs.pending(len(order)):
+    if runs.next_pos < len(order):
         runs.upto(len(order))
 
     cpu_start = table_ts[g.cpu_row].copy()
@@ -468,7 +469,9 @@ class _Runs:
         self.pos = np.flatnonzero(in_runs)  # visiting-order positions of the run activities
         self.act = idx[self.pos]  # their activity indices
         self.pos_list = self.pos.tolist()
-        self.done = 0
+        self.done = 0  # run activities replayed
+        # the visiting position of the next one to replay
+        self.next_pos = self.pos_list[0] if self.pos_list else _INF
         self.g, self.e = g, e
         self.new_start, self.new_end, self.stream_end = new_start, new_end, stream_end
         self.t_pos, self.t_x, self.t_y, self.t_c = knots
@@ -476,16 +479,13 @@ class _Runs:
         # thread, launch, latency, stream, gap, delay, duration, recorded start
         self.lists = lists
 
-    def pending(self, pos: int) -> bool:
-        """Whether run activities before visiting position ``pos`` wait to be replayed."""
-        return self.done < len(self.pos_list) and self.pos_list[self.done] < pos
-
     def upto(self, pos: int) -> None:
-        """Replay the run activities before visiting position ``pos`` (some are pending):
-        every thread's knots before it are made."""
+        """Replay the run activities before visiting position ``pos`` (``next_pos`` is
+        before it): every thread's knots before it are made."""
         lo = self.done
         hi = bisect_left(self.pos_list, pos, lo)
         self.done = hi
+        self.next_pos = self.pos_list[hi] if hi < len(self.pos_list) else _INF
         if hi - lo <= _SHORT_RUN:
             self._one_by_one(self.act[lo:hi].tolist(), self.pos_list[lo:hi])
         else:
