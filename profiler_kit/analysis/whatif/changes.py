@@ -201,11 +201,21 @@ class CudaGraphs(Change, frozen=True):
         removed = kept_syncs = graphs = 0
         cost_by_thread: dict[int, int] = {}
         launching = sorted(set(g.thread[g.thread >= 0].tolist()))
+        # each thread's events in order (their starts ascend): those in a region's span
+        # are a slice of them, found by its bounds
+        by_thread = np.argsort(g.cpu_thread, kind="stable")
+        bounds = np.searchsorted(g.cpu_thread[by_thread], np.arange(len(g.threads) + 1))
+        events_of = {who: by_thread[bounds[who]:bounds[who + 1]]
+                     for who in {th for th, _, _ in instances} | set(launching)}
+        starts_of = {who: starts[mine] for who, mine in events_of.items()}
         for th, a, b in instances:
             # the region's own thread pays the graph launch; the other threads that launch
             # GPU work (the autograd engine's) lose their op time in the region's span too
             for who in [th] + [x for x in launching if x != th]:
-                on = np.flatnonzero((g.cpu_thread == who) & (starts >= a) & (ends <= b))
+                lo = np.searchsorted(starts_of[who], a, side="left")
+                hi = np.searchsorted(starts_of[who], b, side="right")
+                on = events_of[who][lo:hi]
+                on = on[ends[on] <= b]  # starting in the span and ending in it
                 if not len(on):
                     continue
                 s, en = starts[on], ends[on]
