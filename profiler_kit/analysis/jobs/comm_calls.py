@@ -76,11 +76,12 @@ def gpu_calls(table: EventTable, tree: OpTree, gpu: GpuActivity) -> list[CallSou
         ok = {int(i) for i in ids if _collective_op(table.names[int(i)])}
         idx = np.flatnonzero(launched)
         candidate[idx[np.isin(op_names, list(ok))]] = True
-    if own:
-        keys = zip(table.ts_ns[gpu.row].tolist(), table.stream[gpu.row].tolist(),
-                   table.correlation[gpu.row].tolist(), strict=True)
-        candidate |= is_kernel & np.fromiter((k in own for k in keys), dtype=bool,
-                                             count=len(gpu))
+    if own:  # kernels a communication event of the trace names (by start, stream, id)
+        maybe = np.flatnonzero(is_kernel & np.isin(table.ts_ns[gpu.row], [k[0] for k in own]))
+        rows = gpu.row[maybe]
+        keys = zip(table.ts_ns[rows].tolist(), table.stream[rows].tolist(),
+                   table.correlation[rows].tolist(), strict=True)
+        candidate[maybe] = [k in own for k in keys]
     spans = _span_args(table)
     out = []
     for j in np.flatnonzero(candidate).tolist():

@@ -189,8 +189,7 @@ def summarize_rank(table: EventTable, label: str | None = None,
         pieces = _minus(start, end, compute)
         exposed_starts.append(pieces[0])
         exposed_ends.append(pieces[1])
-        flat = tuple(int(v) for pair in zip(pieces[0].tolist(), pieces[1].tolist(),
-                                            strict=True) for v in pair)
+        flat = tuple(np.column_stack(pieces).ravel().tolist())  # start, end, start, ...
         calls.append(Call(kind, group, seq if seq is not None else order, start, end, size,
                           ev.dtype, step, flat, context))
     if exposed_starts:

@@ -23,6 +23,7 @@ named in :attr:`Graph.missing`.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 import msgspec
@@ -455,12 +456,6 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
             if call >= 0:
                 said[call] = ev
     n = len(g.act)
-    # the activity each memcpy call launched
-    own_act: dict[int, int] = {}
-    if n:
-        lr = gpu.launch_row[g.act]
-        launched = np.flatnonzero(lr >= 0)
-        own_act = dict(zip(lr[launched].tolist(), launched.tolist(), strict=True))
     # per (device): its streams; per process: its device
     dev_streams: dict[int, list[int]] = {}
     for s, (d, _) in enumerate(g.streams):
@@ -477,8 +472,14 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     # activities by stream in replay order, with their launch keys, for "last launched before"
     key = g.key
     per_stream = [np.flatnonzero(g.stream == s) for s in range(len(g.streams))]
-    stream_keys = [key[acts] for acts in per_stream]
-    rows = rows[~_pinned_async_copies(table, g, gpu, rows, said)]
+    stream_keys = [key[acts].tolist() for acts in per_stream]  # lists: bisect, no numpy call
+    ends_of = [end[acts].tolist() for acts in per_stream]
+    launched = _launched_activity(g, gpu, rows)
+    keep = ~_pinned_async_copies(table, g, rows, launched, said)
+    rows = rows[keep]
+    # the activity each call launched (a memcpy call's copy)
+    own_act = {r: a for r, a in zip(rows.tolist(), launched[keep].tolist(), strict=True)
+               if a >= 0}
     out_row, out_streams, out_act, out_target = [], [], [], []
     for r in rows.tolist():
         name = names[int(table.name[r])]
@@ -503,12 +504,12 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
             if ev_name == STREAM_SYNC:
                 cands = [s for s in cands if g.streams[s][1] == int(table.tid[ev])]
             elif ev_name is None and name not in DEVICE_SYNCS:
-                cands = _inferred_stream(cands, per_stream, stream_keys, end, start, stop)
+                cands = _inferred_stream(cands, stream_keys, ends_of, start, stop)
             streams = tuple(cands)
         if act < 0 and not streams:
             continue
         target = int(end[act]) if act >= 0 else \
-            _last_end(streams, per_stream, stream_keys, end, start)
+            _last_end(streams, stream_keys, ends_of, start)
         out_row.append(r)
         out_streams.append(streams)
         out_act.append(act)
@@ -557,49 +558,54 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     g.wake_cases = int(waited.sum())
 
 
-def _pinned_async_copies(table: EventTable, g: Graph, gpu: GpuActivity, rows: np.ndarray,
-                         said: dict[int, int]) -> np.ndarray:
-    """Which blocking-call ``rows`` are async copies from or to pinned memory that no event
-    sync speaks for: they return at once and wait for nothing (most of the calls, often:
-    a DataLoader's pinned batches), found at once instead of one by one."""
-    names = table.names
-    async_ids = [i for i, nm in enumerate(names) if nm in ASYNC_MEMCPY_CALLS]
-    out = np.isin(table.name[rows], async_ids)
-    if not out.any() or not len(g.act):
-        return np.zeros(len(rows), dtype=bool)
-    event_synced = [call for call, ev in said.items() if names[int(table.name[ev])] == EVENT_SYNC]
-    out &= ~np.isin(rows, event_synced)
-    # the activity each call launched (the graph's index, the last where several; -1: none)
+def _launched_activity(g: Graph, gpu: GpuActivity, rows: np.ndarray) -> np.ndarray:
+    """The activity (the graph's index) each of the runtime ``rows`` launched: the last
+    where it launched several; -1 where none."""
+    if not len(g.act):
+        return np.full(len(rows), -1, dtype=np.int64)
     lr = gpu.launch_row[g.act]
     by_row = np.argsort(lr, kind="stable")
     at = np.maximum(np.searchsorted(lr[by_row], rows, side="right") - 1, 0)
-    act = np.where(lr[by_row[at]] == rows, by_row[at], -1)
-    out &= act >= 0
+    return np.where(lr[by_row[at]] == rows, by_row[at], -1)
+
+
+def _pinned_async_copies(table: EventTable, g: Graph, rows: np.ndarray, act: np.ndarray,
+                         said: dict[int, int]) -> np.ndarray:
+    """Which blocking-call ``rows`` (``act``: the activity each launched) are async copies
+    from or to pinned memory that no event sync speaks for: they return at once and wait
+    for nothing (most of the calls, often: a DataLoader's pinned batches), found at once
+    instead of one by one."""
+    names = table.names
+    async_ids = [i for i, nm in enumerate(names) if nm in ASYNC_MEMCPY_CALLS]
+    out = np.isin(table.name[rows], async_ids) & (act >= 0)
+    if not out.any():
+        return out
+    event_synced = [call for call, ev in said.items() if names[int(table.name[ev])] == EVENT_SYNC]
+    out &= ~np.isin(rows, event_synced)
     act_names = table.name[g.row[np.maximum(act, 0)]]
     pageable = [i for i in distinct(act_names[out]).tolist() if PAGEABLE in names[i]]
     return out & ~np.isin(act_names, pageable)
 
 
-def _last_end(streams: tuple[int, ...], per_stream: list[np.ndarray],
-              stream_keys: list[np.ndarray], end: np.ndarray, at: int) -> int:
-    """The latest end of the last activity launched before ``at`` on each of ``streams``."""
+def _last_end(streams: tuple[int, ...], stream_keys: list[list[int]],
+              ends_of: list[list[int]], at: int) -> int:
+    """The latest end of the last activity launched before ``at`` on each of ``streams``
+    (each stream's launch keys and ends, in replay order)."""
     best = np.iinfo(np.int64).min
     for s in streams:
-        acts = per_stream[s]
-        i = int(np.searchsorted(stream_keys[s], at, side="left")) - 1
+        i = bisect_left(stream_keys[s], at) - 1
         if i >= 0:
-            best = max(best, int(end[acts[i]]))
+            best = max(best, ends_of[s][i])
     return best
 
 
-def _inferred_stream(cands: list[int], per_stream: list[np.ndarray],
-                     stream_keys: list[np.ndarray], end: np.ndarray, start: int, stop: int
-                     ) -> list[int]:
+def _inferred_stream(cands: list[int], stream_keys: list[list[int]], ends_of: list[list[int]],
+                     start: int, stop: int) -> list[int]:
     """A stream or event sync the trace does not say the stream of: the stream whose last
     activity launched before the call ended last, before the call returned."""
     best, pick = np.iinfo(np.int64).min, []
     for s in cands:
-        e = _last_end((s,), per_stream, stream_keys, end, start)
+        e = _last_end((s,), stream_keys, ends_of, start)
         if best < e <= stop + RETURN_SLACK_NS:
             best, pick = e, [s]
     return pick
