@@ -5,9 +5,12 @@ before it on its thread, as a monotone warp of the thread's clock made of knots:
 blocking call (or a launch call held by a full launch queue) that now ends earlier or
 later, time a change removes (an interval that collapses to a point) or adds, a burst of
 work that starts on the clock of the thread that woke it, an event that waited for such
-a burst. GPU activities, blocking calls and those handoffs are visited once, in the
-order they happened (a Python loop over them only: a few thousand per trace); CPU
-events are warped afterwards, all at once.
+a burst. Everything happens in the order it was issued: a Python loop visits the items
+that read what the replay has computed so far (blocking calls, activities that wait on
+another, handoffs: a few hundred per trace); the activities between two visits go at
+once (:class:`_Runs`), and so do the spans a change removes (:class:`_Removals`); CPU
+events are warped afterwards, all at once. Integers throughout: the times are those of
+visiting every item in turn.
 """
 
 from __future__ import annotations
@@ -132,11 +135,10 @@ def _inside(spans: tuple[np.ndarray, np.ndarray, np.ndarray], threads: np.ndarra
 def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) -> Times:
     """Replay ``g`` as ``e`` edits it.
 
-    The loop visits blocking calls, knots and the activities that wait on another one (a
-    launch queue slot, a recorded event); the other activities are replayed in runs
-    between those visits, all at once (:func:`_run`): each launches on its thread's clock
-    as the knots made before it left it, and on each stream starts at the later of its
-    launch and the previous activity's end plus the gap, a running maximum."""
+    The loop visits blocking calls, knots, handoffs and the activities that wait on
+    another one (a launch queue slot, a recorded event); the other activities are
+    replayed in runs between those visits (:class:`_Runs`), and removed host time becomes
+    knots where a clock is read (:class:`_Removals`)."""
     n, m = len(g.act), len(g.sync_row)
     removals = _merged_removals(e)
     keys: list[np.ndarray] = []
