@@ -142,7 +142,9 @@ def test_removed_spans_merge_per_thread_as_a_sorted_sweep_does(removals) -> None
     """Per thread, overlapping removals join and touching ones stay apart; empty ones and
     those of no thread (-1) go."""
     e = engine.Edits.__new__(engine.Edits)
-    e.removals = list(removals)
+    e.removed_spans = []
+    for th, a, b in removals:
+        e.remove(th, [a], [b])
     want: dict[int, list[tuple[int, int]]] = {}
     for th, a, b in sorted(removals):
         if b <= a or th < 0:
@@ -152,7 +154,6 @@ def test_removed_spans_merge_per_thread_as_a_sorted_sweep_does(removals) -> None
             spans[-1] = (spans[-1][0], max(spans[-1][1], b))
         else:
             spans.append((a, b))
-    e.removed_spans = []
     th, a, b = engine._merged_removals(e)
     got: dict[int, list[tuple[int, int]]] = {}
     for t, x, y in zip(th.tolist(), a.tolist(), b.tolist(), strict=True):

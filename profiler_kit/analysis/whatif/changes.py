@@ -282,12 +282,6 @@ class CudaGraphs(Change, frozen=True):
         return out
 
 
-def _union(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
-    """The union of intervals, as disjoint (start, end) pairs in order."""
-    s, e = intervals.union(start, end)
-    return list(zip(s.tolist(), e.tolist(), strict=True))
-
-
 # the kernels torch.compile fuses with their neighbours: pointwise ops and normalizations
 FUSABLE_CLASSES = (classify.ELEMENTWISE, classify.NORMALIZATION)
 
@@ -364,9 +358,9 @@ class NoDataloaderWait(Change, frozen=True):
         removed = 0
         for th in distinct(g.cpu_thread[hit]).tolist():
             mine = rows[g.cpu_thread[hit] == th]
-            for a, b in _union(t.ts_ns[mine], t.ts_ns[mine] + t.dur_ns[mine]):
-                e.removals.append((th, a, b))
-                removed += b - a
+            start, end = intervals.union(t.ts_ns[mine], t.ts_ns[mine] + t.dur_ns[mine])
+            e.remove(th, start, end)
+            removed += int((end - start).sum())
         e.notes.append(f"{self.label()}: {len(hit)} DataLoader __next__ calls, "
                        f"{_ms(removed)} of host time, removed")
 
@@ -467,7 +461,7 @@ class NoStraggler(Change, frozen=True):
             if len(hit):
                 p = hit[np.argmax(t.dur_ns[g.cpu_row[hit]])]
                 cut = min(wait, int(t.dur_ns[g.cpu_row[p]]))
-                e.removals.append((int(g.cpu_thread[p]), start, start + cut))
+                e.remove(int(g.cpu_thread[p]), [start], [start + cut])
                 spans += 1
                 total += cut
         e.notes.append(f"{self.label()}: {kernels + spans} collectives "

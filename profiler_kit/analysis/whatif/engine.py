@@ -16,6 +16,7 @@ visiting every item in turn.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -43,14 +44,14 @@ class Edits:
         self.sync_blocks = g.sync_waits.copy()
         self.sync_own = g.sync_own.copy()
         self.sync_delay = g.sync_delay.copy()
-        self.removals: list[tuple[int, int, int]] = []  # (thread, start, end)
-        self.removed_spans: list[np.ndarray] = []  # the same, many at once (remove())
+        self.removed_spans: list[np.ndarray] = []  # (thread, start, end) rows (remove())
         self.insertions: list[tuple[int, int, int]] = []  # (thread, at, ns)
         self.n_streams = len(g.streams)
         self.sync_streams = list(g.sync_streams)
         self.notes: list[str] = []
 
-    def remove(self, thread: int | np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+    def remove(self, thread: int | np.ndarray, start: Sequence[int] | np.ndarray,
+               end: Sequence[int] | np.ndarray) -> None:
         """Remove the host time [start, end) of ``thread`` (one, or one per span)."""
         spans = np.empty((len(start), 3), dtype=np.int64)
         spans[:, 0], spans[:, 1], spans[:, 2] = thread, start, end
@@ -59,8 +60,7 @@ class Edits:
     def unchanged(self, g: Graph) -> bool:
         """Whether the changes left the graph as recorded (the replay is the unchanged
         one: a change that found nothing to change costs no second replay)."""
-        return (not self.removals and not any(len(r) for r in self.removed_spans)
-                and not self.insertions
+        return (not any(len(r) for r in self.removed_spans) and not self.insertions
                 and self.n_streams == len(g.streams)
                 and self.sync_streams == list(g.sync_streams)
                 and all(np.array_equal(mine, g_own) for mine, g_own in (
@@ -87,8 +87,7 @@ def recorded(g: Graph, table_ts: np.ndarray, table_dur: np.ndarray) -> Times:
 def _merged_removals(e: Edits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per thread, the union of the removed intervals (overlapping ones merge, touching
     ones stay apart): the spans' threads, starts and ends, by thread and start."""
-    parts = [np.array(e.removals, dtype=np.int64).reshape(-1, 3), *e.removed_spans]
-    th, a, b = np.concatenate(parts).T
+    th, a, b = np.concatenate([np.zeros((0, 3), dtype=np.int64), *e.removed_spans]).T
     keep = (b > a) & (th >= 0)
     th, a, b = th[keep], a[keep], b[keep]
     order = np.lexsort((b, a, th))
@@ -236,6 +235,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         edited(e.delay, "delay"), edited(e.dur, "dur"), g.listed("start"))
     runs = _Runs(g, e, idx, in_runs, new_start, new_end, stream_end, (t_pos, t_x, t_y, t_c),
                  (a_thread, a_launch, a_latency, a_stream, a_gap, a_delay, a_dur, a_rec))
+    place = runs.place
     s_thread, s_start, s_wake, s_act = (g.listed(a) for a in (
         "sync_thread", "sync_start", "sync_wake", "sync_act"))
     s_own = edited(e.sync_own, "sync_own")
@@ -255,7 +255,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                 for h in every_thread:
                     advance(h, pos)
                 runs.upto(pos)
-            th, t, s = a_thread[i], a_launch[i], a_stream[i]
+            th, t = a_thread[i], a_launch[i]
             if every_thread:
                 advance(th, pos)
             ready = _NONE
@@ -272,21 +272,10 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                     if c_blocked[i] or ret > ns + c_dur[i]:
                         knot(th, t, ns, ret - ns, pos)
                         knot(th, c_end[i], ret, _INF, pos)
-            pe = stream_end[s]
-            if pe != _NONE:
-                pe += a_gap[i]
-                if pe > ready:
-                    ready = pe
             w = a_wait[i]
             if w >= 0 and new_end[w] > ready:
                 ready = int(new_end[w])
-            if ready == _NONE:
-                ready = a_rec[i]
-            ready += a_delay[i]
-            new_start[i] = ready
-            end = ready + a_dur[i]
-            new_end[i] = end
-            stream_end[s] = end
+            place(i, ready)
         elif k == _SYNC:
             if runs.next_pos < pos:
                 for h in every_thread:
@@ -495,9 +484,27 @@ class _Runs:
         for h in range(len(self.t_pos)):  # the next run starts from each thread's last knot
             self.mark[h] = len(self.t_pos[h]) - 1
 
+    def place(self, i: int, ready: int) -> None:
+        """Activity ``i`` on its stream: ready at ``ready`` (its launch, or what it waited
+        for; _NONE: nothing), it starts no earlier than the previous activity's end plus
+        the gap (at its recorded start where neither says), after its delay."""
+        _, _, _, stream, gap, delay, dur, rec = self.lists
+        s = stream[i]
+        pe = self.stream_end[s]
+        if pe != _NONE:
+            pe += gap[i]
+            if pe > ready:
+                ready = pe
+        if ready == _NONE:
+            ready = rec[i]
+        ready += delay[i]
+        end = ready + dur[i]
+        self.new_start[i] = ready
+        self.new_end[i] = end
+        self.stream_end[s] = end
+
     def _one_by_one(self, acts: list[int], at: list[int]) -> None:
-        thread, launch, latency, stream, gap, delay, dur, rec = self.lists
-        stream_end, new_start, new_end = self.stream_end, self.new_start, self.new_end
+        thread, launch, latency = self.lists[:3]
         for i, p in zip(acts, at, strict=True):
             th = thread[i]
             ready = _NONE
@@ -506,19 +513,7 @@ class _Runs:
                 d = launch[i] - self.t_x[th][j]
                 c = self.t_c[th][j]
                 ready = self.t_y[th][j] + (d if d < c else c) + latency[i]
-            s = stream[i]
-            pe = stream_end[s]
-            if pe != _NONE:
-                pe += gap[i]
-                if pe > ready:
-                    ready = pe
-            if ready == _NONE:
-                ready = rec[i]
-            ready += delay[i]
-            new_start[i] = ready
-            end = ready + dur[i]
-            new_end[i] = end
-            stream_end[s] = end
+            self.place(i, ready)
 
     def _at_once(self, acts: np.ndarray, at: np.ndarray) -> None:
         g, e = self.g, self.e
