@@ -1,4 +1,4 @@
-"""The numpy helpers give exactly what np.unique, np.percentile and np.median give."""
+"""The numpy helpers give exactly what np.unique, np.isin, np.percentile and np.median give."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiler_kit.analysis.core.arrays import dense_ids, distinct, median, percentile
+from profiler_kit.analysis.core.arrays import dense_ids, distinct, median, member, percentile
 
 values = st.lists(st.integers(-(2**52), 2**52), max_size=60)
 
@@ -15,6 +15,12 @@ values = st.lists(st.integers(-(2**52), 2**52), max_size=60)
 def test_distinct_is_np_unique(xs: list[int]) -> None:
     a = np.array(xs, dtype=np.int64)
     np.testing.assert_array_equal(distinct(a), np.unique(a))
+
+
+@given(values, values, st.sampled_from([np.int64, np.int32]))
+def test_member_is_np_isin(xs: list[int], ys: list[int], dtype: type) -> None:
+    a = np.array(xs, dtype=np.int64).astype(dtype)  # int32: the interned names
+    np.testing.assert_array_equal(member(a, ys), np.isin(a, ys))
 
 
 @given(values.filter(bool), st.floats(0, 100))

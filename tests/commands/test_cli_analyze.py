@@ -45,10 +45,15 @@ def test_the_parser_imports_no_analysis():
 def test_analyze_leaves_numpy_ma_unimported():
     """numpy imports ``numpy.ma`` (20 to 30 ms with its tokenizer) on the first
     ``np.unique``, ``np.percentile`` or float ``np.median``: the analyses use the
-    helpers in ``analysis.core.arrays`` instead, on a real trace's every path."""
+    helpers in ``analysis.core.arrays`` instead, on real traces' every path (a sorting
+    ``np.isin`` imports it too: the collectives of a 16-rank recommender job, the
+    DataLoader's pinned copies of a CPU-bound loader)."""
+    traces = [DDP, DATA / "a100_recsys_16gpu_rank0.json.gz",
+              DATA / "cpu_slow_loader_workers0.pt.trace.json.gz"]
     code = ("import sys, io, contextlib; from profiler_kit.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    main(['analyze', {str(DDP)!r}, '--json'])\n"
+            f"    for trace in {[str(t) for t in traces]!r}:\n"
+            "        main(['analyze', trace, '--json'])\n"
             "print('numpy.ma' in sys.modules, 'numpy' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -17,6 +17,20 @@ def distinct(a: np.ndarray) -> np.ndarray:
     return s[keep]
 
 
+def member(a: np.ndarray, values) -> np.ndarray:
+    """Whether each element of the integer array ``a`` is one of ``values`` (integers).
+
+    Same as ``np.isin(a, values)``, which sorts through ``np.unique`` and so imports
+    ``numpy.ma`` on its first call when ``values`` are many or spread out (timestamps,
+    table rows).
+    """
+    v = np.sort(np.asarray(values, dtype=np.int64), axis=None)
+    if not len(v) or not len(a):
+        return np.zeros(len(a), dtype=bool)
+    pos = np.minimum(np.searchsorted(v, a), len(v) - 1)
+    return v[pos] == a
+
+
 def percentile(a: np.ndarray, q: float) -> float:
     """``np.percentile(a, q)`` of the non-empty 1-D array ``a`` (linear interpolation).
 

@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core import classify
-from profiler_kit.analysis.core.arrays import distinct
+from profiler_kit.analysis.core.arrays import distinct, member
 from profiler_kit.analysis.core.collective_kinds import OTHER, collective_kind
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree
@@ -77,7 +77,7 @@ def gpu_calls(table: EventTable, tree: OpTree, gpu: GpuActivity) -> list[CallSou
         idx = np.flatnonzero(launched)
         candidate[idx[np.isin(op_names, list(ok))]] = True
     if own:  # kernels a communication event of the trace names (by start, stream, id)
-        maybe = np.flatnonzero(is_kernel & np.isin(table.ts_ns[gpu.row], [k[0] for k in own]))
+        maybe = np.flatnonzero(is_kernel & member(table.ts_ns[gpu.row], [k[0] for k in own]))
         rows = gpu.row[maybe]
         keys = zip(table.ts_ns[rows].tolist(), table.stream[rows].tolist(),
                    table.correlation[rows].tolist(), strict=True)

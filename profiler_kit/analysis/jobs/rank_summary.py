@@ -30,7 +30,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core import intervals
-from profiler_kit.analysis.core.arrays import dense_ids, distinct, percentile
+from profiler_kit.analysis.core.arrays import dense_ids, distinct, member, percentile
 from profiler_kit.analysis.core.classify import COMMUNICATION, classify_op
 from profiler_kit.analysis.core.collective_kinds import P2P
 from profiler_kit.analysis.core.launch_links import GpuActivity, attribute_gpu
@@ -273,7 +273,7 @@ def _lead_ins(table: EventTable, tree: OpTree, gpu: GpuActivity, calls: list[Cal
     gs = ge = gl = np.zeros(0, dtype=np.int64)
     if on_device:
         kernel = np.flatnonzero(table.cat[gpu.row] == Cat.KERNEL)
-        kernel = kernel[~np.isin(gpu.row[kernel], call_rows)]
+        kernel = kernel[~member(gpu.row[kernel], call_rows)]
         k_s = table.ts_ns[gpu.row[kernel]]
         k_e = k_s + table.dur_ns[gpu.row[kernel]]
         launch = gpu.launch_row[kernel]
@@ -373,7 +373,7 @@ def _computation(table: EventTable, on_device: bool, call_rows: np.ndarray
     non-communication CPU ops."""
     if on_device:
         rows = table.rows(Cat.KERNEL)
-        rows = rows[~np.isin(rows, call_rows)]
+        rows = rows[~member(rows, call_rows)]
     else:
         rows = table.rows(Cat.CPU_OP)
         names = table.names

@@ -30,7 +30,7 @@ import msgspec
 import numpy as np
 
 from profiler_kit.analysis.core import classify
-from profiler_kit.analysis.core.arrays import dense_ids, distinct, median, percentile
+from profiler_kit.analysis.core.arrays import dense_ids, distinct, median, member, percentile
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.steps import cpu_steps, step_of_activities
 from profiler_kit.analysis.time.critical_path import (
@@ -577,11 +577,11 @@ def _pinned_async_copies(table: EventTable, g: Graph, rows: np.ndarray, act: np.
     instead of one by one."""
     names = table.names
     async_ids = [i for i, nm in enumerate(names) if nm in ASYNC_MEMCPY_CALLS]
-    out = np.isin(table.name[rows], async_ids) & (act >= 0)
+    out = member(table.name[rows], async_ids) & (act >= 0)
     if not out.any():
         return out
     event_synced = [call for call, ev in said.items() if names[int(table.name[ev])] == EVENT_SYNC]
-    out &= ~np.isin(rows, event_synced)
+    out &= ~member(rows, event_synced)
     act_names = table.name[g.row[np.maximum(act, 0)]]
     pageable = [i for i in distinct(act_names[out]).tolist() if PAGEABLE in names[i]]
     return out & ~np.isin(act_names, pageable)
