@@ -248,13 +248,18 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         "burst_thread", "burst_start", "burst_end", "burst_waker", "burst_join_end",
         "burst_floor", "burst_join_floor"))
 
+    def runs_before(pos: int) -> None:
+        """The run activities before visiting ``pos``; every thread's removed spans before
+        it are made first (the runs read the knots)."""
+        if runs.next_pos < pos:
+            for h in every_thread:
+                advance(h, pos)
+            runs.upto(pos)
+
     for pos, k, i in zip(visited.tolist(), kind[visited].tolist(), idx[visited].tolist(),
                          strict=True):
         if k == _ACT:  # waits on another activity: the runs before it first
-            if runs.next_pos < pos:
-                for h in every_thread:
-                    advance(h, pos)
-                runs.upto(pos)
+            runs_before(pos)
             th, t = a_thread[i], a_launch[i]
             if every_thread:
                 advance(th, pos)
@@ -277,10 +282,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                 ready = int(new_end[w])
             place(i, ready)
         elif k == _SYNC:
-            if runs.next_pos < pos:
-                for h in every_thread:
-                    advance(h, pos)
-                runs.upto(pos)
+            runs_before(pos)
             th = s_thread[i]
             advance(th, pos)
             st = s_start[i]
@@ -323,10 +325,9 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
             advance(th, pos)
             y = ky[th] + min(x - kx[th], kc[th]) + c
             knot(th, x, y, _INF, pos)
-    for h in every_thread:
+    runs_before(len(order))
+    for h in every_thread:  # the spans after the last item
         advance(h, len(order))
-    if runs.next_pos < len(order):
-        runs.upto(len(order))
 
     cpu_start = table_ts[g.cpu_row].copy()
     cpu_end = cpu_start + table_dur[g.cpu_row]

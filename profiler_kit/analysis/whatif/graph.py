@@ -584,7 +584,7 @@ def _pinned_async_copies(table: EventTable, g: Graph, rows: np.ndarray, act: np.
     out &= ~member(rows, event_synced)
     act_names = table.name[g.row[np.maximum(act, 0)]]
     pageable = [i for i in distinct(act_names[out]).tolist() if PAGEABLE in names[i]]
-    return out & ~np.isin(act_names, pageable)
+    return out & ~member(act_names, pageable)
 
 
 def _last_end(streams: tuple[int, ...], stream_keys: list[list[int]],
