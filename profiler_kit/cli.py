@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from profiler_kit import __version__
 from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
+from profiler_kit.process_memory import keep_freed_memory
 
 # the modules of profiler_kit.commands, in the order `profkit --help` lists them
 COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "memory", "merge", "record", "report",
@@ -104,6 +105,7 @@ def _run(argv: list[str], console: bool = False) -> tuple[int, str | None]:
         # Imports, loading and the analyses make hundreds of thousands of objects and no
         # garbage cycles worth collecting; the collector's passes over them only cost time.
         gc.disable()
+        keep_freed_memory()
     return _call(args), args.command
 
 

@@ -91,3 +91,8 @@ def _head(path: Path, size: int = SNIFF_BYTES) -> bytes:
             return f.read(size)
     except OSError:
         return b""
+
+
+def is_memory_file(path: Path) -> bool:
+    """A file ``profkit memory`` reads besides traces: memory categories or a snapshot."""
+    return kind_of(path) in (PathKind.MEMORY_CATEGORIES, PathKind.SNAPSHOT)

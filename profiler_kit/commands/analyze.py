@@ -173,7 +173,14 @@ def print_code(console, args: argparse.Namespace, analyses: list) -> None:
 
 def memory_section(paths: list[str]) -> Any:
     """The memory report of ``paths`` where a run kept memory categories or a snapshot,
-    else None: what the console's memory section and ``--json``'s ``memory_explained`` show."""
+    else None: what the console's memory section and ``--json``'s ``memory_explained`` show.
+    Trace files alone hold neither: nothing is read for them."""
+    from pathlib import Path
+
+    from profiler_kit.path_kinds import is_memory_file
+
+    if all(Path(p).is_file() and not is_memory_file(Path(p)) for p in paths):
+        return None
     from profiler_kit import api
     from profiler_kit.render.console.memory import has_memory
 

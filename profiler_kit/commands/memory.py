@@ -86,7 +86,7 @@ def json_to_stdout_before_an_input(argv: list[str]) -> list[str]:
     """``--json trace.json.gz``: the trace (a folder, a snapshot pickle, a categories file)
     is an input and the JSON goes to stdout; argparse would take it as the file to write."""
     from profiler_kit.commands import json_before_an_input
-    from profiler_kit.sources.memory_files import is_memory_file
+    from profiler_kit.path_kinds import is_memory_file
 
     return json_before_an_input(argv, add_arguments, is_memory_file)
 

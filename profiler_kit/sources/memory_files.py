@@ -17,11 +17,6 @@ from profiler_kit.path_kinds import PathKind, kind_of
 from profiler_kit.sources.strategy_memory import explain
 
 
-def is_memory_file(path: Path) -> bool:
-    """A file ``profkit memory`` reads besides traces: memory categories or a snapshot."""
-    return kind_of(path) in (PathKind.MEMORY_CATEGORIES, PathKind.SNAPSHOT)
-
-
 def _kinds(files: list[Path], traces_too: bool = True
            ) -> tuple[list[Path], list[Path], list[Path]]:
     """(traces, categories, snapshots) among ``files``."""

@@ -244,3 +244,36 @@ def test_min_gain_holds_back_a_rule_with_a_note_and_the_json_keeps_it(tmp_path):
     assert "step 4.43 → 2.42 ms predicted (−45 %) with cuda-graphs" in r.stdout
     assert "note: held back: 1 rule whose predicted gain is under 2 %: " \
            "elementwise_chain_between_gemms [trace] (fusion: 1.4 %)" in r.stdout
+
+
+def test_the_memory_section_reads_only_memory_files(tmp_path):
+    """A trace file alone holds no memory categories or snapshot: the section is empty and
+    its readers are never imported; a categories file given beside it fills the section."""
+    names = ["parameter", "activation"]
+    rows = [[100, 0], [100, 4096], [100, 1024]]
+    categories = tmp_path / "main.memory_categories.json"
+    categories.write_text(json.dumps({"format": 1, "categories": names, "devices": {"cpu": {
+        "times_us": [1, 2, 3], "bytes": rows,
+        "peak": {"time_us": 2, "total_bytes": 4196,
+                 "by_category": dict(zip(names, rows[1], strict=True))}}}}))
+    code = ("import json, sys; from profiler_kit.commands.analyze import memory_section; "
+            f"assert memory_section([{str(DDP)!r}]) is None; "
+            "assert 'profiler_kit.sources.memory_files' not in sys.modules; "
+            f"report = memory_section([{str(DDP)!r}, {str(categories)!r}]); "
+            "print(json.dumps([c.by_category for s in report.strategies "
+            "for c in s.categories]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [{"parameter": 100, "activation": 4096}]
+
+
+def test_a_data_command_keeps_freed_memory_where_glibc_allows():
+    """``profkit analyze`` raises glibc's mmap and trim thresholds (fewer page faults when a
+    trace's pieces are freed and allocated again); elsewhere nothing changes."""
+    import platform
+
+    code = "from profiler_kit.process_memory import keep_freed_memory as k; print(k())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert r.stdout.strip() == str(glibc)
