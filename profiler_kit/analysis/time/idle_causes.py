@@ -309,20 +309,22 @@ def _causes(device: int, stream: int | None, gaps: _Gaps, spans: _ThreadSpans
             continue
         mine = host[gaps.thread[host] == key]
         levels = spans.levels(key)
-        for (kind, name), ns in _attribute(levels, gaps.start[mine], host_end[mine]).items():
+        # the host part of each gap, cut once; the brief gaps and those after a
+        # synchronization are subsets of these gaps, so of their segments
+        segs = _segments(levels, gaps.start[mine], host_end[mine])
+        for (kind, name), ns in _attribute(segs).items():
             add(kind, name, ns)
         if stream is None:
-            for name, ns in _regions(levels, gaps.start[mine], host_end[mine]).items():
+            for name, ns in _regions(levels, segs).items():
                 regions[name] = regions.get(name, 0) + ns
-        brief = mine[short[mine]]
-        launch_gap_ns += sum(ns for (kind, _), ns in _attribute(
-            levels, gaps.start[brief], host_end[brief]).items() if kind in LAUNCHING_KINDS)
+        launch_gap_ns += sum(ns for (kind, _), ns in _attribute(segs, short[mine]).items()
+                             if kind in LAUNCHING_KINDS)
         sync = levels[HOST_KINDS.index(SYNCHRONIZATION)]
         # the GPU went idle while the thread was blocked in the call (started before it)
-        held = mine[_inside(sync, gaps.start[mine] - 1) >= 0]
-        after_sync[held] = True
-        loader_after_sync += sum(ns for (kind, _), ns in _attribute(
-            levels, gaps.start[held], host_end[held]).items() if kind == DATALOADER)
+        held = _inside(sync, gaps.start[mine] - 1) >= 0
+        after_sync[mine[held]] = True
+        loader_after_sync += sum(ns for (kind, _), ns in _attribute(segs, held).items()
+                                 if kind == DATALOADER)
     names = spans.table.names
     causes = sorted(
         (IdleCause(kind, names[n] if n >= 0 else _NO_NAME, ns)
@@ -341,13 +343,25 @@ def _causes(device: int, stream: int | None, gaps: _Gaps, spans: _ThreadSpans
     )
 
 
-def _attribute(levels: list[_Level], lo: np.ndarray, hi: np.ndarray
-               ) -> dict[tuple[str, int], int]:
-    """Time of the intervals [lo, hi) (non-overlapping) by the most specific level open,
-    keyed by (kind, name index)."""
-    left, width, kind, name = _segments(levels, lo, hi)
+class _Segments(msgspec.Struct):
+    """Intervals cut where any level's span starts or ends (see :func:`_segments`)."""
+
+    left: np.ndarray  # int64: each piece's start
+    width: np.ndarray  # int64
+    kind: np.ndarray  # int64: index into HOST_KINDS of the most specific level open
+    name: np.ndarray  # int64: that span's name index (-1: none)
+    interval: np.ndarray  # int64: index of the interval the piece is of
+
+
+def _attribute(segs: _Segments, of: np.ndarray | None = None) -> dict[tuple[str, int], int]:
+    """Time of the intervals (``of``: those where it is True; all by default) by the most
+    specific level open, keyed by (kind, name index)."""
+    width, kind, name = segs.width, segs.kind, segs.name
+    if of is not None:
+        pick = of[segs.interval]
+        width, kind, name = width[pick], kind[pick], name[pick]
     out: dict[tuple[str, int], int] = {}
-    if not len(left):
+    if not len(width):
         return out
     key = kind * (int(name.max()) + 2) + (name + 1)
     uniq, inverse = dense_ids(key)
@@ -358,12 +372,11 @@ def _attribute(levels: list[_Level], lo: np.ndarray, hi: np.ndarray
     return out
 
 
-def _regions(levels: list[_Level], lo: np.ndarray, hi: np.ndarray) -> dict[int, int]:
-    """Time of the intervals [lo, hi) spent in HOST_CODE_KINDS, by the outermost
-    ``record_function`` range open (name index; -1: none)."""
-    left, width, kind, _ = _segments(levels, lo, hi)
-    code = np.isin(kind, [HOST_KINDS.index(k) for k in HOST_CODE_KINDS])
-    left, width = left[code], width[code]
+def _regions(levels: list[_Level], segs: _Segments) -> dict[int, int]:
+    """Time of the intervals spent in HOST_CODE_KINDS, by the outermost ``record_function``
+    range open (name index; -1: none)."""
+    code = np.isin(segs.kind, [HOST_KINDS.index(k) for k in HOST_CODE_KINDS])
+    left, width = segs.left[code], segs.width[code]
     if not len(left):
         return {}
     phase = levels[HOST_KINDS.index(PHASE)]
@@ -374,24 +387,24 @@ def _regions(levels: list[_Level], lo: np.ndarray, hi: np.ndarray) -> dict[int, 
     return {int(u): int(round(ns)) for u, ns in zip(uniq.tolist(), sums.tolist(), strict=True)}
 
 
-def _segments(levels: list[_Level], lo: np.ndarray, hi: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _segments(levels: list[_Level], lo: np.ndarray, hi: np.ndarray) -> _Segments:
     """The intervals [lo, hi) (non-overlapping) cut where any level's span starts or ends:
     each piece's start, width, kind (index into HOST_KINDS of the most specific level
-    open) and that span's name index (-1: none)."""
+    open), that span's name index (-1: none) and its interval's index in ``lo``. A subset
+    of the intervals is cut into the same pieces: the others' ends fall outside it."""
     empty = np.zeros(0, dtype=np.int64)
     if not len(lo):
-        return empty, empty, empty, empty
+        return _Segments(empty, empty, empty, empty, empty)
     cuts = [lo, hi]
     for lv in levels:
         cuts += [lv.start, lv.end]
     bounds = distinct(np.concatenate(cuts))
     left, width = bounds[:-1], np.diff(bounds)
     order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
-    g = np.searchsorted(lo, left, side="right") - 1
-    inside = (g >= 0) & (left < hi[np.maximum(g, 0)])
-    left, width = left[inside], width[inside]
+    s_lo, s_hi = lo[order], hi[order]
+    g = np.searchsorted(s_lo, left, side="right") - 1
+    inside = (g >= 0) & (left < s_hi[np.maximum(g, 0)])
+    left, width, interval = left[inside], width[inside], order[g[inside]]
     kind = np.zeros(len(left), dtype=np.int64)  # python
     name = np.full(len(left), -1, dtype=np.int64)
     for k, lv in enumerate(levels):
@@ -399,4 +412,4 @@ def _segments(levels: list[_Level], lo: np.ndarray, hi: np.ndarray
         hit = i >= 0
         kind[hit] = k
         name[hit] = lv.name[i[hit]]
-    return left, width, kind, name
+    return _Segments(left, width, kind, name, interval)
