@@ -133,9 +133,10 @@ def cpu_steps(table: EventTable) -> list[tuple[int, int, int]]:
                   if n.startswith("ProfilerStep#") and (m := _STEP.match(n))}
     found: dict[int, tuple[int, int, int]] = {}
     if step_names:
-        ids = np.fromiter(step_names.keys(), dtype=np.int64)
-        cpu = np.isin(table.cat, np.array([int(c) for c in _CPU_SIDE], dtype=table.cat.dtype))
-        rows = np.flatnonzero(cpu & np.isin(table.name, ids))
+        is_step = np.zeros(len(table.names), dtype=bool)
+        is_step[list(step_names)] = True
+        rows = np.flatnonzero(is_step[table.name])  # few: the category is checked on them
+        rows = rows[np.isin(table.cat[rows], [int(c) for c in _CPU_SIDE])]
         for r in rows.tolist():
             number = step_names[int(table.name[r])]
             dur = int(table.dur_ns[r])

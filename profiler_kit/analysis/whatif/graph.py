@@ -664,17 +664,18 @@ def _handoffs(g: Graph, table: EventTable) -> None:
     out: list[tuple[int, int, int, int, int, int, int]] = []
     if len(g.threads) > 1:
         # each thread's event ends, sorted: the latest end before a time, on a thread
-        ends_of = [np.sort(ends[g.cpu_thread == th]) for th in range(len(g.threads))]
-        spans_of = [(starts[g.cpu_thread == th], ends[g.cpu_thread == th])
-                    for th in range(len(g.threads))]
+        on_thread = [g.cpu_thread == th for th in range(len(g.threads))]
+        ends_of = [np.sort(ends[on]) for on in on_thread]
+        spans_of = [(starts[on], ends[on]) for on in on_thread]
         by_start = np.argsort(starts, kind="stable")
         s_sorted = starts[by_start]
+        thread_by_start = g.cpu_thread[by_start]
         longest = int((ends - starts).max())
         for th in range(len(g.threads)):
-            mine = np.flatnonzero(g.cpu_thread == th)
-            if not len(mine):
+            # in start order (the order among equal starts moves no burst's bounds)
+            order = by_start[thread_by_start == th]
+            if not len(order):
                 continue
-            order = mine[np.lexsort((-ends[mine], starts[mine]))]
             reach = np.maximum.accumulate(ends[order])
             new = np.ones(len(order), dtype=bool)
             new[1:] = starts[order[1:]] > reach[:-1] + BURST_GAP_NS
