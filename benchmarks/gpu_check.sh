@@ -1,28 +1,59 @@
 #!/usr/bin/env bash
-# Run profkit's scenarios on this machine's GPU with CUDA defaults and keep what they measured.
+# Run profkit on this machine's GPU with CUDA defaults, the seeds' experiments included, and
+# keep what it measured, to be committed.
 #
-#   bash benchmarks/gpu_check.sh [OUT]      # OUT: default benchmarks/results/<gpu-name>
+#   bash benchmarks/gpu_check.sh [OUT]               # OUT: default benchmarks/results/<gpu-name>
+#   bash benchmarks/gpu_check.sh --device cpu [OUT]  # the rehearsal: every step on the CPU,
+#                                                    # small and quick (OUT: a temporary folder)
 #
-# Runs the README's main job (`profkit run concurrent --amp --streams`) on CUDA, then
-# multimodel, ddp and pipeline with their CUDA defaults, then `pytest -m gpu`, then what
-# `--memory-snapshot` costs (benchmarks/memory_snapshot_overhead.py). For each run,
-# run.json, summary.md and report.html (when written) are copied to OUT/<scenario>/; the
-# traces stay under the work folder (large). A scenario that fails is recorded in
-# OUT/status.txt and the others still run; the script exits 1 if any failed.
+# The steps, most important first, each under its own time limit; once GPU_CHECK_BUDGET_S
+# seconds (default 600) have passed, the steps left are skipped and named in OUT/status.txt:
+#   main        the README's main job: concurrent --amp --streams (two models, batch 200)
+#   pytest-gpu  pytest -m gpu
+#   multimodel  N parallel linear models (N = 1, 8, 32, 64), --amp
+#   ddp         nccl at world size 1 (no-ddp against ddp), the bucket sweep (25 and 1 MB)
+#   batch400    concurrent --amp --streams --batch-size 400
+#   snapshot    concurrent with --memory-snapshot, then `profkit memory RUN --json`
+#   tune-resnet profkit tune examples/tune_resnet.py --quick (every knob, the CUDA ones too)
+#   record      profkit record -- a CNN training script on CUDA
+#   train       concurrent --amp --streams --train (the gradient scaler)
+#   tune-transformer, pipeline, snapshot-overhead (benchmarks/memory_snapshot_overhead.py)
+# Each run keeps run.json, summary.md, report.html, its console output and
+# `profkit analyze RUN --json` (gzipped) under OUT/<step>/; the traces stay in the work
+# folder (large). Rehearsed on the 2-core CPU machine: every step passes in 270 s.
+# A step that fails or runs out of time is recorded in OUT/status.txt and the others still
+# run; the script exits 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+device=cuda
+if [ "${1:-}" = "--device" ]; then
+    device=$2
+    shift 2
+fi
 if ! python -c 'import torch' 2>/dev/null; then
     echo "gpu_check: torch is not importable: activate profkit's environment first" >&2
     exit 2
 fi
-gpu=$(python -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")')
-if [ -z "$gpu" ]; then
-    echo "gpu_check: no CUDA device visible to torch; nothing to do" >&2
-    exit 2
+if [ "$device" = cuda ]; then
+    gpu=$(python -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")')
+    if [ -z "$gpu" ]; then
+        echo "gpu_check: no CUDA device visible to torch (bash $0 --device cpu rehearses)" >&2
+        exit 2
+    fi
+    slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/^-//; s/-$//')
+    out=${1:-benchmarks/results/$slug}
+    quick=()  # the scenarios' CUDA defaults
+    big_batch=400
+    step_limit=240
+else
+    gpu="none (rehearsal on the $device)"
+    out=${1:-$(mktemp -d "${TMPDIR:-/tmp}/profkit-gpu-rehearsal.XXXXXX")}
+    quick=(--iterations 2 --warmup 1 --repeats 1)
+    big_batch=4
+    step_limit=300
 fi
-slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/^-//; s/-$//')
-out=${1:-benchmarks/results/$slug}
+budget=${GPU_CHECK_BUDGET_S:-600}
 work=$(mktemp -d "${TMPDIR:-/tmp}/profkit-gpu-check.XXXXXX")
 mkdir -p "$out"
 status_file="$out/status.txt"
@@ -36,41 +67,93 @@ status_file="$out/status.txt"
 } > "$status_file"
 
 failed=0
-run() {  # run NAME ARGS...: one profkit run, its reports copied to $out/NAME
-    local name=$1; shift
-    echo "== profkit run $*"
+began=$SECONDS
+
+step() {  # step NAME LIMIT_S COMMAND...: run it unless the budget is spent; record how it ended
+    local name=$1 limit=$2
+    shift 2
+    if [ $((SECONDS - began)) -ge "$budget" ]; then
+        echo "$name: skipped, the budget of $budget s is spent" >> "$status_file"
+        return 1
+    fi
+    echo "== $name: $*"
+    mkdir -p "$out/$name"
     local start=$SECONDS
-    profkit run "$@" --device cuda --out "$work/$name"
-    local rc=$?
-    echo "$name: exit $rc in $((SECONDS - start)) s (profkit run $*)" >> "$status_file"
-    [ $rc -eq 0 ] || failed=1
-    local run_dir
+    timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$out/$name/console.txt"
+    local rc=${PIPESTATUS[0]}
+    local how="exit $rc"
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && how="out of time ($limit s)"
+    echo "$name: $how in $((SECONDS - start)) s ($*)" >> "$status_file"
+    [ "$rc" -eq 0 ] || failed=1
+    return "$rc"
+}
+
+keep() {  # keep NAME: the newest run under the work folder of NAME, its reports and analysis
+    local name=$1 run_dir
     run_dir=$(dirname "$(ls -t "$work/$name"/*/*/run.json 2>/dev/null | head -1)")
-    if [ -n "$run_dir" ] && [ "$run_dir" != "." ]; then
-        mkdir -p "$out/$name"
-        for f in run.json summary.md report.html ddp_report.json pipeline_report.json; do
-            [ -f "$run_dir/$f" ] && cp "$run_dir/$f" "$out/$name/"
-        done
+    if [ -z "$run_dir" ] || [ "$run_dir" = "." ]; then
+        return
+    fi
+    for f in run.json summary.md report.html ddp_report.json pipeline_report.json; do
+        [ -f "$run_dir/$f" ] && cp "$run_dir/$f" "$out/$name/"
+    done
+    analyze "$name" "$run_dir"
+    echo "$run_dir"
+}
+
+analyze() {  # analyze NAME PATH: profkit analyze --json of PATH, gzipped, into OUT/NAME
+    if profkit analyze "$2" --json "$out/$1/analysis.json" > /dev/null 2>&1; then
+        gzip -f "$out/$1/analysis.json"
+    else
+        echo "$1: profkit analyze failed on $2" >> "$status_file"
     fi
 }
 
-run concurrent concurrent --amp --streams
-run concurrent-train concurrent --amp --streams --train
+run() {  # run NAME SCENARIO ARGS...: one profkit run on the device, kept
+    local name=$1
+    shift
+    step "$name" "$step_limit" profkit run "$@" --device "$device" --out "$work/$name" \
+        "${quick[@]}"
+    keep "$name" > /dev/null
+}
+
+run main concurrent --amp --streams
+if [ "$device" = cuda ]; then
+    step pytest-gpu 300 python -m pytest -q -m gpu -rs
+fi
 run multimodel multimodel --amp
-run ddp ddp
+run ddp ddp --bucket-cap-mb 25,1
+run batch400 concurrent --amp --streams --batch-size "$big_batch"
+
+# the allocator's snapshot (CUDA only: the rehearsal records memory by category instead)
+memory_source=--memory-snapshot
+[ "$device" = cuda ] || memory_source=--with-stack
+run snapshot concurrent --strategies sequential "$memory_source"
+snapshot_run=$(keep snapshot)
+if [ -n "$snapshot_run" ]; then
+    step snapshot-memory 120 profkit memory "$snapshot_run" --json "$out/snapshot/memory.json"
+fi
+
+tune_args=(--quick)
+[ "$device" = cuda ] || tune_args=(--quick --knobs channels_last --no-batch-sweep)
+step tune-resnet "$step_limit" profkit tune examples/tune_resnet.py --device "$device" \
+    --out "$work/tune-resnet" "${tune_args[@]}"
+cp "$work"/tune-resnet/*/*/{tune.json,summary.md} "$out/tune-resnet/" 2>/dev/null
+
+step record "$step_limit" profkit record -o "$work/record" --top 10 -- \
+    python tests/record_scripts/cnn_dataloader.py --device "$device" --epochs 3 --batches 8
+cp "$work"/record/{record.json,summary.md} "$out/record/" 2>/dev/null
+[ -d "$work/record" ] && analyze record "$work/record"
+
+run train concurrent --amp --streams --train
+step tune-transformer "$step_limit" profkit tune examples/tune_transformer.py \
+    --device "$device" --out "$work/tune-transformer" "${tune_args[@]}"
+cp "$work"/tune-transformer/*/*/{tune.json,summary.md} "$out/tune-transformer/" 2>/dev/null
 run pipeline pipeline
+if [ "$device" = cuda ]; then
+    step snapshot-overhead 180 python benchmarks/memory_snapshot_overhead.py
+fi
 
-echo "== pytest -m gpu"
-python -m pytest -q -m gpu -rs 2>&1 | tee "$out/pytest-gpu.txt"
-rc=${PIPESTATUS[0]}
-echo "pytest -m gpu: exit $rc" >> "$status_file"
-[ $rc -eq 0 ] || failed=1
-
-echo "== benchmarks/memory_snapshot_overhead.py"
-python benchmarks/memory_snapshot_overhead.py 2>&1 | tee "$out/memory_snapshot_overhead.txt"
-rc=${PIPESTATUS[0]}
-echo "memory_snapshot_overhead: exit $rc" >> "$status_file"
-[ $rc -eq 0 ] || failed=1
-
-echo "results in $out (traces in $work)"
+echo "results in $out (traces in $work); took $((SECONDS - began)) s"
+echo "total: $((SECONDS - began)) s, budget $budget s" >> "$status_file"
 exit $failed

@@ -48,17 +48,19 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8, help="batches per epoch")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--start", default=None, help="the workers' start method (spawn)")
+    parser.add_argument("--device", default="cpu", help="where the model trains (cpu, cuda)")
     args = parser.parse_args()
     torch.manual_seed(0)
     loader = DataLoader(Shapes(args.batches * 16), batch_size=16, shuffle=True,
                         num_workers=args.workers, multiprocessing_context=args.start)
-    model = Net()
+    model = Net().to(args.device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     loss_fn = nn.CrossEntropyLoss()
     it = 0
     for epoch in range(args.epochs):
         for images, labels, workers in loader:
             assert args.workers == 0 or bool((workers >= 0).all()), "a batch not from a worker"
+            images, labels = images.to(args.device), labels.to(args.device)
             opt.zero_grad()
             loss = loss_fn(model(images), labels)
             loss.backward()
