@@ -21,13 +21,19 @@ def profkit(*args: str, width: int = 100) -> subprocess.CompletedProcess:
                           text=True, env=env, timeout=120)
 
 
+def python_c(code: str) -> str:
+    """What ``python -c code`` prints, in a fresh process (nothing imported yet)."""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 def test_analyze_never_imports_torch():
     code = ("import sys; from profiler_kit.cli import main; "
             f"rc = main(['analyze', '--json', '-', {str(DDP)!r}]); "
             "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["schema"] == "profkit.analysis/3"
+    out = python_c(code)
+    assert json.loads(out)["schema"] == "profkit.analysis/3"
 
 
 def test_the_parser_imports_no_analysis():
@@ -37,9 +43,8 @@ def test_the_parser_imports_no_analysis():
             "[build_parser([name]) for name in commands()]; "
             "print([m for m in ('numpy', 'msgspec', 'rich', 'torch', 'profiler_kit.analysis', "
             "'profiler_kit.commands.regression_gate') if m in sys.modules])")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[]"
+    out = python_c(code)
+    assert out.strip() == "[]"
 
 
 def test_analyze_leaves_numpy_ma_unimported():
@@ -55,9 +60,8 @@ def test_analyze_leaves_numpy_ma_unimported():
             f"    for trace in {[str(t) for t in traces]!r}:\n"
             "        main(['analyze', trace, '--json'])\n"
             "print('numpy.ma' in sys.modules, 'numpy' in sys.modules)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["False", "True"]
+    out = python_c(code)
+    assert out.split() == ["False", "True"]
 
 
 def test_analyze_prints_the_console_report():
@@ -262,9 +266,8 @@ def test_the_memory_section_reads_only_memory_files(tmp_path):
             f"report = memory_section([{str(DDP)!r}, {str(categories)!r}]); "
             "print(json.dumps([c.by_category for s in report.strategies "
             "for c in s.categories]))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == [{"parameter": 100, "activation": 4096}]
+    out = python_c(code)
+    assert json.loads(out) == [{"parameter": 100, "activation": 4096}]
 
 
 def test_a_data_command_keeps_freed_memory_where_glibc_allows():
@@ -273,7 +276,6 @@ def test_a_data_command_keeps_freed_memory_where_glibc_allows():
     import platform
 
     code = "from profiler_kit.process_memory import keep_freed_memory as k; print(k())"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    out = python_c(code)
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
-    assert r.stdout.strip() == str(glibc)
+    assert out.strip() == str(glibc)
