@@ -37,6 +37,18 @@ def commands() -> dict[str, Command]:
 _COMMANDS: dict[str, Command] = {}
 
 
+def command(name: str | None) -> Command | None:
+    """The command ``name`` (None: there is none); where its module bears its name, that
+    module alone is imported (``profkit analyze`` need not import the other eleven)."""
+    if name is None:
+        return None
+    if name in COMMAND_MODULES and not _COMMANDS:
+        found: Command = importlib.import_module(f"profiler_kit.commands.{name}").COMMAND
+        if found.name == name:
+            return found
+    return commands().get(name)
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given ``argv`` that names a command, only that command's parser is
     made (each costs a few ms: argparse looks up its translations on disk)."""
@@ -52,9 +64,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the full traceback when something fails"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, cmd in commands().items():
-        if chosen is not None and chosen != name:
-            continue
+    chosen_only = command(chosen)
+    for name, cmd in commands().items() if chosen_only is None else [(chosen, chosen_only)]:
         # argparse %-formats help strings (not descriptions): a literal % must be doubled.
         p = sub.add_parser(name, help=cmd.help.replace("%", "%%"), description=cmd.help)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -66,7 +77,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def _command_name(argv: Sequence[str]) -> str | None:
     """The command ``argv`` names (top-level options take no values), if it is one."""
     first = next((a for a in argv if not a.startswith("-")), None)
-    return first if first in commands() else None
+    return first if command(first) is not None else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,21 +88,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> None:
     """The ``profkit`` console script and ``python -m profiler_kit``."""
     try:
-        status, name = _run(sys.argv[1:], console=True)
+        status, ran = _run(sys.argv[1:], console=True)
         sys.stdout.flush()
     except BrokenPipeError:
         # the reader of the output went away (``| head``): stop quietly, as other tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
-    if name is not None and commands()[name].data_only:
+    if ran is not None and ran.data_only:
         sys.stderr.flush()
         os._exit(status)
     sys.exit(status)
 
 
-def _run(argv: list[str], console: bool = False) -> tuple[int, str | None]:
-    name = _command_name(argv)
-    prepare = commands()[name].prepare_argv if name in commands() else None
+def _run(argv: list[str], console: bool = False) -> tuple[int, Command | None]:
+    """The exit status, and the command that ran (None: none named)."""
+    chosen = command(_command_name(argv))
+    prepare = chosen.prepare_argv if chosen is not None else None
     if prepare is not None:
         argv = prepare(argv)
     parser = build_parser(argv)
@@ -99,19 +111,21 @@ def _run(argv: list[str], console: bool = False) -> tuple[int, str | None]:
     if args.command is None:
         parser.print_help()
         return 2, None
-    if console and commands()[args.command].data_only:
+    cmd = command(args.command)
+    assert cmd is not None  # the parser knows only commands
+    if console and cmd.data_only:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # read when numpy loads
             os.environ.setdefault(var, "1")
         # Imports, loading and the analyses make hundreds of thousands of objects and no
         # garbage cycles worth collecting; the collector's passes over them only cost time.
         gc.disable()
         keep_freed_memory()
-    return _call(args), args.command
+    return _call(cmd, args), cmd
 
 
-def _call(args: argparse.Namespace) -> int:
+def _call(cmd: Command, args: argparse.Namespace) -> int:
     try:
-        return commands()[args.command].handle(args)
+        return cmd.handle(args)
     except ProfkitError as exc:
         if args.debug:
             raise
