@@ -20,9 +20,9 @@
 #   tune-transformer, pipeline, snapshot-overhead (benchmarks/memory_snapshot_overhead.py)
 # Each run keeps run.json, summary.md, report.html, its console output and
 # `profkit analyze RUN --json` (gzipped) under OUT/<step>/; the traces stay in the work
-# folder (large). Rehearsed on the 2-core CPU machine: every step passes in 270 s.
+# folder (large). Rehearsed on the 2-core CPU machine: every step passes in 290 s.
 # A step that fails or runs out of time is recorded in OUT/status.txt and the others still
-# run; the script exits 1 if any failed.
+# run; the script exits 1 if any failed or was skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,6 +74,7 @@ step() {  # step NAME LIMIT_S COMMAND...: run it unless the budget is spent; rec
     shift 2
     if [ $((SECONDS - began)) -ge "$budget" ]; then
         echo "$name: skipped, the budget of $budget s is spent" >> "$status_file"
+        failed=1
         return 1
     fi
     echo "== $name: $*"
@@ -88,17 +89,19 @@ step() {  # step NAME LIMIT_S COMMAND...: run it unless the budget is spent; rec
     return "$rc"
 }
 
-keep() {  # keep NAME: the newest run under the work folder of NAME, its reports and analysis
-    local name=$1 run_dir
-    run_dir=$(dirname "$(ls -t "$work/$name"/*/*/run.json 2>/dev/null | head -1)")
-    if [ -z "$run_dir" ] || [ "$run_dir" = "." ]; then
+kept=""
+keep() {  # keep NAME: the newest run under the work folder of NAME (then in $kept), its
+    # reports and analysis
+    local name=$1
+    kept=$(dirname "$(ls -t "$work/$name"/*/*/run.json 2>/dev/null | head -1)")
+    if [ -z "$kept" ] || [ "$kept" = "." ]; then
+        kept=""
         return
     fi
     for f in run.json summary.md report.html ddp_report.json pipeline_report.json; do
-        [ -f "$run_dir/$f" ] && cp "$run_dir/$f" "$out/$name/"
+        [ -f "$kept/$f" ] && cp "$kept/$f" "$out/$name/"
     done
-    analyze "$name" "$run_dir"
-    echo "$run_dir"
+    analyze "$name" "$kept"
 }
 
 analyze() {  # analyze NAME PATH: profkit analyze --json of PATH, gzipped, into OUT/NAME
@@ -106,6 +109,7 @@ analyze() {  # analyze NAME PATH: profkit analyze --json of PATH, gzipped, into 
         gzip -f "$out/$1/analysis.json"
     else
         echo "$1: profkit analyze failed on $2" >> "$status_file"
+        failed=1
     fi
 }
 
@@ -114,7 +118,7 @@ run() {  # run NAME SCENARIO ARGS...: one profkit run on the device, kept
     shift
     step "$name" "$step_limit" profkit run "$@" --device "$device" --out "$work/$name" \
         "${quick[@]}"
-    keep "$name" > /dev/null
+    keep "$name"
 }
 
 run main concurrent --amp --streams
@@ -129,9 +133,8 @@ run batch400 concurrent --amp --streams --batch-size "$big_batch"
 memory_source=--memory-snapshot
 [ "$device" = cuda ] || memory_source=--with-stack
 run snapshot concurrent --strategies sequential "$memory_source"
-snapshot_run=$(keep snapshot)
-if [ -n "$snapshot_run" ]; then
-    step snapshot-memory 120 profkit memory "$snapshot_run" --json "$out/snapshot/memory.json"
+if [ -n "$kept" ]; then
+    step snapshot-memory 120 profkit memory "$kept" --json "$out/snapshot/memory.json"
 fi
 
 tune_args=(--quick)
