@@ -179,7 +179,7 @@ def memory_section(paths: list[str]) -> Any:
 
     from profiler_kit.path_kinds import is_memory_file
 
-    if all(Path(p).is_file() and not is_memory_file(Path(p)) for p in paths):
+    if all(f.is_file() and not is_memory_file(f) for f in map(Path, paths)):
         return None
     from profiler_kit import api
     from profiler_kit.render.console.memory import has_memory
