@@ -209,11 +209,18 @@ def warn_unreadable(unreadable: tuple) -> None:
 
 
 def analyze(args: argparse.Namespace) -> int:
-    from profiler_kit import api
+    from profiler_kit.trace.load_ahead import loading_ahead
 
     if args.summary_only:
         return summary_only(args)
     targets = output_targets(args)
+    with loading_ahead(args.paths, jobs(args)):  # one trace: loads while the analyses import
+        return _analyze(args, targets)
+
+
+def _analyze(args: argparse.Namespace, targets: dict[str, object]) -> int:
+    from profiler_kit import api
+
     if _only_summaries(args.paths):  # summaries written elsewhere: the job view only
         with _scheduler(args) as client:
             found = api.summarize(args.paths, jobs=jobs(args), scheduler=client)

@@ -37,10 +37,11 @@ def report(args: argparse.Namespace) -> int:
     from profiler_kit import api
     from profiler_kit.commands.analyze import jobs
     from profiler_kit.errors import LeftOutWarning
+    from profiler_kit.trace.load_ahead import loading_ahead
 
     rewrites = args.output is None and api.is_run_folder_report(args.paths) \
         and api.default_report_path(args.paths).exists()
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, loading_ahead(args.paths, jobs(args)):
         warnings.simplefilter("always", LeftOutWarning)
         path = api.report(args.paths, args.output, title=args.title, baseline=args.baseline,
                           jobs=jobs(args), force=args.force)

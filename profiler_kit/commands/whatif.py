@@ -88,12 +88,20 @@ def changes_of(args: argparse.Namespace) -> list:
 
 
 def whatif(args: argparse.Namespace) -> int:
+    from profiler_kit import outputs
+    from profiler_kit.trace.load_ahead import loading_ahead
+
+    changes = changes_of(args)
+    target = outputs.check(args.json, "--json", inputs=args.paths, force=args.force)
+    with loading_ahead(args.paths, None):  # one trace: loads while the replay imports
+        return _whatif(args, changes, target)
+
+
+def _whatif(args: argparse.Namespace, changes: list, target: object) -> int:
     from profiler_kit import api, outputs
     from profiler_kit.render.console.whatif import report_lines
     from profiler_kit.render.json.whatif import document
 
-    changes = changes_of(args)
-    target = outputs.check(args.json, "--json", inputs=args.paths, force=args.force)
     results = api.whatif(args.paths, changes, no_straggler=args.no_straggler)
     if args.json is not None:
         outputs.write(target, document(results))

@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from profiler_kit.errors import TraceError
+from profiler_kit.trace import load_ahead
 from profiler_kit.trace.build import build_table, list_columns, list_memory, meta_from_header
 from profiler_kit.trace.normalize import Accumulator, accumulated_launches, join_launches
 from profiler_kit.trace.parallel import load_in_parts
@@ -65,6 +66,10 @@ def load(path: str | os.PathLike[str], *, chunk_bytes: int | None = None,
 def _load(path: Path, chunk_bytes: int | None, lenient: bool,
           jobs: int | None) -> EventTable | None:
     """The table by the fastest way that applies; None: decode the file whole."""
+    if chunk_bytes is None and not lenient:
+        table = load_ahead.take(path)  # its later part decoded since the command began
+        if table is not None:
+            return table
     piece_bytes = chunk_bytes or DEFAULT_CHUNK_BYTES
     if not lenient and jobs != 1:
         table = load_in_parts(path, piece_bytes, jobs, WHOLE_BYTES)

@@ -1,0 +1,155 @@
+"""Loading one trace on two cores while the command imports its analyses.
+
+``profkit analyze TRACE`` spends about a quarter of its time loading the trace and an
+eighth importing the analyses, and neither needs the other. So a command that will
+load one trace calls :func:`start` first: a forked child decodes the last two thirds of
+the events (a part, as :mod:`~profiler_kit.trace.parallel` cuts them) while this
+process goes on importing; :func:`profiler_kit.trace.loader.load` then decodes the
+first third here and joins the child's part to it, handed back pickled through a pipe.
+Two thirds to the child, because this process has the imports to do first.
+
+Only where it pays and is safe: one trace of ``MIN_BYTES`` to ``loader.WHOLE_BYTES``
+(a larger one is loaded in parts on every core anyway), a second core, and a process
+that may fork (:mod:`~profiler_kit.trace.forking`). Whatever goes wrong (a false
+boundary, a child killed, broken data) costs only the time: the file is then loaded in
+one pass here, which gives the same table or names the problem.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from profiler_kit.trace.columns import Part
+from profiler_kit.trace.forking import cores, may_fork
+from profiler_kit.trace.pieces import Misaligned, PieceReader
+from profiler_kit.trace.source import content_size
+from profiler_kit.trace.table import EventTable
+
+MIN_BYTES = 4 << 20  # below this the whole load takes about as long as the fork saves
+# The imports this process does first take about as long as decoding this much (6 MB):
+# the child takes it over and half of the rest, so that both end at about the same time.
+HEAD_START_BYTES = 6 << 20
+PIECE_BYTES = 1 << 20  # as ``loader.SMALL_PIECE_BYTES``: the same pieces either way
+
+
+class _Child:
+    """A forked child decoding the events from ``stop`` on: its process and pipe."""
+
+    def __init__(self, stop: int, pid: int, fd: int) -> None:
+        self.stop = stop
+        self.pid = pid
+        self.fd = fd
+
+    def parts(self) -> list[Part]:
+        """The child's part (:class:`Misaligned` when it could not make one)."""
+        chunks = []
+        try:
+            while chunk := os.read(self.fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            self.end()
+        try:
+            part = pickle.loads(b"".join(chunks))  # noqa: S301 - our own child's bytes
+        except Exception:  # noqa: BLE001 - it died mid-way
+            raise Misaligned from None
+        if not isinstance(part, Part):
+            raise Misaligned
+        return [part]
+
+    def end(self, stop: bool = False) -> None:
+        """Close the pipe and reap the child (``stop``: kill it first); once."""
+        if self.fd < 0:
+            return
+        os.close(self.fd)
+        self.fd = -1
+        if stop:
+            os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+
+
+_pending: dict[tuple[Path, int, int], _Child] = {}
+
+
+@contextmanager
+def loading_ahead(paths: list[str], jobs: int | None) -> Iterator[None]:
+    """Within: the trace of ``paths`` loads ahead where :func:`start` allows; on leaving,
+    a child whose part was not taken (the command stopped first) is stopped."""
+    start(paths, jobs)
+    try:
+        yield
+    finally:
+        while _pending:
+            _pending.popitem()[1].end(stop=True)
+
+
+def start(paths: list[str], jobs: int | None) -> bool:
+    """Begin decoding the trace's later part in a forked child when ``paths`` name one
+    trace file, ``jobs`` (the processes the user allows; None: one per core) is not 1,
+    and it pays and is safe; whether it began."""
+    from profiler_kit.path_kinds import PathKind, kind_of
+    from profiler_kit.trace.loader import WHOLE_BYTES
+
+    if len(paths) != 1 or jobs == 1 or cores() < 2 or not may_fork():
+        return False
+    path = Path(paths[0])
+    if kind_of(path) is not PathKind.TRACE:
+        return False
+    size = content_size(path)
+    if size is None or not MIN_BYTES <= size <= WHOLE_BYTES:
+        return False
+    stop = max(size // 10, (size - HEAD_START_BYTES) // 2)
+    try:
+        key = _key(path)
+        read_end, write_end = os.pipe()
+    except OSError:
+        return False
+    pid = os.fork()
+    if pid == 0:  # the child: decode, send, and leave without running the parent's exit code
+        try:
+            os.close(read_end)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
+            with os.fdopen(write_end, "wb") as pipe:
+                pickle.dump(_later_part(path, stop), pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    _pending[key] = _Child(stop, pid, read_end)
+    return True
+
+
+def take(path: Path) -> EventTable | None:
+    """The table of ``path`` when :func:`start` began it: the first part decoded here,
+    joined to the child's; None when it was not begun or the parts do not join up (load
+    the file in one pass)."""
+    if not _pending:
+        return None
+    try:
+        child = _pending.pop(_key(path), None)
+    except OSError:
+        return None
+    if child is None:
+        return None
+    try:
+        return PieceReader(path, PIECE_BYTES).read(split=child)
+    except Exception:  # noqa: BLE001 - any failure: the one-pass loader decides
+        return None
+    finally:
+        child.end(stop=True)
+
+
+def _later_part(path: Path, stop: int) -> Part | None:
+    try:
+        return PieceReader(path, PIECE_BYTES).read_part(stop, None)
+    except Exception:  # noqa: BLE001 - the parent loads the file whole and reports
+        return None
+
+
+def _key(path: Path) -> tuple[Path, int, int]:
+    """The file as it is now: a file changed since the start is loaded again."""
+    st = path.stat()
+    return path.resolve(), st.st_size, st.st_mtime_ns

@@ -1,0 +1,149 @@
+"""A trace loaded ahead (its later part in a forked child while the command imports)
+gives the same table as one pass, and anything that goes wrong falls back to one pass."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from test_trace_loader import DATA, assert_same, ev
+
+from profiler_kit.errors import TraceError
+from profiler_kit.trace import load_ahead
+from profiler_kit.trace.loader import load, load_simple
+
+DDP = DATA / "a100_ddp_nccl_rank0.json.gz"  # 9.8 MB of JSON: over MIN_BYTES
+
+
+@pytest.fixture(autouse=True)
+def may_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fork as the console does: a test worker runs a thread of its own, which the
+    console command has not (the child only decodes JSON, it takes no lock)."""
+    monkeypatch.setattr(load_ahead, "may_fork", lambda: True)
+    monkeypatch.setattr(load_ahead, "cores", lambda: 2)
+
+
+def started_child(path: Path) -> load_ahead._Child:
+    assert load_ahead.start([str(path)], None)
+    (child,) = load_ahead._pending.values()
+    return child
+
+
+def assert_reaped(child: load_ahead._Child) -> None:
+    assert not load_ahead._pending
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)
+
+
+def test_a_real_trace_loaded_ahead_is_the_one_pass_table() -> None:
+    child = started_child(DDP)
+    assert 0 < child.stop < DDP.stat().st_size * 20  # the parent's third, in content bytes
+    table = load(DDP)
+    assert_reaped(child)
+    whole = load(DDP, jobs=1)
+    assert_same(table, whole)
+    assert table.meta == whole.meta
+    assert table.skipped == whole.skipped and table.normalized == whole.normalized
+
+
+def tricky_trace(tmp_path: Path) -> Path:
+    """Event names full of ``}, {``: the cut falls inside a name (37 events of 16 kB: no
+    event ends near a tenth, a third or a half), so the first candidate boundary after it
+    lies inside a string and the parts cannot join."""
+    tricky = "x" + "}, {" * 4000
+    path = tmp_path / "tricky.json"
+    path.write_text(json.dumps({"traceEvents": [ev(name=f"{tricky}{i}", ts=10 * i, dur=3)
+                                                for i in range(37)]}))
+    return path
+
+
+def test_a_cut_inside_a_string_falls_back_to_one_pass(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(load_ahead, "MIN_BYTES", 0)
+    path = tricky_trace(tmp_path)
+    child = started_child(path)
+    assert load_ahead.take(path) is None  # the parts did not join: one pass decides
+    assert_reaped(child)
+    table = load(path)
+    assert_same(table, load_simple(path))
+    assert len(table) == 37
+
+
+def test_a_child_killed_costs_only_the_time() -> None:
+    child = started_child(DDP)
+    os.kill(child.pid, signal.SIGKILL)
+    table = load(DDP)
+    assert_reaped(child)
+    assert_same(table, load(DDP, jobs=1))
+
+
+def test_broken_json_gives_the_one_pass_error(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(load_ahead, "MIN_BYTES", 0)
+    text = json.dumps({"traceEvents": [ev(ts=i, dur=1) for i in range(3000)]})
+    for where in (len(text) // 10, len(text) * 3 // 4):  # in the parent's part, the child's
+        cut = text.index("}, {", where)  # between two events: never inside a string
+        path = tmp_path / f"broken{where}.json"
+        path.write_text(text[:cut] + "@@" + text[cut + 2:])
+        with pytest.raises(TraceError) as one_pass:
+            load(path, jobs=1)
+        child = started_child(path)
+        with pytest.raises(TraceError) as ahead:
+            load(path)
+        assert_reaped(child)
+        assert str(ahead.value) == str(one_pass.value)
+
+
+def test_a_truncated_gzip_gives_the_one_pass_error(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(load_ahead, "MIN_BYTES", 0)
+    monkeypatch.setattr(load_ahead, "content_size", lambda p: 9_000_000)
+    path = tmp_path / "cut.json.gz"
+    data = DDP.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceError) as one_pass:
+        load(path, jobs=1)
+    started = load_ahead.start([str(path)], None)
+    with pytest.raises(TraceError) as ahead:
+        load(path)
+    assert not load_ahead._pending
+    assert str(ahead.value) == str(one_pass.value), started
+
+
+def test_a_file_changed_since_the_start_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(DDP.read_bytes())
+    child = started_child(path)
+    events = [ev(ts=i, dur=1) for i in range(5)]
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    assert len(load(path)) == 5
+    with load_ahead.loading_ahead([], None):  # leaving stops the child no one took
+        pass
+    assert_reaped(child)
+
+
+def test_leaving_stops_a_child_whose_part_was_not_taken() -> None:
+    with pytest.raises(KeyError), load_ahead.loading_ahead([str(DDP)], None):
+        (child,) = load_ahead._pending.values()
+        raise KeyError("the command stopped before it loaded the trace")
+    assert_reaped(child)
+
+
+@pytest.mark.parametrize("case", ["two paths", "one process", "folder", "small", "not a trace",
+                                  "one core"])
+def test_not_started_where_it_does_not_pay(case: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    small = DATA / "a100_alexnet.json.gz"
+    other = tmp_path / "notes.json"
+    other.write_text("{}")
+    if case == "one core":
+        monkeypatch.setattr(load_ahead, "cores", lambda: 1)
+    paths, jobs = {"two paths": ([DDP, DDP], None), "one process": ([DDP], 1),
+                   "folder": ([DATA / "two_ranks"], None), "small": ([small], None),
+                   "not a trace": ([other], None), "one core": ([DDP], None)}[case]
+    assert not load_ahead.start([str(p) for p in paths], jobs)
+    assert not load_ahead._pending
