@@ -1,4 +1,4 @@
-"""Keep freed memory for reuse in a short data-only process (glibc's malloc).
+"""Keep freed memory for reuse, in huge pages, in a short data-only process (glibc's malloc).
 
 By default glibc gives large freed blocks back to the kernel: those over its mmap
 threshold are unmapped and the top of the heap is trimmed, so the next block of that
@@ -8,6 +8,11 @@ reads traces and exits keeps them instead: measured on the A100 DDP trace, a fif
 page faults and about 3 % less time for ``profkit analyze`` (``benchmarks/README.md``),
 with the same peak memory for traces read in one process (up to 64 MB of JSON); one read
 in forked parts holds about 8 % more at its peak (an 83 MB trace: 163 against 150 MiB).
+
+The heap's next 256 MB are also advised for transparent huge pages, so that memory is
+faulted in 2 MB at a time: on that trace 9,500 page faults instead of 14,400 (its two
+processes, see ``trace.load_ahead``), 0.955x the time in 21 paired runs, and a peak of
+49 to 51 MiB against 49 (a huge page is backed whole even when only partly used).
 """
 
 from __future__ import annotations
@@ -15,9 +20,13 @@ from __future__ import annotations
 import sys
 
 M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
+M_TOP_PAD = -2
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20  # the largest glibc accepts on 64-bit systems
 TRIM_THRESHOLD = 1 << 30
+TOP_PAD = 256 << 20  # address space only: pages are backed when first written
+MADV_HUGEPAGE = 14  # from the kernel's mman-common.h
+HUGE_PAGE = 2 << 20
 
 
 def keep_freed_memory() -> bool:
@@ -32,5 +41,32 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) \
+    kept = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) \
         and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    if kept and mallopt(M_TOP_PAD, TOP_PAD):
+        _advise_huge_pages(ctypes)
+    return kept
+
+
+def _advise_huge_pages(ctypes) -> None:
+    """Grow the heap once by ``TOP_PAD`` and ask for transparent huge pages over it: the
+    heap's next 256 MB then fault in 2 MB at a time instead of 4 kB (what glibc's
+    ``glibc.malloc.hugetlb=1`` tunable does, which can only be set before the process
+    starts). Where the kernel has them off, nothing changes."""
+    libc = ctypes.CDLL(None)
+    libc.sbrk.restype = ctypes.c_void_p
+    libc.sbrk.argtypes = (ctypes.c_ssize_t,)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = (ctypes.c_size_t,)
+    libc.free.argtypes = (ctypes.c_void_p,)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    start = libc.sbrk(0)
+    block = libc.malloc(MMAP_THRESHOLD // 2)  # more than the heap has free: it grows
+    libc.free(block)
+    end = libc.sbrk(0)
+    if start is None or end is None:
+        return
+    first = -(-start // HUGE_PAGE) * HUGE_PAGE
+    last = end // HUGE_PAGE * HUGE_PAGE
+    if last > first:
+        libc.madvise(first, last - first, MADV_HUGEPAGE)

@@ -291,6 +291,26 @@ def test_a_data_command_keeps_freed_memory_where_glibc_allows():
     assert out.strip() == str(glibc)
 
 
+def test_the_heap_asks_for_huge_pages_where_the_kernel_has_them():
+    """After ``keep_freed_memory`` the heap's next 256 MB are advised for transparent huge
+    pages (``hg`` in the mapping's flags): fewer, larger page faults as a trace loads."""
+    import platform
+
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if platform.libc_ver()[0] != "glibc" or not thp.exists() or "[never]" in thp.read_text():
+        pytest.skip("glibc on a kernel with transparent huge pages only")
+    code = ("from profiler_kit.process_memory import keep_freed_memory; keep_freed_memory()\n"
+            "name = None\n"
+            "for line in open('/proc/self/smaps'):\n"
+            "    head = line.split()\n"
+            "    if '-' in head[0] and not head[0].endswith(':'):\n"
+            "        span, name = head[0], head[-1]\n"
+            "    elif head[0] == 'VmFlags:' and name == '[heap]' and 'hg' in head:\n"
+            "        lo, hi = (int(x, 16) for x in span.split('-')); print(hi - lo)\n")
+    advised = [int(n) for n in python_c(code).split()]
+    assert len(advised) == 1 and advised[0] >= 256 << 20, advised
+
+
 @pytest.mark.parametrize("command", [["analyze", "--json"], ["whatif", "--json", "-"]])
 def test_one_trace_loads_ahead_and_gives_what_one_process_gives(command: list[str]):
     """``profkit analyze TRACE`` (and ``whatif``) decodes the trace's later part in a forked
