@@ -39,6 +39,18 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def idle_cores() -> int:
+    """The cores nothing runs on at this instant: this process's cores less the tasks
+    running system-wide, this one included (``/proc/loadavg``'s fourth field); 0 where
+    that cannot be read. A worker forked when this is 0 only competes with the others."""
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(cores() - running, 0)
+
+
 def worker_pool(workers: int) -> Pool | None:
     """``workers`` forked processes that leave Ctrl-C to this one (it stops them); None
     where forking is not available (not Linux) or not allowed (inside a daemonic worker)."""

@@ -315,23 +315,23 @@ def test_the_heap_asks_for_huge_pages_where_the_kernel_has_them():
 def test_one_trace_loads_ahead_and_gives_what_one_process_gives(command: list[str]):
     """``profkit analyze TRACE`` (and ``whatif``) decodes the trace's later part in a forked
     child while it imports the analyses: the console's path does fork, and the output is
-    byte for byte what one process gives (one core: no fork)."""
+    byte for byte what one process gives (no idle core: no fork)."""
     code = ("import sys; import profiler_kit.trace.load_ahead as la; start = la.start\n"
             "def spy(*a):\n"
             "    began = start(*a); print('began' if began else 'not begun', file=sys.stderr)\n"
             "    return began\n"
-            "cores = int(sys.argv[1]); la.start = spy; la.cores = lambda: cores\n"
+            "idle = int(sys.argv[1]); la.start = spy; la.idle_cores = lambda: idle\n"
             "from profiler_kit.cli import entry\n"
             f"sys.argv = ['profkit', *{command!r}, {str(DDP)!r}]; entry()")
     # as the console sets it before numpy loads (numpy loads earlier here, with the spy)
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     runs = {}
-    for cores in (2, 1):
-        r = subprocess.run([sys.executable, "-c", code, str(cores)], capture_output=True,
+    for idle in (1, 0):
+        r = subprocess.run([sys.executable, "-c", code, str(idle)], capture_output=True,
                            text=True, timeout=120, env=env)
         assert r.returncode == 0, r.stderr
-        runs[cores] = r
-    assert runs[2].stderr.strip() == "began"
-    assert runs[1].stderr.strip() == "not begun"
-    assert runs[2].stdout == runs[1].stdout
-    assert json.loads(runs[2].stdout)["schema"].startswith("profkit.")
+        runs[idle] = r
+    assert runs[1].stderr.strip() == "began"
+    assert runs[0].stderr.strip() == "not begun"
+    assert runs[1].stdout == runs[0].stdout
+    assert json.loads(runs[1].stdout)["schema"].startswith("profkit.")

@@ -21,10 +21,11 @@ DDP = DATA / "a100_ddp_nccl_rank0.json.gz"  # 9.8 MB of JSON: over MIN_BYTES
 
 @pytest.fixture(autouse=True)
 def may_fork(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fork as the console does: a test worker runs a thread of its own, which the
-    console command has not (the child only decodes JSON, it takes no lock)."""
+    """Fork as the console does on a quiet machine: a test worker runs a thread of its
+    own, which the console command has not (the child only decodes JSON, it takes no
+    lock), and the other test workers keep the cores busy."""
     monkeypatch.setattr(load_ahead, "may_fork", lambda: True)
-    monkeypatch.setattr(load_ahead, "cores", lambda: 2)
+    monkeypatch.setattr(load_ahead, "idle_cores", lambda: 1)
 
 
 def started_child(path: Path) -> load_ahead._Child:
@@ -134,16 +135,37 @@ def test_leaving_stops_a_child_whose_part_was_not_taken() -> None:
 
 
 @pytest.mark.parametrize("case", ["two paths", "one process", "folder", "small", "not a trace",
-                                  "one core"])
+                                  "no idle core"])
 def test_not_started_where_it_does_not_pay(case: str, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     small = DATA / "a100_alexnet.json.gz"
     other = tmp_path / "notes.json"
     other.write_text("{}")
-    if case == "one core":
-        monkeypatch.setattr(load_ahead, "cores", lambda: 1)
+    if case == "no idle core":
+        monkeypatch.setattr(load_ahead, "idle_cores", lambda: 0)
     paths, jobs = {"two paths": ([DDP, DDP], None), "one process": ([DDP], 1),
                    "folder": ([DATA / "two_ranks"], None), "small": ([small], None),
-                   "not a trace": ([other], None), "one core": ([DDP], None)}[case]
+                   "not a trace": ([other], None), "no idle core": ([DDP], None)}[case]
     assert not load_ahead.start([str(p) for p in paths], jobs)
     assert not load_ahead._pending
+
+
+def test_no_core_is_idle_beside_a_busy_loop_on_each() -> None:
+    """``idle_cores`` counts the tasks running at this instant: with a busy loop on every
+    core of this process, none is idle (so nothing is forked to compete with them)."""
+    import subprocess
+    import sys
+    import time
+
+    from profiler_kit.trace import forking
+
+    assert 0 <= forking.idle_cores() <= forking.cores()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(forking.cores())]
+    try:
+        time.sleep(0.5)  # started and spinning
+        assert forking.idle_cores() == 0
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
