@@ -1,9 +1,10 @@
 """Load any torch.profiler (Kineto) Chrome trace into an :class:`EventTable`.
 
 ``load`` reads ``.json`` and ``.json.gz`` (detected by content, not by name) and picks
-the way: a large trace in parts on several cores (:mod:`~profiler_kit.trace.parallel`),
-a small one decoded whole (:mod:`~profiler_kit.trace.columns`), else in pieces
-(:mod:`~profiler_kit.trace.pieces`); ``load_simple`` is the per-event reference, and
+the way: a trace whose later part a forked child has been decoding since the command
+began (:mod:`~profiler_kit.trace.load_ahead`), a large trace in parts on several cores
+(:mod:`~profiler_kit.trace.parallel`), a small one decoded whole
+(:mod:`~profiler_kit.trace.columns`), else in pieces (:mod:`~profiler_kit.trace.pieces`); ``load_simple`` is the per-event reference, and
 the last resort for files the faster ways cannot frame. All give the same table.
 ``find_traces`` finds the traces under a file, a strategy or run folder, or any
 TensorBoard logdir. Files that cannot be read raise :class:`TraceError` with one line
