@@ -2,11 +2,11 @@
 
 ``profkit analyze TRACE`` spends about a quarter of its time loading the trace and an
 eighth importing the analyses, and neither needs the other. So a command that will
-load one trace calls :func:`start` first: a forked child decodes the last two thirds of
-the events (a part, as :mod:`~profiler_kit.trace.parallel` cuts them) while this
-process goes on importing; :func:`profiler_kit.trace.loader.load` then decodes the
-first third here and joins the child's part to it, handed back pickled through a pipe.
-Two thirds to the child, because this process has the imports to do first.
+load one trace calls :func:`start` first: a forked child decodes the later part of the
+events (a part, as :mod:`~profiler_kit.trace.parallel` cuts them) while this process
+goes on importing; :func:`profiler_kit.trace.loader.load` then decodes the first part
+here and joins the child's to it, handed back pickled through a pipe. The child's part
+is the larger: this process has the imports to do first.
 
 Only where it pays and is safe: one trace of ``MIN_BYTES`` to ``loader.WHOLE_BYTES``
 (a larger one is loaded in parts on every core anyway), a core idle at the start (on a
@@ -36,9 +36,9 @@ MIN_BYTES = 4 << 20  # below this the whole load takes about as long as the fork
 # The imports this process does first take about as long as decoding this much (6 MB):
 # the child takes it over and half of the rest, so that both end at about the same time.
 HEAD_START_BYTES = 6 << 20
-PIECE_BYTES = 1 << 20
+PIECE_BYTES = 1 << 20  # as ``loader.SMALL_PIECE_BYTES``: the same pieces either way
 SNIFF_BYTES = 1 << 16  # a Kineto trace's event list starts in its first kilobytes
-PIPE_BYTES = 1 << 20  # the part in a few reads, not in thirty of the default 64 kB  # as ``loader.SMALL_PIECE_BYTES``: the same pieces either way
+PIPE_BYTES = 1 << 20  # the part in a few reads, not in thirty of the default 64 kB
 
 
 class _Child:
@@ -117,7 +117,12 @@ def start(paths: list[str], jobs: int | None) -> bool:
         fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except OSError:
         pass  # over the system's limit for this user: the default size works too
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # out of processes or memory: load it here
+        os.close(read_end)
+        os.close(write_end)
+        return False
     if pid == 0:  # the child: decode, send, and leave without running the parent's exit code
         try:
             os.close(read_end)
