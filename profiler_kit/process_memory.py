@@ -9,10 +9,11 @@ page faults and about 3 % less time for ``profkit analyze`` (``benchmarks/README
 with the same peak memory for traces read in one process (up to 64 MB of JSON); one read
 in forked parts holds about 8 % more at its peak (an 83 MB trace: 163 against 150 MiB).
 
-The heap's next 256 MB are also advised for transparent huge pages, so that memory is
-faulted in 2 MB at a time: on that trace 9,500 page faults instead of 14,400 (its two
-processes, see ``trace.load_ahead``), 0.955x the time in 21 paired runs, and a peak of
-49 to 51 MiB against 49 (a huge page is backed whole even when only partly used).
+The heap is also grown once by 256 MB of address space advised for transparent huge
+pages, so that memory is faulted in 2 MB at a time: on that trace 9,500 page faults
+instead of 14,400 (its two processes, see ``trace.load_ahead``), 0.955x the time in 21
+paired runs, and a peak of 49 to 51 MiB against 49 (a huge page is backed whole even
+when only partly used).
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ M_TOP_PAD = -2
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20  # the largest glibc accepts on 64-bit systems
 TRIM_THRESHOLD = 1 << 30
-TOP_PAD = 256 << 20  # address space only: pages are backed when first written
+TOP_PAD = 256 << 20  # address space: pages are backed when first written
+DEFAULT_TOP_PAD = 128 << 10  # glibc's own (malloc.c's DEFAULT_TOP_PAD)
+GROW_BYTES = 16 << 20  # under the mmap threshold: carved from the heap, which grows
 MADV_HUGEPAGE = 14  # from the kernel's mman-common.h
 HUGE_PAGE = 2 << 20
 
 
 def keep_freed_memory() -> bool:
-    """Raise glibc's mmap and trim thresholds for this process; False where the C library
-    is not glibc (nothing changes)."""
+    """Raise glibc's mmap and trim thresholds for this process, and advise its heap for
+    huge pages; False where the C library is not glibc (nothing changes)."""
     if not sys.platform.startswith("linux"):
         return False
     import ctypes  # numpy imports it too
@@ -43,16 +46,20 @@ def keep_freed_memory() -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     kept = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) \
         and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
-    if kept and mallopt(M_TOP_PAD, TOP_PAD):
-        _advise_huge_pages(ctypes)
+    if kept:
+        _heap_in_huge_pages(ctypes, mallopt)
     return kept
 
 
-def _advise_huge_pages(ctypes) -> None:
-    """Grow the heap once by ``TOP_PAD`` and ask for transparent huge pages over it: the
-    heap's next 256 MB then fault in 2 MB at a time instead of 4 kB (what glibc's
-    ``glibc.malloc.hugetlb=1`` tunable does, which can only be set before the process
-    starts). Where the kernel has them off, nothing changes."""
+def _heap_in_huge_pages(ctypes, mallopt) -> None:
+    """Grow the heap once by 256 MB of address space and advise transparent huge pages
+    over it: the heap's next 256 MB then fault in 2 MB at a time instead of 4 kB. glibc's
+    ``glibc.malloc.hugetlb=1`` tunable does this for every growth, but can only be set
+    before the process starts. The padding goes back to glibc's default at once, so later
+    growths ask for no more than they need (strict overcommit, ``ulimit -v``); the grown
+    top stays, under the 1 GB trim threshold. Where the kernel has huge pages off, the
+    heap is only 256 MB of address space larger; where the block is not carved from the
+    heap (another allocator preloaded), nothing is advised."""
     libc = ctypes.CDLL(None)
     libc.sbrk.restype = ctypes.c_void_p
     libc.sbrk.argtypes = (ctypes.c_ssize_t,)
@@ -60,10 +67,15 @@ def _advise_huge_pages(ctypes) -> None:
     libc.malloc.argtypes = (ctypes.c_size_t,)
     libc.free.argtypes = (ctypes.c_void_p,)
     libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    start = libc.sbrk(0)
-    block = libc.malloc(MMAP_THRESHOLD // 2)  # more than the heap has free: it grows
-    libc.free(block)
-    end = libc.sbrk(0)
+    if not mallopt(M_TOP_PAD, TOP_PAD):
+        return
+    try:
+        start = libc.sbrk(0)
+        block = libc.malloc(GROW_BYTES)  # more than the heap has free: it grows
+        libc.free(block)
+        end = libc.sbrk(0)
+    finally:
+        mallopt(M_TOP_PAD, DEFAULT_TOP_PAD)
     if start is None or end is None:
         return
     first = -(-start // HUGE_PAGE) * HUGE_PAGE

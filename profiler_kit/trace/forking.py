@@ -39,12 +39,12 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def idle_cores() -> int:
+def idle_cores(loadavg: str = "/proc/loadavg") -> int:
     """The cores nothing runs on at this instant: this process's cores less the tasks
-    running system-wide, this one included (``/proc/loadavg``'s fourth field); 0 where
-    that cannot be read. A worker forked when this is 0 only competes with the others."""
+    running system-wide, this one included (``loadavg``'s fourth field, running/all); 0
+    where that cannot be read. A worker forked when this is 0 only competes."""
     try:
-        with open("/proc/loadavg") as f:
+        with open(loadavg) as f:
             running = int(f.read().split()[3].split("/")[0])
     except (OSError, ValueError, IndexError):
         return 0

@@ -18,7 +18,6 @@ loaded in one pass here, which gives the same table or names the problem.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import pickle
 import signal
@@ -42,21 +41,21 @@ PIPE_BYTES = 1 << 20  # the part in a few reads, not in thirty of the default 64
 
 
 class _Child:
-    """A forked child decoding the events from ``stop`` on: its process and pipe."""
+    """A forked child decoding the events from ``stop`` on: its process, its pipe, the
+    file as it was when it began, and the process that forked it."""
 
-    def __init__(self, stop: int, pid: int, fd: int) -> None:
+    def __init__(self, stop: int, pid: int, fd: int, file: tuple[int, ...]) -> None:
         self.stop = stop
         self.pid = pid
         self.fd = fd
+        self.file = file
+        self.parent = os.getpid()
 
     def parts(self) -> list[Part]:
         """The child's part (:class:`Misaligned` when it could not make one)."""
         chunks = []
-        try:
-            while chunk := os.read(self.fd, 1 << 20):
-                chunks.append(chunk)
-        finally:
-            self.end()
+        while chunk := os.read(self.fd, 1 << 20):
+            chunks.append(chunk)
         try:
             part = pickle.loads(b"".join(chunks))  # noqa: S301 - our own child's bytes
         except Exception:  # noqa: BLE001 - it died mid-way
@@ -65,95 +64,139 @@ class _Child:
             raise Misaligned
         return [part]
 
-    def end(self, stop: bool = False) -> None:
-        """Close the pipe and reap the child (``stop``: kill it first); once."""
-        if self.fd < 0:
+    def end(self) -> None:
+        """Close the pipe, stop the child if it still runs, and reap it; once, and only in
+        the process that forked it (a worker forked later inherits the record)."""
+        if self.fd < 0 or os.getpid() != self.parent:
             return
-        os.close(self.fd)
-        self.fd = -1
-        if stop:
+        fd, self.fd = self.fd, -1
+        os.close(fd)
+        try:  # not reaped yet, so the pid is still the child's
             os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
+            os.waitpid(self.pid, 0)
+        except (ChildProcessError, ProcessLookupError):
+            pass
 
 
-_pending: dict[tuple[Path, int, int], _Child] = {}
+_pending: dict[Path, _Child] = {}
 
 
 @contextmanager
 def loading_ahead(paths: list[str], jobs: int | None) -> Iterator[None]:
     """Within: the trace of ``paths`` loads ahead where :func:`start` allows; on leaving,
     a child whose part was not taken (the command stopped first) is stopped."""
-    start(paths, jobs)
     try:
+        start(paths, jobs)
         yield
     finally:
         while _pending:
-            _pending.popitem()[1].end(stop=True)
+            _pending.popitem()[1].end()
 
 
 def start(paths: list[str], jobs: int | None) -> bool:
     """Begin decoding the trace's later part in a forked child when ``paths`` name one
     trace file, ``jobs`` (the processes the user allows; None: one per core) is not 1,
     and it pays and is safe; whether it began."""
-    from profiler_kit.trace.loader import NOT_TRACES, TRACE_SUFFIXES, WHOLE_BYTES
-
-    if len(paths) != 1 or jobs == 1 or not may_fork() or idle_cores() < 1:
+    if len(paths) != 1 or jobs == 1 or not may_fork() or idle_cores() < 1 \
+            or signal.getsignal(signal.SIGCHLD) is signal.SIG_IGN:  # children reaped unseen
         return False
     path = Path(paths[0])
-    name = path.name
-    if not name.endswith(TRACE_SUFFIXES) or name in NOT_TRACES or not path.is_file() \
-            or b'"traceEvents"' not in head(path, SNIFF_BYTES):
-        return False
-    size = content_size(path)
-    if size is None or not MIN_BYTES <= size <= WHOLE_BYTES:
-        return False
-    stop = max(size // 10, (size - HEAD_START_BYTES) // 2)
     try:
-        key = _key(path)
+        size = _trace_size(path)
+        if size is None:
+            return False
+        file = _identity(path)
         read_end, write_end = os.pipe()
     except OSError:
         return False
+    _larger_pipe(write_end)
+    stop = max(size // 10, (size - HEAD_START_BYTES) // 2)
+    # Ctrl-C waits until the child is on record here, and in the child until it is ready
+    interrupt = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, interrupt)
     try:
-        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    except OSError:
-        pass  # over the system's limit for this user: the default size works too
-    try:
-        pid = os.fork()
-    except OSError:  # out of processes or memory: load it here
-        os.close(read_end)
-        os.close(write_end)
-        return False
-    if pid == 0:  # the child: decode, send, and leave without running the parent's exit code
         try:
+            pid = os.fork()
+        except OSError:  # out of processes or memory: load it here
             os.close(read_end)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
-            with os.fdopen(write_end, "wb") as pipe:
-                pickle.dump(_later_part(path, stop), pipe, protocol=pickle.HIGHEST_PROTOCOL)
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    _pending[key] = _Child(stop, pid, read_end)
-    return True
+            os.close(write_end)
+            return False
+        if pid == 0:
+            _child(path, stop, read_end, write_end)  # never returns
+        os.close(write_end)
+        _pending[path.resolve()] = _Child(stop, pid, read_end, file)
+        return True
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupt)
 
 
 def take(path: Path) -> EventTable | None:
     """The table of ``path`` when :func:`start` began it: the first part decoded here,
-    joined to the child's; None when it was not begun or the parts do not join up (load
-    the file in one pass)."""
+    joined to the child's; None when it was not begun, the file changed since, or the
+    parts do not join up (load the file in one pass)."""
     if not _pending:
         return None
     try:
-        child = _pending.pop(_key(path), None)
+        child = _pending.pop(path.resolve(), None)
+        if child is None:
+            return None
+        if _identity(path) != child.file:
+            child.end()
+            return None
     except OSError:
-        return None
-    if child is None:
         return None
     try:
         return PieceReader(path, PIECE_BYTES).read(split=child)
     except Exception:  # noqa: BLE001 - any failure: the one-pass loader decides
         return None
     finally:
-        child.end(stop=True)
+        child.end()
+
+
+def _trace_size(path: Path) -> int | None:
+    """The content size of a trace file that is worth loading ahead, else None."""
+    from profiler_kit.trace.loader import NOT_TRACES, TRACE_SUFFIXES, WHOLE_BYTES
+
+    name = path.name
+    if not name.endswith(TRACE_SUFFIXES) or name in NOT_TRACES or not path.is_file() \
+            or b'"traceEvents"' not in head(path, SNIFF_BYTES):
+        return None
+    size = content_size(path)
+    return size if size is not None and MIN_BYTES <= size <= WHOLE_BYTES else None
+
+
+def _identity(path: Path) -> tuple[int, ...]:
+    """The file as it is now: replaced, rewritten or touched, it differs (the change
+    time moves with any write, even one that restores the modification time)."""
+    st = path.stat()
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _larger_pipe(fd: int) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass  # not Linux, or over the system's limit for this user: the default works too
+
+
+def _child(path: Path, stop: int, read_end: int, write_end: int) -> None:
+    """In the child: decode the part, send it, and leave without running the parent's
+    exit code or flushing its buffers; its output goes nowhere, so a reader of the
+    parent's output does not wait for it."""
+    try:
+        os.close(read_end)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        with os.fdopen(write_end, "wb") as pipe:
+            pickle.dump(_later_part(path, stop), pipe, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        os._exit(0)
 
 
 def _later_part(path: Path, stop: int) -> Part | None:
@@ -161,9 +204,3 @@ def _later_part(path: Path, stop: int) -> Part | None:
         return PieceReader(path, PIECE_BYTES).read_part(stop, None)
     except Exception:  # noqa: BLE001 - the parent loads the file whole and reports
         return None
-
-
-def _key(path: Path) -> tuple[Path, int, int]:
-    """The file as it is now: a file changed since the start is loaded again."""
-    st = path.stat()
-    return path.resolve(), st.st_size, st.st_mtime_ns

@@ -316,11 +316,17 @@ def test_one_trace_loads_ahead_and_gives_what_one_process_gives(command: list[st
     """``profkit analyze TRACE`` (and ``whatif``) decodes the trace's later part in a forked
     child while it imports the analyses: the console's path does fork, and the output is
     byte for byte what one process gives (no idle core: no fork)."""
-    code = ("import sys; import profiler_kit.trace.load_ahead as la; start = la.start\n"
+    code = ("import sys; import profiler_kit.trace.load_ahead as la\n"
+            "start, take = la.start, la.take\n"
             "def spy(*a):\n"
             "    began = start(*a); print('began' if began else 'not begun', file=sys.stderr)\n"
             "    return began\n"
-            "idle = int(sys.argv[1]); la.start = spy; la.idle_cores = lambda: idle\n"
+            "def spy_take(path):\n"
+            "    table = take(path)\n"
+            "    print('joined' if table is not None else 'one pass', file=sys.stderr)\n"
+            "    return table\n"
+            "idle = int(sys.argv[1]); la.idle_cores = lambda: idle\n"
+            "la.start, la.take = spy, spy_take\n"
             "from profiler_kit.cli import entry\n"
             f"sys.argv = ['profkit', *{command!r}, {str(DDP)!r}]; entry()")
     # as the console sets it before numpy loads (numpy loads earlier here, with the spy)
@@ -331,7 +337,7 @@ def test_one_trace_loads_ahead_and_gives_what_one_process_gives(command: list[st
                            text=True, timeout=120, env=env)
         assert r.returncode == 0, r.stderr
         runs[idle] = r
-    assert runs[1].stderr.strip() == "began"
-    assert runs[0].stderr.strip() == "not begun"
+    assert runs[1].stderr.split() == ["began", "joined"]
+    assert runs[0].stderr.split() == ["not", "begun", "one", "pass"]
     assert runs[1].stdout == runs[0].stdout
     assert json.loads(runs[1].stdout)["schema"].startswith("profkit.")
