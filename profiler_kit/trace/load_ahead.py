@@ -8,7 +8,7 @@ goes on importing; :func:`profiler_kit.trace.loader.load` then decodes the first
 here and joins the child's to it, handed back pickled through a pipe. The child's part
 is the larger: this process has the imports to do first.
 
-Only where it pays and is safe: one trace of ``MIN_BYTES`` to ``loader.WHOLE_BYTES``
+Only where it pays and is safe: one trace of ``MIN_BYTES`` to ``parallel.WHOLE_BYTES``
 (a larger one is loaded in parts on every core anyway), a core idle at the start (on a
 busy machine the child only competes: 1.04x the time beside a CPU hog on two cores),
 and a process that may fork (:mod:`~profiler_kit.trace.forking`). Whatever goes wrong
@@ -27,8 +27,9 @@ from pathlib import Path
 
 from profiler_kit.trace.columns import Part
 from profiler_kit.trace.forking import idle_cores, may_fork
+from profiler_kit.trace.parallel import WHOLE_BYTES
 from profiler_kit.trace.pieces import Misaligned, PieceReader
-from profiler_kit.trace.source import content_size, head
+from profiler_kit.trace.source import content_size, head, trace_name
 from profiler_kit.trace.table import EventTable
 
 MIN_BYTES = 4 << 20  # below this the whole load takes about as long as the fork saves
@@ -155,10 +156,7 @@ def take(path: Path) -> EventTable | None:
 
 def _trace_size(path: Path) -> int | None:
     """The content size of a trace file that is worth loading ahead, else None."""
-    from profiler_kit.trace.loader import NOT_TRACES, TRACE_SUFFIXES, WHOLE_BYTES
-
-    name = path.name
-    if not name.endswith(TRACE_SUFFIXES) or name in NOT_TRACES or not path.is_file() \
+    if not trace_name(path.name) or not path.is_file() \
             or b'"traceEvents"' not in head(path, SNIFF_BYTES):
         return None
     size = content_size(path)

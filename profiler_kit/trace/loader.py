@@ -4,8 +4,9 @@
 the way: a trace whose later part a forked child has been decoding since the command
 began (:mod:`~profiler_kit.trace.load_ahead`), a large trace in parts on several cores
 (:mod:`~profiler_kit.trace.parallel`), a small one decoded whole
-(:mod:`~profiler_kit.trace.columns`), else in pieces (:mod:`~profiler_kit.trace.pieces`); ``load_simple`` is the per-event reference, and
-the last resort for files the faster ways cannot frame. All give the same table.
+(:mod:`~profiler_kit.trace.columns`), else in pieces (:mod:`~profiler_kit.trace.pieces`);
+``load_simple`` is the per-event reference, and the last resort for files the faster ways
+cannot frame. All give the same table.
 ``find_traces`` finds the traces under a file, a strategy or run folder, or any
 TensorBoard logdir. Files that cannot be read raise :class:`TraceError` with one line
 naming the file and the problem; odd events inside a good file are skipped and counted.
@@ -23,19 +24,16 @@ from profiler_kit.errors import TraceError
 from profiler_kit.trace import load_ahead
 from profiler_kit.trace.build import build_table, list_columns, list_memory, meta_from_header
 from profiler_kit.trace.normalize import Accumulator, accumulated_launches, join_launches
-from profiler_kit.trace.parallel import load_in_parts
+from profiler_kit.trace.parallel import WHOLE_BYTES, load_in_parts
 from profiler_kit.trace.pieces import PieceReader
 from profiler_kit.trace.schema import decode_whole, json_problem
-from profiler_kit.trace.source import head, read_all
+from profiler_kit.trace.source import head, read_all, trace_name
 from profiler_kit.trace.table import EventTable
 
 __all__ = ["load", "load_simple", "find_traces", "looks_like_trace", "TraceError"]
 
-TRACE_SUFFIXES = (".json", ".json.gz")
-NOT_TRACES = frozenset({"run.json", "key_averages.json", "key_averages.json.gz"})
 SNIFF_BYTES = 1 << 20
 DEFAULT_CHUNK_BYTES = 4 << 20
-WHOLE_BYTES = 64 << 20  # content up to this size is decoded in one process
 SMALL_PIECE_BYTES = 1 << 20
 
 
@@ -124,7 +122,7 @@ def looks_like_trace(f: Path) -> bool:
     """A trace by its name (``*.pt.trace.json[.gz]``) or by a ``traceEvents`` key near
     the start; a truncated ``.gz`` is read as far as it goes."""
     name = f.name
-    if not name.endswith(TRACE_SUFFIXES) or name in NOT_TRACES:
+    if not trace_name(name):
         return False
     if name.endswith((".pt.trace.json", ".pt.trace.json.gz")):
         return True

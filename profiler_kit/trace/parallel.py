@@ -24,6 +24,8 @@ from profiler_kit.trace.table import EventTable
 if TYPE_CHECKING:
     from multiprocessing.pool import AsyncResult
 
+WHOLE_BYTES = 64 << 20  # content up to this size is decoded in one process
+
 
 class WorkerParts:
     """The first part's end, and the later parts as the workers finish them."""

@@ -28,6 +28,14 @@ class Unreadable(msgspec.Struct, frozen=True):
 
 GZIP_MAGIC = b"\x1f\x8b"
 BLOCK_BYTES = 4 << 20
+TRACE_SUFFIXES = (".json", ".json.gz")
+NOT_TRACES = frozenset({"run.json", "key_averages.json", "key_averages.json.gz"})
+
+
+def trace_name(name: str) -> bool:
+    """A name a trace file may have: ``.json`` or ``.json.gz``, not one of profkit's own
+    files that sit beside traces."""
+    return name.endswith(TRACE_SUFFIXES) and name not in NOT_TRACES
 
 
 def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
