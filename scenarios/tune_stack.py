@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from profiler_kit.contention import BASELINE_SIDE, STRATEGY_SIDE, different, judged
 from profiler_kit.noise import NoiseVerdict, percentile_verdict
 from profiler_kit.results import OK
 
@@ -57,8 +58,14 @@ def faster_than(candidate: Any, best: Any) -> NoiseVerdict:
     """Whether ``candidate``'s median step is shorter than ``best``'s beyond noise: the two
     were measured one after the other, not in turns, so the model is the one for
     independent runs (Welch's t over the rounds' medians, or a bootstrap within one round
-    each), not the paired one."""
-    return percentile_verdict(_rounds(best), _rounds(candidate), 50)
+    each), not the paired one. Not judged where the two ran beside different work and the
+    slower had it worse (:func:`profiler_kit.contention.judged`): measured at different
+    times, a change in the machine's load alone can move one median beyond the other's
+    interval."""
+    v = percentile_verdict(_rounds(best), _rounds(candidate), 50)
+    faster = (STRATEGY_SIDE if (v.ci_high_fraction or 0) < 0 else
+              BASELINE_SIDE if (v.ci_low_fraction or 0) > 0 else None)
+    return judged(v, different(best.contention, candidate.contention), faster)
 
 
 def _rounds(s: Any) -> tuple[tuple[int, ...], ...]:
@@ -111,7 +118,7 @@ def _why_not(tried: Any, best: Any) -> str:
     if not _computes_the_same(tried):
         return "its results differ from the baseline's"
     v = faster_than(tried, best)
-    if v.ci_low_fraction is None:
+    if v.ci_low_fraction is None or doubt(v):
         return f"not judged ({v.reason})"
     return (f"not faster than {best.name} beyond noise (median step change "
             f"{v.ci_low_fraction:+.0%} to {v.ci_high_fraction:+.0%}, 95 %)")

@@ -167,14 +167,44 @@ def test_a_stack_that_saves_nothing_more_is_dropped(tmp_path) -> None:
         return
     assert is_winner(by["channels_last"]) and is_winner(by["autocast"])
     best, pending, notes = tune_stack.walk(result.strategies, tune.BASELINE)
+    assert best.name in ("channels_last", "autocast") and pending is None  # never the stack
     stack_name = f"{best.name}+" + ({"channels_last", "autocast"} - {best.name}).pop()
     assert stack_name in by and by[stack_name].status == "ok"  # measured, then dropped
-    assert best.name in ("channels_last", "autocast") and pending is None
-    assert len(notes) == 1 and notes[0].startswith(f"{stack_name}: dropped, not faster")
+    # not faster; or, beside other work that differed between the two, not judged
+    assert len(notes) == 1 and notes[0].startswith(
+        (f"{stack_name}: dropped, not faster", f"{stack_name}: dropped, not judged"))
     # the independent check: both wait the same 50 ms floor, so neither is 10 % faster;
     # the fastest steps, as other work on the machine only ever adds time to a step
     ratio = by[stack_name].stats.min_ns / by[best.name].stats.min_ns
     assert ratio > 0.9
+
+
+def test_a_stack_measured_while_the_machine_got_quieter_is_not_judged_faster() -> None:
+    """A stack is timed after its knobs, not in turns with them: when other work took a
+    core while the best knob ran and none while the stack ran, the stack's 20 % shorter
+    steps are the machine's, so it is not judged faster (and not kept); with the same
+    quiet on both sides the same steps are faster beyond noise."""
+    from types import SimpleNamespace
+
+    from profiler_kit.contention import RoundContention
+
+    busy = RoundContention(wall_s=1.0, cores=2, others_cores=1.0, own_threads=1)
+    quiet = RoundContention(wall_s=1.0, cores=2, others_cores=0.02, own_threads=1)
+    rounds = lambda ms: tuple(tuple(int((ms + 0.1 * i + r) * 1e6) for i in range(10))  # noqa: E731
+                              for r in range(3))
+
+    def result(name, ms, contention):
+        return SimpleNamespace(name=name, status="ok", equivalence=None, stats=True,
+                               repeat_samples_ns=rounds(ms), samples_ns=rounds(ms)[0],
+                               contention=(contention,) * 3)
+
+    best = result("channels_last", 100.0, busy)
+    stack = result("channels_last+autocast", 80.0, quiet)
+    v = tune_stack.faster_than(stack, best)
+    assert v.doubt == "contended" and not tune_stack._beats(stack, best)
+    assert tune_stack._why_not(stack, best).startswith("not judged")
+    calm = result("channels_last", 100.0, quiet)
+    assert tune_stack._beats(stack, calm)
 
 
 def test_the_greedy_search_never_stacks_two_compile_modes() -> None:
