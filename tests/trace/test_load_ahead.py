@@ -92,13 +92,18 @@ def test_broken_json_gives_the_one_pass_error(tmp_path: Path,
         cut = text.index("}, {", where)  # between two events: never inside a string
         path = tmp_path / f"broken{where}.json"
         path.write_text(text[:cut] + "@@" + text[cut + 2:])
-        with pytest.raises(TraceError) as one_pass:
-            load(path, jobs=1)
-        child = started_child(path)
-        with pytest.raises(TraceError) as ahead:
-            load(path)
-        assert_reaped(child)
-        assert str(ahead.value) == str(one_pass.value)
+        assert_the_one_pass_error(path)
+
+
+def assert_the_one_pass_error(path: Path) -> None:
+    """Loaded ahead, ``path`` fails with the error that one pass gives."""
+    with pytest.raises(TraceError) as one_pass:
+        load(path, jobs=1)
+    child = started_child(path)
+    with pytest.raises(TraceError) as ahead:
+        load(path)
+    assert_reaped(child)
+    assert str(ahead.value) == str(one_pass.value)
 
 
 def test_a_truncated_gzip_gives_the_one_pass_error(tmp_path: Path,
@@ -108,13 +113,7 @@ def test_a_truncated_gzip_gives_the_one_pass_error(tmp_path: Path,
     path = tmp_path / "cut.json.gz"
     data = DDP.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(TraceError) as one_pass:
-        load(path, jobs=1)
-    child = started_child(path)
-    with pytest.raises(TraceError) as ahead:
-        load(path)
-    assert_reaped(child)
-    assert str(ahead.value) == str(one_pass.value)
+    assert_the_one_pass_error(path)
 
 
 @pytest.mark.parametrize("change", ["other events", "same size and time"])
