@@ -40,18 +40,19 @@ def keep_freed_memory() -> bool:
     import ctypes  # numpy imports it too
 
     try:
-        mallopt = ctypes.CDLL(None).mallopt
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     kept = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) \
         and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     if kept:
-        _heap_in_huge_pages(ctypes, mallopt)
+        _heap_in_huge_pages(ctypes, libc)
     return kept
 
 
-def _heap_in_huge_pages(ctypes, mallopt) -> None:
+def _heap_in_huge_pages(ctypes, libc) -> None:
     """Grow the heap once by 256 MB of address space and advise transparent huge pages
     over it: the heap's next 256 MB then fault in 2 MB at a time instead of 4 kB. glibc's
     ``glibc.malloc.hugetlb=1`` tunable does this for every growth, but can only be set
@@ -60,14 +61,13 @@ def _heap_in_huge_pages(ctypes, mallopt) -> None:
     top stays, under the 1 GB trim threshold. Where the kernel has huge pages off, the
     heap is only 256 MB of address space larger; where the block is not carved from the
     heap (another allocator preloaded), nothing is advised."""
-    libc = ctypes.CDLL(None)
     libc.sbrk.restype = ctypes.c_void_p
     libc.sbrk.argtypes = (ctypes.c_ssize_t,)
     libc.malloc.restype = ctypes.c_void_p
     libc.malloc.argtypes = (ctypes.c_size_t,)
     libc.free.argtypes = (ctypes.c_void_p,)
     libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    if not mallopt(M_TOP_PAD, TOP_PAD):
+    if not libc.mallopt(M_TOP_PAD, TOP_PAD):
         return
     try:
         start = libc.sbrk(0)
@@ -75,7 +75,7 @@ def _heap_in_huge_pages(ctypes, mallopt) -> None:
         libc.free(block)
         end = libc.sbrk(0)
     finally:
-        mallopt(M_TOP_PAD, DEFAULT_TOP_PAD)
+        libc.mallopt(M_TOP_PAD, DEFAULT_TOP_PAD)
     if start is None or end is None:
         return
     first = -(-start // HUGE_PAGE) * HUGE_PAGE

@@ -27,12 +27,11 @@ from profiler_kit.trace.normalize import Accumulator, accumulated_launches, join
 from profiler_kit.trace.parallel import WHOLE_BYTES, load_in_parts
 from profiler_kit.trace.pieces import PieceReader
 from profiler_kit.trace.schema import decode_whole, json_problem
-from profiler_kit.trace.source import head, read_all, trace_name
+from profiler_kit.trace.source import looks_like_trace, read_all
 from profiler_kit.trace.table import EventTable
 
 __all__ = ["load", "load_simple", "find_traces", "looks_like_trace", "TraceError"]
 
-SNIFF_BYTES = 1 << 20
 DEFAULT_CHUNK_BYTES = 4 << 20
 SMALL_PIECE_BYTES = 1 << 20
 
@@ -116,14 +115,3 @@ def find_traces(path: str | os.PathLike[str]) -> list[Path]:
 def _hidden(relative: Path) -> bool:
     """Below a hidden folder or hidden itself (``.ipynb_checkpoints``, caches)."""
     return any(part.startswith(".") for part in relative.parts)
-
-
-def looks_like_trace(f: Path) -> bool:
-    """A trace by its name (``*.pt.trace.json[.gz]``) or by a ``traceEvents`` key near
-    the start; a truncated ``.gz`` is read as far as it goes."""
-    name = f.name
-    if not trace_name(name):
-        return False
-    if name.endswith((".pt.trace.json", ".pt.trace.json.gz")):
-        return True
-    return b'"traceEvents"' in head(f, SNIFF_BYTES)

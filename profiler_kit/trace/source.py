@@ -30,12 +30,19 @@ GZIP_MAGIC = b"\x1f\x8b"
 BLOCK_BYTES = 4 << 20
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = frozenset({"run.json", "key_averages.json", "key_averages.json.gz"})
+SNIFF_BYTES = 1 << 20
 
 
-def trace_name(name: str) -> bool:
-    """A name a trace file may have: ``.json`` or ``.json.gz``, not one of profkit's own
-    files that sit beside traces."""
-    return name.endswith(TRACE_SUFFIXES) and name not in NOT_TRACES
+def looks_like_trace(f: Path, sniff_bytes: int = SNIFF_BYTES) -> bool:
+    """A trace by its name (``*.pt.trace.json[.gz]``) or by a ``traceEvents`` key in the
+    first ``sniff_bytes`` of its content; a truncated ``.gz`` is read as far as it goes.
+    Never one of profkit's own files that sit beside traces."""
+    name = f.name
+    if not name.endswith(TRACE_SUFFIXES) or name in NOT_TRACES:
+        return False
+    if name.endswith((".pt.trace.json", ".pt.trace.json.gz")):
+        return True
+    return b'"traceEvents"' in head(f, sniff_bytes)
 
 
 def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
