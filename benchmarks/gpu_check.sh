@@ -7,7 +7,8 @@
 #                                                    # small and quick (OUT: a temporary folder)
 #
 # The steps, most important first, each under its own time limit; once GPU_CHECK_BUDGET_S
-# seconds (default 600) have passed, the steps left are skipped and named in OUT/status.txt:
+# seconds (default 600) have passed, the steps left are skipped and named in OUT/status.txt
+# (a step never runs past the budget):
 #   main        the README's main job: concurrent --amp --streams (two models, batch 200)
 #   pytest-gpu  pytest -m gpu
 #   multimodel  N parallel linear models (N = 1, 8, 32, 64), --amp
@@ -54,7 +55,7 @@ else
     step_limit=300
 fi
 budget=${GPU_CHECK_BUDGET_S:-600}
-work=$(mktemp -d "${TMPDIR:-/tmp}/profkit-gpu-check.XXXXXX")
+work=${GPU_CHECK_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/profkit-gpu-check.XXXXXX")}
 mkdir -p "$out"
 status_file="$out/status.txt"
 {
@@ -62,6 +63,7 @@ status_file="$out/status.txt"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     python -c 'import torch; print("torch:", torch.__version__, "cuda:", torch.version.cuda)'
+    python -c "import importlib.util as u; print('cupti_monitor (torch.profiler._cupti):', u.find_spec('torch.profiler._cupti') is not None)"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null \
         | sed 's/^/nvidia-smi: /'
 } > "$status_file"
@@ -72,11 +74,13 @@ began=$SECONDS
 step() {  # step NAME LIMIT_S COMMAND...: run it unless the budget is spent; record how it ended
     local name=$1 limit=$2
     shift 2
-    if [ $((SECONDS - began)) -ge "$budget" ]; then
+    local left=$((budget - (SECONDS - began)))
+    if [ "$left" -lt 30 ]; then  # too little left for any step to finish
         echo "$name: skipped, the budget of $budget s is spent" >> "$status_file"
         failed=1
         return 1
     fi
+    [ "$left" -lt "$limit" ] && limit=$left  # no step runs past the budget
     echo "== $name: $*"
     mkdir -p "$out/$name"
     local start=$SECONDS
