@@ -18,7 +18,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile .whl/*.whl || exit 2
 python3 -m pip install -q --no-index --no-deps --no-compile --no-build-isolation -e . \
     || exit 2
 bin=$(mktemp -d)
-ln -s "$(command -v python3)" "$bin/python"  # gpu_check.sh calls python
+printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > "$bin/python"  # gpu_check.sh calls python
+chmod +x "$bin/python"
 export PATH="$bin:$(dirname "$(command -v python3)"):$PATH"
 python3 -m pip list 2>/dev/null | grep -iE '^(torch|numpy|scipy|msgspec|rich|pandas|tensorboard|plotly|torch-tb-profiler|nvidia-ml-py|psutil) ' \
     > "$dest/packages.txt"

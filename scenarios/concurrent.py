@@ -30,6 +30,8 @@ NUM_CLASSES = 1000
 # Gradients through a hundred layers in bfloat16/float16 differ from float32 more than
 # the logits do, so an AMP twin's training outputs get a looser bound.
 TRAIN_AMP_TOLERANCE = 0.25
+# halvings of the gradient scale the float16 check may try (65536 down to 2**-8)
+MAX_SCALE_BACKOFFS = 24
 
 
 def model_names(text: str) -> list[str]:
@@ -210,23 +212,44 @@ class ConcurrentWorkload(Workload):
     def outputs(self) -> list[Any]:
         """Logits from the initial weights (and, when training, every gradient), computed
         the strategy's own way on copies, so the timed models stay untouched."""
-        models = [copy.deepcopy(m) for m in self.models] if self.train else self.models
-        if self.train:
-            # Compared in eval mode: batch statistics of a tiny batch are chaotic (BatchNorm
-            # over two values at 1×1 is a sign function, so rounding flips outputs), and
-            # dropout draws from a global RNG that threads consume in any order.
-            for m in models:
-                m.eval()
-        logits = self._run_all(models, None)
-        out = [t.detach().float() for t in logits]
-        if self.train:
-            torch = self._torch
-            for m, scaler in zip(models, self.scalers, strict=True):
-                grads = [p.grad.detach().float().flatten() for p in m.parameters()
-                         if p.grad is not None]
-                flat = torch.cat(grads) if grads else torch.zeros(0)
-                out.append(flat / scaler.get_scale() if scaler.is_enabled() else flat)
+        if not self.train:
+            return [t.detach().float() for t in self._run_all(self.models, None)]
+        scales = [s.get_scale() for s in self.scalers]
+        for _ in range(MAX_SCALE_BACKOFFS):
+            out, overflowed = self._train_outputs()
+            if not overflowed:
+                break
+            # what GradScaler does when a step's gradients overflow: skip it and halve the
+            # scale (float16 gradients of random weights overflow at its first, 65536)
+            for i in overflowed:
+                self.scalers[i].update(self.scalers[i].get_scale() / 2)
+        # the timed steps start from the scale they would have started from
+        for scaler, scale in zip(self.scalers, scales, strict=True):
+            scaler.update(float(scale))  # a no-op where the scaler is disabled
         return out
+
+    def _train_outputs(self) -> tuple[list[Any], list[int]]:
+        """Logits and unscaled gradients of copies of the models; and which models' scaled
+        gradients overflowed."""
+        torch = self._torch
+        models = [copy.deepcopy(m) for m in self.models]
+        # Compared in eval mode: batch statistics of a tiny batch are chaotic (BatchNorm
+        # over two values at 1×1 is a sign function, so rounding flips outputs), and
+        # dropout draws from a global RNG that threads consume in any order.
+        for m in models:
+            m.eval()
+        out = [t.detach().float() for t in self._run_all(models, None)]
+        overflowed = []
+        for i, (m, scaler) in enumerate(zip(models, self.scalers, strict=True)):
+            grads = [p.grad.detach().float().flatten() for p in m.parameters()
+                     if p.grad is not None]
+            flat = torch.cat(grads) if grads else torch.zeros(0)
+            if scaler.is_enabled():
+                if not bool(torch.isfinite(flat).all()):
+                    overflowed.append(i)
+                flat = flat / scaler.get_scale()
+            out.append(flat)
+        return out, overflowed
 
     def close(self) -> None:
         if self.pool is not None:

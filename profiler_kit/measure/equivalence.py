@@ -33,6 +33,11 @@ from profiler_kit.results import Equivalence
 FLOAT32_RTOL = 1e-3
 FLOAT32_ATOL_OF_MAX = 1e-4  # absolute tolerance, as a fraction of max |reference|
 AMP_REL_NORM_TOL = {"float16": 2e-2, "bfloat16": 8e-2}
+# float32 on a CUDA device where TF32 is allowed (PyTorch's default for cuDNN convolutions,
+# not for matmuls): tensor cores round the inputs to float16's 10 mantissa bits, so a
+# strategy whose kernels take TF32 (a Conv1d) differs from one whose kernels do not (a
+# Linear) by that rounding. Held to float16's relative error of norm instead of allclose.
+TF32_REL_NORM_TOL = AMP_REL_NORM_TOL["float16"]
 
 # ---- the float64 rule (the harness's ``same`` with ``fp64_ref``)
 # tol by the candidate's dtype, as the harness's runners set it (float32 1e-4; --amp and
@@ -92,6 +97,14 @@ class OutputCheck:
     rule: str  # the comparison, e.g. "RMSE against float64 <= 2 x the baseline's + 1e-05"
     multiplier: float | None = None  # RMSE: bound = multiplier x baseline_error + slack
     slack: float | None = None
+
+
+def tf32_tolerance(devices: Sequence[Any]) -> float | None:
+    """The float32 tolerance of work on ``devices`` where it may run in TF32, else None."""
+    if not any(torch.device(d).type == "cuda" for d in devices):
+        return None
+    allowed = torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32
+    return TF32_REL_NORM_TOL if allowed else None
 
 
 def snapshot(outputs: Sequence[Any]) -> list[torch.Tensor]:

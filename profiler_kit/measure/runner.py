@@ -552,7 +552,7 @@ def _measure_strategy(
         else:
             check = equivalence.compare(reference, outputs, config.amp_dtype,
                                         workload.amp_tolerance,
-                                        getattr(workload, "float32_tolerance", None))
+                                        _float32_tolerance(workload, reference))
         if not check.ok:
             return StrategyResult(
                 status=FAILED, dir=rel_dir, equivalence=check,
@@ -563,6 +563,15 @@ def _measure_strategy(
     finally:
         workload.close()
     return _result_from([measurement], run_dir, rel_dir, common, check), outputs
+
+
+def _float32_tolerance(workload: Any, reference: Sequence[Any]) -> float | None:
+    """The workload's own, else TF32's where its device may run float32 in TF32. The
+    float64 rule (``profkit tune``) needs neither: it measures each error against float64."""
+    own = getattr(workload, "float32_tolerance", None)
+    if own is not None or isinstance(reference, equivalence.Outputs):
+        return own
+    return equivalence.tf32_tolerance(list(workload.devices))
 
 
 def _result_from(per_rank: Sequence[Measurement], run_dir: Path, rel_dir: str,

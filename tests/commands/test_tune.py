@@ -407,4 +407,4 @@ def test_cuda_graphs_replay_the_baselines_results_on_cuda(tmp_path) -> None:
                          strategies=[tune.BASELINE, "cuda_graphs"], options=FAST,
                          out=tmp_path / name)
         graphs = {s.name: s for s in result.strategies}["cuda_graphs"]
-        assert graphs.status == "ok" and graphs.equivalence.ok
+        assert graphs.status == "ok" and graphs.equivalence.ok, (name, graphs.error)

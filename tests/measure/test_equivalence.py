@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from profiler_kit.measure.equivalence import compare, snapshot
+from profiler_kit.measure.equivalence import TF32_REL_NORM_TOL, compare, snapshot, tf32_tolerance
 
 
 def test_float32_allclose_passes_and_catches_a_real_difference() -> None:
@@ -35,3 +35,25 @@ def test_amp_twins_use_a_relative_error_of_norm_fit_for_their_dtype() -> None:
     # a workload may declare its own tolerance (e.g. training through batch statistics)
     assert compare(ref, [ref[0] * 1.3], "float16", amp_tolerance=0.5).ok
     assert not compare(ref, [ref[0] * 1.3], "float16").ok
+
+
+def test_float32_on_cuda_with_tf32_allowed_is_held_to_tf32s_rounding() -> None:
+    """Seen on an H200: Conv1d (cuDNN, TF32 by default) against Linear (float32 matmuls)
+    differed by 7e-4 where allclose allowed 2.4e-4; the relative error of norm TF32's
+    10-bit mantissa gives is what float32 strategies on such a device are held to."""
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = cudnn.allow_tf32, matmul.allow_tf32
+    try:
+        assert tf32_tolerance([torch.device("cpu")]) is None
+        cudnn.allow_tf32 = True
+        assert tf32_tolerance([torch.device("cuda", 0)]) == TF32_REL_NORM_TOL
+        cudnn.allow_tf32 = matmul.allow_tf32 = False
+        assert tf32_tolerance([torch.device("cuda", 0)]) is None
+    finally:
+        cudnn.allow_tf32, matmul.allow_tf32 = saved
+    torch.manual_seed(0)
+    x, w = torch.randn(64, 256), torch.randn(256, 64)
+    ref = snapshot([x @ w])
+    tf32 = x.half().float() @ w.half().float()  # inputs rounded to 10 mantissa bits
+    assert not compare(ref, [tf32], None).ok
+    assert compare(ref, [tf32], None, float32_tolerance=TF32_REL_NORM_TOL).ok
