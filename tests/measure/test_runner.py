@@ -230,3 +230,32 @@ def test_a_strategy_may_name_its_amp_dtype(tmp_path) -> None:
                                    out=tmp_path))
     dtypes = {s.name: s.info["amp_dtype"] for s in result.strategies}
     assert dtypes == {"plain": None, "amp": "bfloat16", "amp_fp16": "float16"}
+
+
+def test_each_strategy_is_built_after_the_garbage_of_the_last(tmp_path) -> None:
+    """A workload in a reference cycle outlives its strategy until the collector runs; on
+    CUDA its tensors then count in the next strategy's allocator peak. The runner collects
+    before it builds each strategy."""
+    import gc
+    import weakref
+
+    built: list[weakref.ref] = []
+    alive_at_build: list[int] = []
+
+    class Cyclic(MatmulWorkload):
+        def __init__(self, n: int) -> None:
+            super().__init__(n)
+            alive_at_build.append(sum(r() is not None for r in built))
+            built.append(weakref.ref(self))
+            self.me = self  # a cycle, as a model's modules and hooks make
+
+    class CyclicSweep(Sweep):
+        def build(self, strategy: Strategy, config: RunConfig) -> MatmulWorkload:
+            return Cyclic(config.params["n"])
+
+    gc.disable()
+    try:
+        runner.run(RunRequest(CyclicSweep(), {"n": 8}, device="cpu", options=TINY, out=tmp_path))
+    finally:
+        gc.enable()
+    assert len(alive_at_build) >= 2 and set(alive_at_build) == {0}, alive_at_build
