@@ -46,6 +46,7 @@ from profiler_kit.trace.schema import (
     DOCUMENT,
     ONE_BY_ONE,
     PHASE_OF_UNSUPPORTED,
+    UNTYPED,
     Args,
     Complete,
     Metadata,
@@ -265,7 +266,7 @@ class ColumnBuilder:
         try:
             return self.input_type_ids[text]
         except KeyError:
-            types = msgspec.json.decode(text)
+            types = decode_json(UNTYPED, text)
             found = self.input_type_ids[text] = \
                 self.acc.intern(input_type_key(types)) if type(types) is list else -1
             return found

@@ -151,7 +151,11 @@ def decode_json(decoder: Any, data: bytes | memoryview) -> Any:
     rather than fatal."""
     try:
         return decoder.decode(data)
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # msgspec before 0.23
+        return decoder.decode(utf8_replaced(data))
+    except msgspec.DecodeError as e:  # 0.23 and later: "Invalid UTF-8 encoded string"
+        if "UTF-8" not in str(e):
+            raise
         return decoder.decode(utf8_replaced(data))
 
 
