@@ -22,6 +22,7 @@ GPU_TRACES = [
     "a100_triton_kernel.json.gz",
     "mi250_minitoy_train.json.gz",
     "mi300_resnet_act_checkpoint.json.gz",
+    "h200_concurrent_sequential.pt.trace.json.gz",
 ]
 ALL_TRACES = sorted(p.name for p in DATA.glob("*.json.gz"))
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}

@@ -24,6 +24,7 @@ STEP_TRACES = [
     "h100_vit_image_classification.json.gz",
     "mi300_bert_small.json.gz",
     "mi250_minitoy_train.json.gz",
+    "h200_concurrent_sequential.pt.trace.json.gz",
 ]
 US = 1000
 TOL = 100  # ns: the plugin sums float microseconds, profkit integer nanoseconds

@@ -7,7 +7,8 @@ from real_traces import DATA, analysis
 from tb_reference import run_profile
 
 TRACES = ["a100_ddp_nccl_rank0.json.gz", "a100_alexnet.json.gz",
-          "h100_vit_image_classification.json.gz", "mi300_resnet_act_checkpoint.json.gz"]
+          "h100_vit_image_classification.json.gz", "mi300_resnet_act_checkpoint.json.gz",
+          "h200_concurrent_sequential.pt.trace.json.gz"]
 
 
 @pytest.fixture(scope="module", params=TRACES)

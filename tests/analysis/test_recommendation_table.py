@@ -77,6 +77,20 @@ EXPECTED: dict[str, dict[str, str]] = {
         "low_gpu_utilization": "the GPU is busy 14 % of the window",
 
     },
+    "h200_concurrent_sequential.pt.trace.json.gz": {
+        "host_bound": "38 % of the step the GPU idles while the CPU dispatches "
+                      "aten::batch_norm and aten::conv2d: two CNNs at 32×32 launch 1,100 "
+                      "small kernels a step (profkit's own run on an H200)",
+        "low_gpu_utilization": "the GPU is busy 47 % of the device-side step",
+    },
+    "h200_concurrent_sequential_amp.pt.trace.json.gz": {
+        "host_bound": "40 % of the step, as in float32, with autocast's casts added on the "
+                      "host",
+        "low_gpu_utilization": "the GPU is busy 42 % of the device-side step",
+        "conv_channels_last": "555 of the float16 convolutions take NCHW inputs: cuDNN "
+                              "wraps its NHWC tensor-core kernels in nchwToNhwc/nhwcToNchw "
+                              "transposes (1,047 of them, 114 more than in float32)",
+    },
     "h100_bert_small.json.gz": {
         "host_bound": "small-batch inference: 82 % of the step the GPU idles while the CPU "
                       "runs Python (47 %) and aten::linear",
@@ -193,6 +207,12 @@ EXPECTED: dict[str, dict[str, str]] = {
 # what-if replay of the change they advise, alone) is under analyze's --min-gain (2 %):
 # held back, named in a note instead of recommended
 HELD_BACK: dict[str, dict[str, str]] = {
+    "h200_concurrent_sequential.pt.trace.json.gz": {
+        "reduced_precision_unused": "fp32 (TF32) convolutions are 16 % of the GPU time "
+                                    "(7.7 of 49.5 ms) in a host-bound step: bf16 predicts "
+                                    "0.3 %; measured, float16 autocast made this step "
+                                    "slower (the sequential+amp trace beside it)",
+    },
     "a100_alexnet.json.gz": {
         "fp32_matmul_on_tensor_core_gpu": "ampere_sgemm (FP32 SIMT) kernels on an A100, but "
                                           "7.7 ms of them in a 43 s trace the host holds "
@@ -235,6 +255,8 @@ HELD_BACK: dict[str, dict[str, str]] = {
 
 # the rule that must come first, where the cause is clear
 LEADS = {
+    "h200_concurrent_sequential.pt.trace.json.gz": "host_bound",
+    "h200_concurrent_sequential_amp.pt.trace.json.gz": "host_bound",
     "cpu_slow_loader_workers0.pt.trace.json.gz": "dataloader_share",
     "h100_owlv2_dataloader.json.gz": "dataloader_share",
     "v100_resnet50_tb_sample_step.json.gz": "dataloader_share",
@@ -310,6 +332,15 @@ _NO_COMM = "no communication kernel"
 _LAUNCH_SMALL = "the launch calls themselves hold {} of the step: model code, not " \
                 "cudaLaunchKernel, is the host's cost"
 SILENT: dict[str, dict[str, str]] = {
+    "h200_concurrent_sequential.pt.trace.json.gz": {
+        "launch_bound": _LAUNCH_SMALL.format("9.9 %"),
+        "exposed_communication": _NO_COMM,
+    },
+    "h200_concurrent_sequential_amp.pt.trace.json.gz": {
+        "launch_bound": _LAUNCH_SMALL.format("11.5 %"),
+        "reduced_precision_unused": "float16 already",
+        "exposed_communication": _NO_COMM,
+    },
     "a100_alexnet.json.gz": {
         "launch_bound": "its few multi-second first launches load modules (each launch call "
                         "counts up to 100 µs): 0.01 % of the trace",

@@ -27,7 +27,8 @@ PP = 0.005  # half a percentage point
 # traces with ProfilerStep spans: the same window as the plugin's (its steps' span)
 STEP_TRACES = ["a100_ddp_nccl_rank0.json.gz", "h100_bert_small.json.gz",
                "h100_vit_image_classification.json.gz",
-               "v100_resnet50_tb_sample_step.json.gz", "a100_event_sync.json.gz"]
+               "v100_resnet50_tb_sample_step.json.gz", "a100_event_sync.json.gz",
+               "h200_concurrent_sequential.pt.trace.json.gz"]
 # no steps: the plugin's window is the CPU side's span, profkit's the GPU's; the SM-busy
 # time is the same, so it is compared over the plugin's window
 WINDOW_TRACES = ["a100_simple_add.json.gz"]
