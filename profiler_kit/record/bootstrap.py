@@ -104,7 +104,7 @@ def main() -> None:
         else:
             _run_script(script, args)
     except SystemExit as exc:
-        hooks.finish(hooks._exit_status(exc), "exit")
+        hooks.finish(hooks._exit_status(exc), "exit", hooks.error_line(exc))
         raise
     except BaseException as exc:  # noqa: BLE001 - the script's error, shown as python shows it
         interrupted = isinstance(exc, KeyboardInterrupt)
@@ -112,7 +112,8 @@ def main() -> None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         tb = _strip(exc.__traceback__, ours)
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        hooks.finish(130 if interrupted else 1, "interrupt" if interrupted else "exception")
+        hooks.finish(130 if interrupted else 1, "interrupt" if interrupted else "exception",
+                     hooks.error_line(exc))
         sys.stderr.flush()
         if interrupted:  # end as python does after an uncaught Ctrl-C: killed by SIGINT
             sys.stdout.flush()

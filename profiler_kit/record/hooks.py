@@ -5,7 +5,8 @@ heavy. The hooks go in once the script imports torch (a finder on ``sys.meta_pat
 for it), so a script that sets ``OMP_NUM_THREADS`` before its ``import torch`` still gets
 its way. Steps are, in this order: the script's own ``torch.profiler`` (its traces are
 used, never clashed with); optimizer steps (several optimizers per iteration, as in a GAN,
-make one step: the step ends with the optimizer that steps least often); ``backward()``
+make one step: the step ends with the optimizer that steps least often; what an optimizer
+step calls is part of it, as the ``backward()`` calls of L-BFGS's closure); ``backward()``
 calls where no optimizer steps; DataLoader batches; otherwise a time window.
 
 Outside the recorded steps a hook costs a few attribute reads and a counter: the profiler
@@ -33,6 +34,7 @@ PRIORITY = {"dataloader": 1, "backward": 2, "optimizer": 3, "profiler": 4}
 _TIMER_SIGNAL = getattr(signal, "SIGRTMAX", signal.SIGUSR2) - (
     5 if hasattr(signal, "SIGRTMAX") else 0)
 _MAX_DURATIONS = 4096
+_MAX_ERROR = 300  # characters of the script's error kept
 _RECORDER: Recorder | None = None
 
 
@@ -63,6 +65,7 @@ class Recorder:
         self.opt_names: dict[int, str] = {}
         self.closer: int | None = None
         self.backward_depth = 0
+        self.step_depth = 0  # optimizer steps under way: what they call is part of them
         # the steps
         self.source: str | None = None
         self.base = 0  # completed steps when the source last changed
@@ -160,6 +163,8 @@ class Recorder:
 
     def on_optimizer_step(self, opt: Any) -> None:
         self.seen["optimizer"] += 1
+        if self.step_depth:  # inside another optimizer's step (a wrapper's, a closure's)
+            return
         key = id(opt)
         if key not in self.opt_names:
             self.opt_order.append(key)
@@ -179,12 +184,16 @@ class Recorder:
 
     def on_backward(self) -> None:
         self.seen["backward"] += 1
+        if self.step_depth:  # a closure's, called by the optimizer's step (L-BFGS)
+            return
         if self._use("backward"):
             self.since += 1
             self._boundary(self.base + self.since)
 
     def on_batch(self) -> None:
         """Before a batch is fetched (the batches counted are those that came)."""
+        if self.step_depth:  # fetched by a closure, inside an optimizer step
+            return
         if self._use("dataloader"):
             self.since += 1
             if self.since == 1:  # the first batch starts the first step
@@ -564,13 +573,17 @@ class Recorder:
         self.write_status()
 
     # ---- the end ------------------------------------------------------------------------
-    def finish(self, status: int | None, how: str) -> None:
-        """The script ended (``how``: exit, exception, interrupt): keep what was recorded."""
+    def finish(self, status: int | None, how: str, error: str | None = None) -> None:
+        """The script ended (``how``: exit, exception, interrupt; ``error``: the last line
+        of its error): keep what was recorded."""
         if not self.enabled or os.getpid() != self.pid:
             return
         if self.phase == "stopping":
             self.write_status()
             return
+        # nothing begins now: a time window falling due at the end started a profiler that
+        # python's shutdown never stopped (the script ended with 139, not its own status)
+        self.enabled = False
         now = _now_ns()
         if self.last_ns is not None and self.phase == "active":
             self.durations.append((self.completed, now - self.last_ns, "cut"))
@@ -583,6 +596,8 @@ class Recorder:
             self.notes.append(f"the capture could not be written at the end: {exc}")
         self._export_own()
         self.exit = {"status": status, "how": how, "after_s": round(time.time() - self.t0, 3)}
+        if error:
+            self.exit["error"] = error
         self.write_status()
 
     def _export_own(self) -> None:
@@ -707,7 +722,8 @@ def _install(torch: Any, rec: Recorder) -> None:
     if not rec.own["used"]:
         rec.write_status()
 
-    # optimizer steps, seen after the step returns, outside its record_function
+    # optimizer steps, seen after the step returns, outside its record_function; while one
+    # runs, what it calls (a closure's backward(), another optimizer's step) is part of it
     from torch.optim import optimizer as optim_mod
 
     Optimizer = optim_mod.Optimizer
@@ -721,17 +737,32 @@ def _install(torch: Any, rec: Recorder) -> None:
             @functools.wraps(wrapped)
             @_wrapper
             def step(*args, **kwargs):
-                out = wrapped(*args, **kwargs)
-                if rec.enabled and args:
+                if not rec.enabled:
+                    return wrapped(*args, **kwargs)
+                rec.step_depth += 1
+                try:
+                    out = wrapped(*args, **kwargs)
+                finally:
+                    rec.step_depth -= 1
+                if args:
                     rec.on_optimizer_step(args[0])
                 return out
 
             return step
 
         Optimizer.profile_hook_step = staticmethod(profile_hook_step)
-    else:  # an older or newer torch: the public hook (inside the step's own range)
-        optim_mod.register_optimizer_step_post_hook(
-            lambda opt, args, kwargs: rec.enabled and rec.on_optimizer_step(opt))
+    else:  # an older or newer torch: the public hooks (inside the step's own range; a step
+        # that raises runs no post hook, and the steps after one caught are not seen)
+        def pre_hook(opt, args, kwargs):
+            rec.step_depth += 1
+
+        def post_hook(opt, args, kwargs):
+            rec.step_depth = max(0, rec.step_depth - 1)
+            if rec.enabled:
+                rec.on_optimizer_step(opt)
+
+        optim_mod.register_optimizer_step_pre_hook(pre_hook)
+        optim_mod.register_optimizer_step_post_hook(post_hook)
 
     # backward(): Tensor.backward calls torch.autograd.backward
     original_backward = torch.autograd.backward
@@ -876,13 +907,13 @@ class _SpawnedFn:
         try:
             out = self.fn(index, *args)
         except SystemExit as exc:
-            rec.finish(_exit_status(exc), "exit")
+            rec.finish(_exit_status(exc), "exit", error_line(exc))
             raise
-        except KeyboardInterrupt:
-            rec.finish(130, "interrupt")
+        except KeyboardInterrupt as exc:
+            rec.finish(130, "interrupt", error_line(exc))
             raise
-        except BaseException:
-            rec.finish(1, "exception")
+        except BaseException as exc:
+            rec.finish(1, "exception", error_line(exc))
             raise
         rec.finish(0, "exit")
         return out
@@ -918,6 +949,31 @@ def _exit_status(exc: SystemExit) -> int:
     if code is None:
         return 0
     return code if isinstance(code, int) else 1
+
+
+def error_line(exc: BaseException) -> str | None:
+    """The last line of the error python shows for ``exc`` (``ValueError: bad batch``, not
+    its notes; ``sys.exit("message")``: the message); None for an exit with a number."""
+    if isinstance(exc, SystemExit):
+        if exc.code is None or isinstance(exc.code, int):
+            return None
+        text = str(exc.code)
+    else:
+        import traceback
+
+        try:
+            shown = traceback.TracebackException(type(exc), exc, None, compact=True)
+            shown.__notes__ = None
+            text = "".join(shown.format_exception_only())
+        except Exception:  # noqa: BLE001 - an error that cannot be shown: its type
+            text = type(exc).__name__
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    # a SyntaxError's line of code and its caret are indented: its error is the line after
+    lines = [line for line in lines if not line[0].isspace()] or lines
+    if not lines:
+        return None
+    line = lines[-1].strip()
+    return line if len(line) <= _MAX_ERROR else line[:_MAX_ERROR - 3] + "..."
 
 
 class _TorchLoader(importlib.abc.Loader):
@@ -1006,6 +1062,6 @@ def start(target: str) -> Recorder | None:
     return rec
 
 
-def finish(status: int | None, how: str) -> None:
+def finish(status: int | None, how: str, error: str | None = None) -> None:
     if _RECORDER is not None:
-        _RECORDER.finish(status, how)
+        _RECORDER.finish(status, how, error)

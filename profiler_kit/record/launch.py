@@ -356,7 +356,10 @@ def _lines(statuses: list[dict[str, Any]], captures: list[Capture], code: int,
         lines.append("the command started no recorded Python process (did it run the script?)")
         return lines
     lead = procs[0]
+    failed = _failed_early(procs, code)
     if all(s.get("torch") is None for s in procs):
+        if failed:
+            return [failed, "it never imported torch: nothing recorded"]
         lines.append(f"the script never imported torch: nothing to record "
                      f"(exit status {exit_status(code)})")
         return lines
@@ -388,12 +391,14 @@ def _lines(statuses: list[dict[str, Any]], captures: list[Capture], code: int,
                              f"kept {span} ({got} of {config.get('active')} steps)")
     elif windows:
         c = windows[0]
-        lines[-1] = f"the script never stepped: {_saw(lead)}"
+        lines[-1] = failed or f"the script never stepped: {_saw(lead)}"
         lines.append(f"recorded a {c.seconds:.1f} s time window instead, from "
                      f"{c.start_s:.1f} s after the script started")
     else:
         done = max(s.get("completed_steps", 0) for s in procs)
-        if lead.get("source") is None:
+        if failed:  # first, then the steps found where one began
+            lines = [failed, *(lines if lead.get("source") else []), "nothing recorded"]
+        elif lead.get("source") is None:
             lines[-1] = (f"the script never stepped ({_saw(lead)}) and ended before the time "
                          f"window (--window-after {config.get('window_after'):g} s after "
                          "importing torch): nothing recorded")
@@ -404,6 +409,19 @@ def _lines(statuses: list[dict[str, Any]], captures: list[Capture], code: int,
                          f"(--wait {config.get('wait')}, --warmup {config.get('warmup')}): "
                          "nothing recorded; lower --wait")
     return lines
+
+
+def _failed_early(procs: list[dict[str, Any]], code: int) -> str | None:
+    """The line for a script that failed (a status other than 0) before any of its steps
+    ended, with the last line of its error; None for any other."""
+    status = exit_status(code)
+    if not status or any(s.get("completed_steps") for s in procs):
+        return None
+    began = any(s.get("source") for s in procs)  # a DataLoader batch came: a step began
+    errors = [(s.get("exit") or {}).get("error") for s in procs]
+    error = next((e for e in errors if e), None)
+    return (f"the script exited with status {status} "
+            f"{'in' if began else 'before'} its first step" + (f": {error}" if error else ""))
 
 
 def _saw(status: dict[str, Any]) -> str:
