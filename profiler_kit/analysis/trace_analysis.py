@@ -43,7 +43,12 @@ from profiler_kit.analysis.memory.over_time import MemoryTimeline, memory_timeli
 from profiler_kit.analysis.memory.usage import Memory, analyze_memory
 from profiler_kit.analysis.perf.precision import Precision, analyze_precision
 from profiler_kit.analysis.perf.roofline import Instances, MfuWindow, PerfModel, measure
-from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy, analyze_sm_occupancy
+from profiler_kit.analysis.perf.sm_occupancy import (
+    SmOccupancy,
+    analyze_sm_occupancy,
+    plugin_steps,
+    plugin_window,
+)
 from profiler_kit.analysis.predicted_gains import MIN_GAIN_PCT, Ranked, predict, ranked
 from profiler_kit.analysis.registry import Registry, TraceContext
 from profiler_kit.analysis.time.busy import Timeline, analyze_timeline
@@ -391,8 +396,9 @@ def _code(ctx: TraceContext) -> CodeView | None:
 
 @analysis("sm", SmOccupancy | None, default=None)
 def _sm(ctx: TraceContext) -> SmOccupancy | None:
-    """SM efficiency and achieved occupancy per device and step (the GPU busy window),
-    per kernel name with its limiter, the kernels that idle the SMs with their line."""
+    """SM efficiency and achieved occupancy per device (as the TensorBoard plugin's, over
+    its window) and step, per kernel name with its limiter, the kernels that idle the SMs
+    with their line."""
     sm = _sm_occupancy(ctx.table, ctx.gpu, ctx.in_steps, ctx.result("timeline"), ctx.steps)
     return _with_sources(sm, ctx.result("code"))
 
@@ -477,17 +483,21 @@ def _busy_share(timeline: Timeline, step_device_ns: int | None) -> float | None:
 
 def _sm_occupancy(table: EventTable, gpu: Any, in_steps: np.ndarray | None, timeline: Timeline,
                   steps: Steps) -> SmOccupancy:
-    """SM efficiency and occupancy over GPU busy's window: the steps' device-side time
-    (as the TensorBoard plugin's), else each device's GPU window; and per step."""
+    """SM efficiency and occupancy of GPU busy's devices over the TensorBoard plugin's
+    window (its steps' device-side span; each device's GPU window where it has none); and
+    per step."""
     windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
                for d in timeline.devices}
     step_windows = tuple((st.number, st.device_start_ns, st.device_start_ns + st.device_dur_ns)
                          for st in steps.steps if st.device_dur_ns > 0) \
         if in_steps is not None else ()
-    if step_windows:
-        span = (step_windows[0][1], step_windows[-1][2])
+    span = plugin_window(table, gpu, steps)
+    left_out: tuple[int, ...] = ()
+    if span is not None and span[1] > span[0]:
         windows = {d: span for d in windows}
-    return analyze_sm_occupancy(table, gpu, in_steps, windows, step_windows)
+        kept = {st.number for st in plugin_steps(steps)}
+        left_out = tuple(st.number for st in steps.steps if st.number not in kept)
+    return analyze_sm_occupancy(table, gpu, in_steps, windows, step_windows, left_out)
 
 
 def _with_sources(sm: SmOccupancy, code: CodeView | None) -> SmOccupancy:

@@ -1,23 +1,28 @@
 """Below the busy line: how much of each GPU its kernels filled, as the TensorBoard plugin
 estimates it, and what limited them.
 
-Per device, over the GPU busy window (:mod:`..time.busy`) and of the same kernels:
+Per device, as the plugin's parser (``gpu_metrics_parser``) computes them: over the
+plugin's window (:func:`plugin_window`) and of every kernel of the device that runs in it,
+whether or not its launch was recorded inside a step (the plugin does not ask):
 
 * **SM efficiency** (the plugin's "Est. SM Efficiency"): each kernel's ``blocks per SM``
-  (its grid blocks over the GPU's SMs); where kernels overlap their values add up; the sum
-  is capped at 1 and integrated over time, then divided by the window. A kernel of 2
-  blocks on 80 SMs counts 2/80 of its time. Kernels with no positive ``blocks per SM``
-  are left out, as the plugin leaves them.
+  (Kineto's figure: its grid blocks over the GPU's SMs); where kernels overlap their
+  values add up; the sum is capped at 1 and integrated over time, then divided by the
+  window. A kernel of 2 blocks on 80 SMs counts 2/80 of its time. Kernels with no
+  positive ``blocks per SM`` (absent, or written as 0 or less) are left out, as the
+  plugin leaves them; kernels that overlap the window's ends count their part inside it.
 * **Achieved occupancy** (the plugin's "Est. Achieved Occupancy"): Kineto's per-kernel
   ``est. achieved occupancy %`` (its theoretical occupancy, capped by the warps the grid
   gives each SM) averaged with each kernel's time in the window as its weight. Kineto
   writes 0 for kernels that opt into more than 48 KiB of shared memory per block; the
   plugin averages those in, and so does this.
 
-Per step the same figures over each step's device-side window. Per hotspot class (the
-rows of "GPU time by class"): SM efficiency (min(blocks per SM, 1)) and achieved
-occupancy of its kernels, each weighted by the kernel's time inside the device's window,
-of the same kernels and window as the device's figures. Per kernel name: SM
+The plugin has one figure per device, over all its steps; per step, the same figures
+over each step's device-side window are this module's (every kernel of the device inside
+it, a kernel across a step boundary split between the two). Per hotspot class (the rows
+of "GPU time by class"): SM efficiency (min(blocks per SM, 1)) and achieved occupancy of
+its kernels (those the class table counts: launched in the steps), each weighted by the
+kernel's time inside the device's window. Per kernel name: SM
 efficiency and occupancy weighted by kernel time, the idle SM time (time × (1 − SM
 efficiency)): the time it left most SMs idle while the GPU read busy; and its theoretical
 occupancy and limiter by the CUDA occupancy rules (:mod:`.occupancy_rules`). Traces
@@ -34,6 +39,7 @@ import numpy as np
 from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.arrays import dense_ids
 from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.steps import Step, Steps, step_of_activities
 from profiler_kit.analysis.perf.occupancy_rules import (
     GRID,
     DeviceLimits,
@@ -121,6 +127,8 @@ class SmOccupancy(msgspec.Struct, frozen=True):
     underfill_idle_ns: float = 0.0
     underfill_launches: int = 0
     classes: tuple[ClassSm, ...] = ()  # per hotspot class, most kernel time first
+    # the last steps the devices' window leaves out, as the plugin does (plugin_steps)
+    steps_left_out: tuple[int, ...] = ()
 
 
 def sm_busy(start: np.ndarray, end: np.ndarray, value: np.ndarray,
@@ -154,13 +162,62 @@ def _weighted(start: np.ndarray, end: np.ndarray, value: np.ndarray,
     return float((value[keep] * d[keep]).sum() / d[keep].sum())
 
 
+def plugin_steps(steps: Steps) -> tuple[Step, ...]:
+    """The steps the plugin keeps (``StepParser._update_steps_duration``): where any step
+    launched GPU activity, the last kept is the last that launched any, and that one is
+    dropped too where it launched fewer than 0.8 times the activities of the step before
+    (the plugin takes both for steps the profiler cut short)."""
+    kept = steps.steps
+    if len(kept) > 1 and any(st.gpu_activities for st in kept):
+        last = max(i for i, st in enumerate(kept) if st.gpu_activities)
+        keep = last + 1
+        if last > 0 and kept[last - 1].gpu_activities * 0.8 > kept[last].gpu_activities:
+            keep = last
+        kept = kept[:keep]
+    return kept
+
+
+def plugin_window(table: EventTable, gpu: GpuActivity, steps: Steps) -> tuple[int, int] | None:
+    """The window of the TensorBoard plugin's SM efficiency and occupancy: from its first
+    step's start to its last step's end, its steps being
+
+    * the ``ProfilerStep#`` steps, device side (as :mod:`..core.steps` computes them, the
+      plugin's way), less the tail steps it drops as cut short (:func:`plugin_steps`);
+    * without steps, one step from the first CPU op's start to the last one's end,
+      widened to the device side the same way (it starts after the GPU activities not
+      launched in it that end before its first one, and ends no sooner than the last
+      activity launched in it).
+
+    None where neither gives a window (no step and no CPU op: GPU-only traces)."""
+    kept = plugin_steps(steps)
+    if kept:
+        return kept[0].device_start_ns, kept[-1].device_start_ns + kept[-1].device_dur_ns
+    ops = table.rows(Cat.CPU_OP)
+    if not len(ops):
+        return None
+    lo = int(table.ts_ns[ops].min())
+    hi = int((table.ts_ns[ops] + table.dur_ns[ops]).max())
+    linked = step_of_activities(table, gpu, [(0, lo, hi - lo)]) >= 0
+    if not linked.any():
+        return lo, hi
+    g_start = table.ts_ns[gpu.row]
+    g_end = g_start + table.dur_ns[gpu.row]
+    before = g_end[~linked]
+    before = before[before < g_start[linked].min()]
+    start = max(lo, int(before.max())) if len(before) else lo
+    return start, max(hi, int(g_end[linked].max()), start)
+
+
 def analyze_sm_occupancy(table: EventTable, gpu: GpuActivity, mask: np.ndarray | None,
                          windows: dict[int, tuple[int, int]],
-                         step_windows: tuple[tuple[int, int, int], ...] = ()
-                         ) -> SmOccupancy:
-    """The figures of the kernels in ``mask`` (of ``gpu``; None: all) over each device's
-    window (``windows``: device -> (start, end), the GPU busy windows), per step
-    (``step_windows``: (number, start, end) device-side), and per kernel name."""
+                         step_windows: tuple[tuple[int, int, int], ...] = (),
+                         steps_left_out: tuple[int, ...] = ()) -> SmOccupancy:
+    """The figures over each device's window (``windows``: device -> (start, end), the
+    plugin's window) and per step (``step_windows``: (number, start, end) device-side), of
+    every kernel of ``gpu`` on the device, as the plugin counts them; per hotspot class,
+    of the kernels in ``mask`` (None: all; those "GPU time by class" counts) over the same
+    windows; and per kernel name. ``steps_left_out``: the steps the plugin's window leaves
+    out (:func:`plugin_steps`), kept for the wording."""
     launches = table.launches
     limits = _limits_by_device(table.meta.device_properties)
     first = next(iter(limits.values()), None)
@@ -184,14 +241,14 @@ def analyze_sm_occupancy(table: EventTable, gpu: GpuActivity, mask: np.ndarray |
     start = table.ts_ns[krow]
     end = start + table.dur_ns[krow]
     device = table.device[krow]
-    sel = np.ones(len(krow), bool) if mask is None else mask[korig]
+    sel = np.ones(len(krow), bool) if mask is None else mask[korig]  # the class figures'
 
     devices: list[DeviceSm] = []
     over_time: list[OverTime] = []
     steps: list[StepSm] = []
     if available:
         for dev, (w0, w1) in sorted(windows.items()):
-            on = sel & (device == dev)
+            on = device == dev  # every kernel of the device, as the plugin
             b = on & has_bps
             o = on & has_occ
             busy, s, e, v = sm_busy(start[b], end[b], bps[b], (w0, w1))
@@ -217,7 +274,8 @@ def analyze_sm_occupancy(table: EventTable, gpu: GpuActivity, mask: np.ndarray |
     note = None if available else NO_FIELDS_NOTE
     return SmOccupancy(available, tuple(devices), tuple(steps),
                        tuple(kernels[:TOP_KERNELS]), tuple(idle[:TOP_IDLE]),
-                       tuple(over_time), sms, note, *underfill, classes=classes)
+                       tuple(over_time), sms, note, *underfill, classes=classes,
+                       steps_left_out=steps_left_out if available else ())
 
 
 def _classes(klass: np.ndarray, sel: np.ndarray, device: np.ndarray, start: np.ndarray,

@@ -9,14 +9,23 @@ from profiler_kit.render.wording.names import short_name
 
 
 def sm_line(sm: SmOccupancy | None) -> str | None:
-    """Per device: SM efficiency and achieved occupancy (or the note saying why not)."""
+    """Per device: SM efficiency and achieved occupancy (or the note saying why not), and
+    the last steps they leave out where the plugin's window does."""
     if sm is None:
         return None
     if not sm.available:
         return sm.note
     parts = [f"gpu:{d.device} SM efficiency {units.percent(d.sm_efficiency)}, achieved "
              f"occupancy {units.percent(d.achieved_occupancy)}" for d in sm.devices]
-    return "; ".join(parts) + " (est., as the TensorBoard plugin)" if parts else None
+    if not parts:
+        return None
+    left_out = ""
+    if sm.steps_left_out:
+        steps = ", ".join(str(n) for n in sm.steps_left_out)
+        left_out = (f", without step{'s' if len(sm.steps_left_out) > 1 else ''} {steps}: "
+                    "no GPU activity or under 0.8 times the step before's, taken as cut "
+                    "short")
+    return "; ".join(parts) + f" (est., as the TensorBoard plugin{left_out})"
 
 
 def occupancy_text(occupancy: float | None) -> str:
