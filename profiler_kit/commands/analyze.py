@@ -165,8 +165,9 @@ def print_code(console, args: argparse.Namespace, analyses: list) -> None:
         if a.code is None:
             continue
         console.print(f"\n[bold]{a.label}[/bold]")
-        lines = module_lines(a.code, args.depth) if args.modules else []
-        lines += by_line_lines(a.code, args.top) if args.by_line else []
+        width = console.width - 2  # each line is printed two spaces in
+        lines = module_lines(a.code, args.depth, width) if args.modules else []
+        lines += by_line_lines(a.code, args.top, width) if args.by_line else []
         for line in lines:
             console.print(f"  {line}", markup=False, highlight=False)
 

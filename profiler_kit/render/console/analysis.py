@@ -19,6 +19,7 @@ from profiler_kit.analysis.time.busy import DeviceTimeline
 from profiler_kit.analysis.time.hotspots import Breakdown
 from profiler_kit.analysis.time.idle_causes import KIND_LABELS
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
+from profiler_kit.render.console.fit import TEXT, FitTable
 from profiler_kit.render.wording import perf_tables, prediction_checks, units
 from profiler_kit.render.wording.diff_views import (
     diff_table,
@@ -123,7 +124,7 @@ def step_breakdown_line(b: StepBreakdown) -> str:
 def _timeline(a: TraceAnalysis) -> Table | None:
     if not a.timeline.devices:
         return None
-    t = Table(title=f"GPU timeline ({window_label(a)})", **_TABLE)
+    t = FitTable(title=f"GPU timeline ({window_label(a)})", **_TABLE)  # narrow: headers wrap
     for col in ("device", "window", "busy", "idle", "idle %", "2+ str.", "comm.", "exposed"):
         t.add_column(col, justify="left" if col == "device" else "right", no_wrap=True)
     for d in a.timeline.devices:
@@ -427,7 +428,9 @@ def _critical_path(a: TraceAnalysis, top: int, width: int) -> Table | None:
 def _phases(a: TraceAnalysis, top: int) -> Table | None:
     if not a.phases.phases:
         return None
-    t = Table(title=f"Phases (record_function; {window_label(a)})", **_TABLE)
+    # narrow: the names break at their dots and words, the headers at their spaces
+    t = FitTable(title=f"Phases (record_function; {window_label(a)})", kinds={"annotation": TEXT},
+                 **_TABLE)
     t.add_column("annotation", overflow="fold")
     t.add_column("count", justify="right")
     t.add_column("CPU time", justify="right")

@@ -10,8 +10,8 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.padding import Padding
-from rich.table import Table
 
+from profiler_kit.render.console.fit import WORDS, FitTable
 from profiler_kit.render.wording import units
 
 _PERCENTILES = ("p50", "p75", "p90", "p95")
@@ -31,9 +31,12 @@ def tables(report: Mapping[str, Any]) -> list[Padding]:
                    "rank's median; examples/s per rank and in total at p50; speedup: total "
                    "examples/s against no-ddp; scaling: against ranks × no-ddp; best: most "
                    "examples/s")
-        t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False,
-                  show_edge=False, title_justify="left", caption_justify="left",
-                  title_style="bold")
+        # narrow: p75 and p90, then each rank's median give their room first
+        t = FitTable(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False,
+                     show_edge=False, title_justify="left", caption_justify="left",
+                     title_style="bold", kinds={"config": WORDS, "rank p50": WORDS},
+                     drop=[("p75", "p90"), ("rank p50",), ("ex/s/rank",)],
+                     left_out="left out at this width: {} (ddp_report.json has them)")
         t.add_column("config", no_wrap=True)
         for p in _PERCENTILES:
             t.add_column(p, justify="right", no_wrap=True)

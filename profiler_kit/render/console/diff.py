@@ -18,6 +18,7 @@ from profiler_kit.ddp_benchmark.diff import (
     ReportDiff,
 )
 from profiler_kit.noise import BETWEEN_RUNS, NOT_TESTED, ONE_RUN_EACH
+from profiler_kit.render.console.fit import TEXT, WORDS, FitTable
 from profiler_kit.render.wording import units
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "title_justify": "left",
@@ -35,7 +36,8 @@ def _plain(v: Any) -> str:
 
 
 def metadata_table(d: ReportDiff) -> Table:
-    t = Table(title="Metadata", **_TABLE)
+    t = FitTable(title="Metadata", kinds={"": WORDS, d.base_label: TEXT, d.test_label: TEXT},
+                 **_TABLE)
     t.add_column("")
     t.add_column(d.base_label, overflow="fold")
     t.add_column(d.test_label, overflow="fold")
@@ -43,6 +45,9 @@ def metadata_table(d: ReportDiff) -> Table:
         style = "yellow" if row.differs else None
         t.add_row(row.key, _plain(row.base), _plain(row.test), style=style)
     return t
+
+
+_NOISE = "beyond noise [95 % CI, %]"  # the verdict column's header, on two lines
 
 
 def _noise(n: NoiseVerdict) -> Text:
@@ -80,9 +85,13 @@ def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table
     bucket = _plain(b.base_bucket_size)
     if b.test_bucket_size != b.base_bucket_size:
         bucket = f"{bucket} → {_plain(b.test_bucket_size)}"
-    t = Table(title=f"Benchmark: {b.model}, batch {b.batch_size} per rank, bucket {bucket} MB",
-              caption=f"base: {base_label}   test: {test_label}", caption_justify="left",
-              **_TABLE)
+    # narrow: a verdict's interval goes below its word, whole
+    intervals = [_noise(p.noise).plain.partition(" ")[2] for c in b.configurations
+                 for p in c.percentiles]
+    t = FitTable(title=f"Benchmark: {b.model}, batch {b.batch_size} per rank, bucket {bucket} MB",
+                 caption=f"base: {base_label}   test: {test_label}", caption_justify="left",
+                 kinds={"config": WORDS, _NOISE: WORDS},
+                 least={_NOISE: max(map(len, intervals), default=0)}, **_TABLE)
     t.add_column("config", no_wrap=True)
     t.add_column("", no_wrap=True)
     t.add_column("base\ns/iter", justify="right", no_wrap=True)
@@ -90,7 +99,7 @@ def benchmark_table(b: BenchmarkDiff, base_label: str, test_label: str) -> Table
     t.add_column("\nΔ", justify="right", no_wrap=True)
     t.add_column("test\nex/s", justify="right", no_wrap=True)
     t.add_column("\nΔ", justify="right", no_wrap=True)
-    t.add_column("beyond noise\n[95 % CI, %]", no_wrap=True)
+    t.add_column(_NOISE.replace(" [", "\n[", 1), no_wrap=True)
     t.add_column("MW\np", justify="right", no_wrap=True)
     for c in b.configurations:
         for i, p in enumerate(c.percentiles):

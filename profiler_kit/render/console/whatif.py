@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.text import Text
+
 from profiler_kit.analysis.whatif.replay import Gain, TraceWhatIf
+from profiler_kit.render.console.fit import WORDS, wrap
 from profiler_kit.render.wording.units import duration
 
 DELAY_CAUTION = 0.1  # fixed delays over this share of the steps' time get a caution line
@@ -60,10 +63,23 @@ def trace_lines(t: TraceWhatIf) -> list[str]:
     return lines
 
 
-def report_lines(results: Sequence[TraceWhatIf]) -> list[str]:
+def fold(line: str, width: int | None) -> list[str]:
+    """``line`` broken at its spaces where it is wider than ``width`` (a number keeps its
+    unit), the lines below it two spaces further in than it."""
+    if not width or len(line) <= width:
+        return [line]
+    body = line.lstrip(" ")
+    indent = line[:len(line) - len(body)]
+    first, *rest = wrap(Text(body), max(width - len(indent) - 2, 20), WORDS).plain.split("\n")
+    return [indent + first, *(f"{indent}  {r}" for r in rest)]
+
+
+def report_lines(results: Sequence[TraceWhatIf], width: int | None = None) -> list[str]:
+    """Every trace's lines; with ``width`` (the terminal's), a longer line goes on at
+    word boundaries below itself."""
     out: list[str] = []
     for i, t in enumerate(results):
         if i:
             out.append("")
-        out += trace_lines(t)
+        out += [part for line in trace_lines(t) for part in fold(line, width)]
     return out
