@@ -41,8 +41,8 @@ sides' medians spread wider than the change, or a round's samples fall in two cl
 are **unstable**, and two sides that
 ran under different contention (other processes, oversubscribed threads; see
 :mod:`profiler_kit.contention`) are **contended**. Either makes a change "not judged"
-(``beyond_noise`` None, ``doubt`` says which), never "beyond noise": the difference
-belongs to the machine, not the strategy.
+(``doubt`` says which; ``beyond_noise`` is never True), never "beyond noise": the
+difference belongs to the machine, not the strategy.
 
 Every model call a change real only when its whole 95 % interval lies beyond a minimum
 effect (``min_effect``), not merely away from 0: "beyond noise" means the change is, with
@@ -51,6 +51,11 @@ is the drift of the machine from one run to the next, which repeats run back to 
 share (on a shared 2-core machine, 12 A/A pairs of tiny ``ddp`` runs with 3 repeats a side
 differed by up to 19 % at the median, and the t interval alone excluded 0 in one of them);
 within one run it is all of the run-to-run noise.
+
+So a verdict is in one of four states (``NoiseVerdict.state``), each said in one word in
+every format: **beyond noise** (the interval lies beyond the margin), **within noise**
+(it lies inside it: any change is smaller than the margin), **inconclusive** (it crosses
+the margin's line: neither can be told) and **not judged** (a doubt, or no interval).
 """
 
 from __future__ import annotations
@@ -76,6 +81,13 @@ NOT_TESTED = "n/a"
 
 UNSTABLE = "unstable"  # a side's rounds disagree
 CONTENDED = "contended"  # the two sides ran under different contention
+
+# A verdict's state, one word each, the same in every format (NoiseVerdict.state)
+BEYOND_NOISE = "beyond noise"  # the whole interval lies beyond +-min_effect
+WITHIN_NOISE = "within noise"  # the whole interval lies inside +-min_effect
+INCONCLUSIVE = "inconclusive"  # the interval crosses the +-min_effect line
+NOT_JUDGED = "not judged"  # a doubt (unstable, contended), or no interval
+STATES = (BEYOND_NOISE, WITHIN_NOISE, INCONCLUSIVE, NOT_JUDGED)
 BIMODAL_MIN_JUMP = 0.5  # two clusters of samples: a gap of at least +50 % between them
 BIMODAL_MIN_SHARE = 0.10  # ... each holding at least this share of the samples
 UNSTABLE_MIN_SPREAD = 0.10  # round medians may spread this much whatever the change
@@ -94,6 +106,21 @@ class NoiseVerdict(msgspec.Struct, frozen=True):
     min_effect_fraction: float | None = None  # the interval must lie beyond +- this
     reason: str = ""
     doubt: str = ""  # UNSTABLE or CONTENDED: why a change is not judged whatever the model
+
+    @property
+    def state(self) -> str:
+        """One of ``STATES``, derived from the fields (so run.json written before it reads
+        alike): ``beyond_noise`` False alone cannot tell an interval inside the margin
+        from one that crosses it, and a doubted verdict keeps False when its interval
+        was within, yet is judged no more than one whose interval was beyond."""
+        if self.doubt or self.beyond_noise is None:
+            return NOT_JUDGED
+        if self.beyond_noise:
+            return BEYOND_NOISE
+        low, high, m = self.ci_low_fraction, self.ci_high_fraction, self.min_effect_fraction
+        if low is not None and high is not None and m is not None and -m <= low and high <= m:
+            return WITHIN_NOISE
+        return INCONCLUSIVE
 
 
 def doubted(v: NoiseVerdict, doubt: str, reason: str) -> NoiseVerdict:

@@ -63,6 +63,9 @@ def latest_run(out_dir: Path) -> Path:
 def resolve_logdir(run_dir: str | None, out_dir: Path) -> Path:
     """The folder to show: ``run_dir`` when given, else the latest run under ``out_dir``."""
     logdir = latest_run(out_dir) if run_dir is None else Path(run_dir)
+    if logdir.is_file():  # a trace or another file: what to give instead
+        raise UsageError(f"{logdir}: a file, not a folder (give a run folder or a folder "
+                         "of traces)")
     if not logdir.is_dir():
         raise UsageError(f"run folder {logdir} does not exist")
     if not trace_files(logdir):

@@ -33,6 +33,9 @@ def compare(args: argparse.Namespace) -> int:
     from profiler_kit import api
 
     targets = output_targets(args)
+    same = _same_inputs(args.paths)
+    if same:
+        print(f"profkit: warning: {same}", file=sys.stderr)
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args))
     comparison = api.compare(analyses, args.baseline)
     status = emit(args, analyses, comparison, full=False, jobs=analyses.jobs,
@@ -48,7 +51,25 @@ def compare(args: argparse.Namespace) -> int:
         print(f"profkit: {line}", file=sys.stderr)
     if comparison.unpaired:
         print(f"profkit: {regression.unpaired_line(comparison)}", file=sys.stderr)
+    if not lines:
+        print(f"profkit: {regression.passed_line(args.fail_on_regression)}", file=sys.stderr)
     return 1 if lines else status
+
+
+def _same_inputs(paths: list[str]) -> str | None:
+    """The line for two inputs that are one file or folder (read once), if any."""
+    from pathlib import Path
+
+    seen: dict[Path, str] = {}
+    for p in paths:
+        key = Path(p).resolve()
+        if key in seen:
+            what = "folder" if key.is_dir() else "file"
+            given = f"{p} is given twice: the two inputs are" if seen[key] == p \
+                else f"{seen[key]} and {p} are"
+            return f"{given} the same {what}, so there is nothing to compare it with"
+        seen[key] = p
+    return None
 
 
 def _timed_gate(paths: list[str], limit: float) -> TimedGate:

@@ -46,7 +46,9 @@ def memory(args: argparse.Namespace) -> int:
     """Exit 1 when a file could not be used (each named on stderr in one line) or when no
     strategy has anything about memory to show; files used with less than they could give
     (no stacks) are one note line each. A strategy whose traces recorded no memory (the
-    threaded ones: profile_all_threads records none) says so in its one line."""
+    threaded ones: profile_all_threads records none) says so in its one line. Bad input
+    (nothing given could be used: a path that is none of what memory reads, a folder
+    without any, files that cannot be read) is one error line and exit 2, as in analyze."""
     import sys
 
     import msgspec
@@ -60,6 +62,7 @@ def memory(args: argparse.Namespace) -> int:
     target = outputs.check(args.json, "--json", inputs=args.paths, force=args.force)
     report = api.memory(args.paths, device_memory=args.device_memory, top=args.top)
     problems = notes(report)
+    _check_usable(report, problems)
     for line in problems:
         print(f"profkit: warning: {line}", file=sys.stderr)
     for line in limits(report):
@@ -75,6 +78,18 @@ def memory(args: argparse.Namespace) -> int:
               + _why_nothing(report), file=sys.stderr)
         return 1
     return 0
+
+
+def _check_usable(report, problems: list[str]) -> None:
+    """Nothing given could be used, only why not: bad input, one line (``UsageError``)."""
+    from profiler_kit.errors import UsageError
+    from profiler_kit.render.console.memory import shows_anything
+
+    if not problems or any(shows_anything(s) or s.unrecorded for s in report.strategies):
+        return
+    if len(problems) == 1:
+        raise UsageError(problems[0])
+    raise UsageError(f"no file could be used ({len(problems)} files): {'; '.join(problems)}")
 
 
 def _why_nothing(report) -> str:

@@ -128,6 +128,11 @@ def unpaired_line(c: Comparison) -> str:
     return "not gated, on one side only: " + ", ".join(c.unpaired)
 
 
+def passed_line(limit: float) -> str:
+    """The one line of a gate that did not fail: silence would not say it ran."""
+    return f"no regression beyond {limit:.0%}: the regression gate passed"
+
+
 def diff_regressions(d: ReportDiff, limit: float) -> list[str]:
     """One line per configuration with a p50-p95 slower by more than ``limit`` beyond noise."""
     lines = []

@@ -17,8 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "benchmark reports (ddp_report.json)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the HTML file to write, - for stdout (default: report.html in the "
-                        "run folder when PATH is one run folder, rewritten when profkit "
-                        "wrote it, else ./report.html)")
+                        "run folder when PATH is one run or record folder, rewritten when "
+                        "profkit wrote it, else ./report.html)")
     p.add_argument("--force", action="store_true",
                    help="replace a report profkit wrote earlier (never traces, inputs or "
                         "other files)")

@@ -155,8 +155,9 @@ def _status(result: Any, baseline: str) -> int:
 
 
 def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
-    """The ranked table (each knob once), the stacking decisions and the recommended
-    settings as code; the same, as data, goes to tune.json."""
+    """The recommended settings as code first (as ``profkit run`` prints its answer), then
+    the ranked table (each knob once) and the stacking decisions behind it; the same, as
+    data, goes to tune.json."""
     from profiler_kit.render.console.run import prediction_table
     from profiler_kit.render.console.tune import ranked_table
     from profiler_kit.render.wording import predictions
@@ -169,6 +170,8 @@ def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
     rows = result.at("")
     best, _, notes = tune_stack.walk(rows, tune.BASELINE)
     name = best.name if best is not None else None
+    code = tune.snippet([name] if name else [])
+    _recommend(console, best, rows, code)
     console.print(ranked_table(result, name))
     predicted = prediction_table(result, "")
     if predicted is not None:  # the knobs a what-if change models, predicted and measured
@@ -179,7 +182,17 @@ def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
             console.print(f"  {line}", markup=False, highlight=False, style="dim")
     for line in notes:
         console.print(f"stacking: {line}", markup=False, highlight=False)
-    code = tune.snippet([name] if name else [])
+    answer = {"recommended": name, "speedup": best.speedup if best else None,
+              "snippet": code, "stacking": notes, "knobs": [_knob(s) for s in rows],
+              "batch_sweep": None}
+    _write_answer(result, answer)
+    return answer
+
+
+def _recommend(console: Any, best: Any, rows: Any, code: str) -> None:
+    """The answer: the recommended settings as code and why they win, or keep eager."""
+    from profiler_kit.scenarios import tune_stack
+
     if best is None:
         doubted = any(tune_stack.doubt(s.noise) for s in rows)
         console.print("Recommended: keep float32 eager (no knob was faster beyond noise with "
@@ -188,25 +201,19 @@ def _answer(console: Any, result: Any, tune: Any) -> dict[str, Any]:
                                             "machine)" if doubted else ")"),
                       markup=False, highlight=False)
     else:
-        console.print(f"Recommended settings ({name}, {best.speedup:.2f}× eager_fp32):",
+        console.print(f"Recommended settings ({best.name}, {best.speedup:.2f}× eager_fp32):",
                       markup=False, highlight=False)
         console.print(code, markup=False, highlight=False)
         if best.verdict:
-            why = best.verdict.removeprefix(f"{name}: ")
-            console.print(f"Why {name} wins: {why}", markup=False, highlight=False)
-    answer = {"recommended": name, "speedup": best.speedup if best else None,
-              "snippet": code, "stacking": notes, "knobs": [_knob(s) for s in rows],
-              "batch_sweep": None}
-    _write_answer(result, answer)
-    return answer
+            why = best.verdict.removeprefix(f"{best.name}: ")
+            console.print(f"Why {best.name} wins: {why}", markup=False, highlight=False)
 
 
 def _knob(s: Any) -> dict[str, Any]:
     """One knob (or stack) of tune.json: its outcome, its noise verdict and what its results
     were compared with (error, the baseline's error, the bound, the criterion)."""
-    import msgspec
-
     from profiler_kit.render.console.tune import verdict
+    from profiler_kit.results import noise_json
 
     timed = s.status == OK and s.stats is not None
     entry: dict[str, Any] = {
@@ -215,7 +222,7 @@ def _knob(s: Any) -> dict[str, Any]:
         "items_per_s": s.throughput_items_per_s if timed else None,
         "speedup": s.speedup if timed else None,
         "verdict": verdict(s.noise) if timed else None,
-        "noise": msgspec.to_builtins(s.noise) if s.noise is not None else None,
+        "noise": noise_json(s.noise),
         "equality": s.equivalence.to_json() if s.equivalence is not None else None,
         "reason": s.reason or s.error,
     }

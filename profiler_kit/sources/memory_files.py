@@ -16,6 +16,9 @@ from profiler_kit.errors import TraceError
 from profiler_kit.path_kinds import PathKind, kind_of
 from profiler_kit.sources.strategy_memory import explain
 
+_NOT_A_MEMORY_FILE = ("not a trace, a memory categories file (*.memory_categories.json) or "
+                        "an allocator snapshot pickle")
+
 
 def _kinds(files: list[Path], traces_too: bool = True
            ) -> tuple[list[Path], list[Path], list[Path]]:
@@ -46,12 +49,16 @@ def sources(path: Path, device_memory: int | None, top: int,
     if path.is_file():
         found, cats, snaps = _kinds([path], traces)
         if traces and not (found or cats or snaps):
-            found = [path]  # let the trace reader say what is wrong with it
+            raise TraceError(f"{path}: {_NOT_A_MEMORY_FILE}")
         return [explain(path.name, found, cats, snaps, None, device_memory, top,
                         by_profkit=_in_a_run(path.parent))]
     if not (path / "run.json").is_file():
-        return [explain(path.name, *_kinds(_folder_files(path), traces), None, device_memory,
-                        top, by_profkit=_in_a_run(path), why_no_memory=_why_in_run(path))]
+        files = _kinds(_folder_files(path), traces)
+        if traces and not any(files):
+            raise TraceError(f"{path}: no traces, memory categories or allocator snapshots "
+                             "found")
+        return [explain(path.name, *files, None, device_memory, top,
+                        by_profkit=_in_a_run(path), why_no_memory=_why_in_run(path))]
     from profiler_kit.results import read_run
 
     run = read_run(path / "run.json")

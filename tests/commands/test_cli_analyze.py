@@ -152,6 +152,26 @@ def test_compare_with_baseline(tmp_path):
     assert r.returncode == 2 and "nope" in r.stderr
 
 
+def test_compare_says_its_inputs_are_one_file_and_that_the_gate_passed(tmp_path):
+    """A trace with itself (the same path twice, or two names of one file) is one warning
+    line; a gate that passes says so in one line on stderr, the JSON on stdout as it was."""
+    r = profkit("compare", str(CPU), str(CPU))
+    assert r.returncode == 0 and "Comparison" in r.stdout
+    assert r.stderr.splitlines() == [f"profkit: warning: {CPU} is given twice: the two inputs "
+                                     "are the same file, so there is nothing to compare it with"]
+    other_name = tmp_path / "again.pt.trace.json.gz"
+    other_name.symlink_to(CPU)
+    r = profkit("compare", str(CPU), str(other_name))
+    assert r.stderr.splitlines() == [f"profkit: warning: {CPU} and {other_name} are the same "
+                                     "file, so there is nothing to compare it with"]
+    slower = DATA / "cpu_only_gloo.json.gz"  # 210 ms a step, against 153 ms: no regression
+    r = profkit("compare", str(slower), str(CPU), "--fail-on-regression", "5", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["comparison"]["labels"]
+    assert r.stderr.splitlines() == [
+        "profkit: no regression beyond 5%: the regression gate passed"]
+
+
 @pytest.mark.parametrize("make", ["missing", "empty", "not_json", "not_trace", "empty_dir"])
 def test_bad_inputs_are_one_line_and_exit_2(tmp_path, make):
     target = tmp_path / "t.json"

@@ -113,9 +113,10 @@ def test_bad_inputs_one_line_each_and_the_rest_goes_on(tmp_path):
     # one snapshot per strategy is read: the first (foreign), the others are named
     assert "nostack.pickle: left out" in said and "truncated.pickle: left out" in said
     assert "peak allocated" in r.stdout  # the CPU trace still analyzed
-    r = profkit("memory", str(folder / "truncated.pickle"))
-    assert r.returncode == 1
+    r = profkit("memory", str(folder / "truncated.pickle"))  # nothing else: bad input
+    assert r.returncode == 2 and r.stdout == ""
     (line,) = r.stderr.splitlines()
+    assert line.startswith("profkit: error: ")
     assert "truncated.pickle: not an allocator snapshot pickle" in line
     # usable without stacks: the fragmentation is there, the sites cannot be named
     r = profkit("memory", str(folder / "nostack.pickle"))
@@ -123,6 +124,29 @@ def test_bad_inputs_one_line_each_and_the_rest_goes_on(tmp_path):
     (line,) = r.stderr.splitlines()
     assert line.startswith("profkit: note:") and "without stacks" in line
     assert "largest free block 10 MiB" in r.stdout
+
+
+def test_nothing_memory_reads_is_bad_input_one_line_and_exit_2(tmp_path):
+    """As in analyze: an empty folder, a JSON file that is not a trace (a real DDP-style
+    report of no trace), or an empty .json is one error line, exit 2, and no report."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "notrace.json").write_text(json.dumps({"schema": "mine", "rows": [1, 2]}))
+    (tmp_path / "blank.json").write_text("")
+    cases = {empty: f"profkit: error: {empty}: no traces, memory categories or allocator "
+                    "snapshots found",
+             tmp_path / "notrace.json": f"profkit: error: {tmp_path / 'notrace.json'}: not a "
+                                        "trace, a memory categories file "
+                                        "(*.memory_categories.json) or an allocator snapshot "
+                                        "pickle",
+             tmp_path / "blank.json": f"profkit: error: {tmp_path / 'blank.json'}: not a trace"}
+    for path, said in cases.items():
+        r = profkit("memory", str(path))
+        assert r.returncode == 2 and r.stdout == "", (path, r.stdout)
+        (line,) = r.stderr.splitlines()
+        assert line.startswith(said), line
+    analyzed = profkit("analyze", str(empty))
+    assert analyzed.returncode == 2 and len(analyzed.stderr.splitlines()) == 1
 
 
 def test_the_main_jobs_run_threaded_strategies_say_why_in_one_line(tmp_path):

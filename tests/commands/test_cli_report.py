@@ -11,6 +11,7 @@ from pathlib import Path
 
 DATA = Path(__file__).parents[1] / "data"
 TRACE = DATA / "cpu_torch_profiler.pt.trace.json.gz"
+SCRIPTS = Path(__file__).parents[1] / "record_scripts"
 
 
 def profkit(*args: str, env: dict[str, str] | None = None,
@@ -90,6 +91,49 @@ def test_report_of_a_run_folder_rewrites_its_own_report_only(tmp_path: Path) -> 
     assert line == (f"profkit: error: report {html}: an existing file profkit did not write; "
                     "refusing to overwrite it (give another name with -o FILE)")
     assert html.read_text() == "<p>my notes</p>"
+
+
+def test_report_of_a_record_folder_rewrites_its_own_report_as_a_run_folder(
+        tmp_path: Path) -> None:
+    """`profkit report` on a folder `profkit record` made of a real script: its report.html
+    is rewritten in place as a run folder's is, nothing lands in the working folder, and a
+    file there that profkit did not write is refused. Then a bad input, with a report
+    profkit wrote here earlier, is refused for what it is, not for that report."""
+    folder = tmp_path / "rec"
+    recorded = subprocess.run(
+        [sys.executable, "-m", "profiler_kit", "record", "--wait", "2", "--warmup", "1",
+         "--active", "2", "-o", str(folder), str(SCRIPTS / "manual_sgd.py"),
+         "--iterations", "8"], capture_output=True, text=True, timeout=300)
+    assert recorded.returncode == 0, recorded.stderr
+    html = folder / "report.html"
+    html.write_text(html.read_text(encoding="utf-8").replace("<title>", "<title>old "),
+                    encoding="utf-8")  # still profkit's file, as profkit record left it
+    here = tmp_path / "here"
+    here.mkdir()
+    done = profkit("report", str(folder), cwd=here)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == \
+        f"report: {html} (replaced the run's report.html, which profkit wrote)"
+    assert "<title>old " not in html.read_text(encoding="utf-8")
+    assert {"profiled-steps", "cpu-classes"} <= {c["id"] for c in charts_of(html)}
+    assert list(here.iterdir()) == []
+    html.write_text("<p>my notes</p>")
+    refused = profkit("report", str(folder), cwd=here)
+    assert refused.returncode == 2 and refused.stdout == ""
+    (line,) = refused.stderr.splitlines()
+    assert line == (f"profkit: error: report {html}: an existing file profkit did not write; "
+                    "refusing to overwrite it (give another name with -o FILE)")
+    assert html.read_text() == "<p>my notes</p>"
+    assert profkit("report", str(TRACE), cwd=here).returncode == 0  # ./report.html, profkit's
+    (here / "empty.json").write_text("")
+    (here / "notrace.json").write_text(json.dumps({"schema": "mine", "rows": [1, 2]}))
+    for name, why in (("empty.json", "an empty file"),
+                      ("notrace.json", "JSON with neither traceEvents nor benchmark_results")):
+        bad = profkit("report", name, cwd=here)
+        assert bad.returncode == 2 and bad.stdout == ""
+        assert bad.stderr.splitlines() == [
+            f"profkit: error: {name}: not a trace, a run or record folder, or a DDP "
+            f"benchmark report ({why})"]
 
 
 def test_analyze_html_beside_the_console_report(tmp_path: Path) -> None:

@@ -394,7 +394,8 @@ def test_compare_gate_between_runs_with_rounds_and_not_judged_when_contended(
     busy = _timed_run(tmp_path / "busy", 2, {"a": [_steps(rng, 8.0) for _ in range(3)]},
                       others_cores=1.5)
     assert main(["compare", str(base), str(busy), "--fail-on-regression", "5"]) == 0
-    (said,) = capsys.readouterr().err.strip().splitlines()
+    said, passed = capsys.readouterr().err.strip().splitlines()
+    assert passed == "profkit: no regression beyond 5%: the regression gate passed"
     assert said.startswith(f"profkit: regression gate could not judge {busy.name}/a against "
                            f"{base.name}/a: median timed step +")
     assert "other processes used 0.0 of 2 cores while the baseline ran and 1.5" in said

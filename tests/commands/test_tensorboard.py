@@ -104,10 +104,16 @@ def test_no_runs_and_missing_folders_are_usage_errors(tmp_path: Path) -> None:
     (["--out", "{tmp}"], "no runs under"),
     (["{tmp}/missing"], "run folder"),
     (["{tmp}"], "no torch.profiler traces"),
+    (["{tmp}/given/t.pt.trace.json.gz"], "t.pt.trace.json.gz: a file, not a folder (give "
+                                         "a run folder or a folder of traces)"),
 ])
 def test_cli_errors_are_one_line_with_status_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
+    if "given" in argv[0]:  # a real trace, given where a folder goes
+        (tmp_path / "given").mkdir()
+        (tmp_path / "given" / "t.pt.trace.json.gz").write_bytes(
+            (HERE / "data" / "cpu_torch_profiler.pt.trace.json.gz").read_bytes())
     status = cli.main(["tensorboard", *(a.format(tmp=tmp_path) for a in argv)])
     err = capsys.readouterr().err
     assert status == 2

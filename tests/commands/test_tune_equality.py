@@ -17,7 +17,7 @@ from profiler_kit import results
 from profiler_kit.cli import main
 from profiler_kit.errors import ModelError
 from profiler_kit.measure import equivalence as eq
-from profiler_kit.noise import PAIRED_BY_ROUND, speedup_verdict
+from profiler_kit.noise import PAIRED_BY_ROUND, NoiseVerdict, speedup_verdict
 from profiler_kit.render.console import tune as tune_console
 from profiler_kit.scenarios import tune, tune_stack
 
@@ -231,12 +231,10 @@ def _row(name: str, median_ms: float, speedup: float, noise: Any):
 
 
 def _verdict(beyond: bool | None, low: float | None = None, high: float | None = None,
-             doubt: str = "", reason: str = "") -> SimpleNamespace:
+             doubt: str = "", reason: str = "") -> NoiseVerdict:
     """A noise verdict as ``profiler_kit.noise`` gives it (``doubt``: why it is not
     judged whatever its interval, e.g. ``unstable``)."""
-    return SimpleNamespace(method=PAIRED_BY_ROUND, beyond_noise=beyond, ci_low_fraction=low,
-                           ci_high_fraction=high, min_effect_fraction=0.05, reason=reason,
-                           doubt=doubt)
+    return NoiseVerdict(PAIRED_BY_ROUND, beyond, low, high, 0.05, reason, doubt)
 
 
 def test_a_knob_judged_unstable_is_shown_as_such_and_never_recommended() -> None:

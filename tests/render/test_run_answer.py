@@ -33,7 +33,7 @@ def test_a_strategy_beyond_noise_but_tied_with_another_is_not_called_the_fastest
     strategy is faster than sequential beyond noise; the fastest, threads at 1.25x, is
     beyond noise")."""
     run = _run(_timed("sequential", [20, 20, 20]), _timed("threads", [16, 15, 17]),
-               _timed("threads+amp", [17, 15.5, 19]))
+               _timed("threads+amp", [17, 16, 18]))
     by = {s.name: s.noise for s in run.strategies}
     t, amp = by["threads"], by["threads+amp"]
     assert t.beyond_noise and t.ci_low_fraction > 0
@@ -43,6 +43,19 @@ def test_a_strategy_beyond_noise_but_tied_with_another_is_not_called_the_fastest
     assert line.endswith("but not clearly the fastest: threads+amp may be as fast "
                          "(the intervals overlap)")
     assert "no strategy is faster" not in line
+
+
+def test_a_rival_whose_rounds_disagree_is_named_as_not_judged() -> None:
+    """threads+amp's rounds disagree (17, 15.5 and 19 ms against 20): its speedup is not
+    judged, however its interval lies, and the line says so rather than "overlap"."""
+    run = _run(_timed("sequential", [20, 20, 20]), _timed("threads", [16, 15, 17]),
+               _timed("threads+amp", [17, 15.5, 19]))
+    assert {s.name: s.noise.state for s in run.strategies if s.noise} == {
+        "threads": "beyond noise", "threads+amp": "not judged"}
+    line = answer(run, "")
+    assert line.startswith("Answer: threads is faster than sequential beyond noise, ")
+    assert line.endswith("but not clearly the fastest: threads+amp may be as fast "
+                         "(not judged)")
 
 
 def test_a_clear_winner_and_no_winner_read_as_before() -> None:

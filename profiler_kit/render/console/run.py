@@ -13,6 +13,7 @@ from rich.text import Text
 
 from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
+from profiler_kit.render.console.fit import WORDS, FitTable
 from profiler_kit.render.wording import run_answer, speedup_noise, units
 from profiler_kit.render.wording.predictions import HEAD as PREDICTION_HEAD
 from profiler_kit.render.wording.predictions import TITLE as PREDICTION_TITLE
@@ -30,6 +31,8 @@ from profiler_kit.results import (
 )
 
 _STATUS_STYLE = {OK: "green", FAILED: "bold red", SKIPPED: "yellow", INTERRUPTED: "magenta"}
+# the caption of a table that leaves columns out on a narrow console
+LEFT_OUT = "left out at this width: {} (summary.md has every column)"
 
 
 class ProgressBars:
@@ -112,7 +115,12 @@ def results_table(result: RunResult, point: str) -> Table:
     best = top.name if top else None
     multi = any(s.world_size > 1 for s in rows)
     scaling = multi and any(s.scaling_efficiency is not None for s in rows)
-    table = Table(header_style="bold")
+    # on a narrow console the names and the speedups with their marks stay whole: p95,
+    # then the profiled step and the peak memory give their room first
+    table = FitTable(header_style="bold", kinds={"strategy": WORDS, "IQR": WORDS,
+                                                 "rank medians": WORDS},
+                     drop=[("p95",), ("profiled",), ("peak mem",), ("rank medians",),
+                           ("scaling",)], left_out=LEFT_OUT)
     table.add_column("strategy", no_wrap=True)
     columns = ["median", "IQR", "p95", f"{result.item_unit}/s", "speedup"]
     columns += ["scaling"] if scaling else []
@@ -148,8 +156,9 @@ def hotspot_table(result: RunResult, point: str) -> Table | None:
     if not rows:
         return None
     basis = rows[0].hotspot_basis
-    table = Table(caption=f"share of {basis}, from the trace (profkit analyze for more)",
-                  caption_justify="left", header_style="bold")
+    table = FitTable(caption=f"share of {basis}, from the trace (profkit analyze for more)",
+                     caption_justify="left", header_style="bold", kinds={"strategy": WORDS},
+                     repeat=1)
     table.add_column("strategy")
     for c in CLASSES:
         table.add_column(c, justify="right")
@@ -164,7 +173,15 @@ def prediction_table(result: RunResult, point: str) -> tuple[Table, list[str]] |
     if found is None:
         return None
     body, notes = found
-    table = Table(header_style="bold")
+    changes = [s.prediction.change for s in result.at(point)
+               if s.status == OK and s.prediction is not None and s.prediction.change]
+    # narrow: the change names stay whole at the head of their cells, the figures against
+    # the strategy's own trace give their room first
+    strategy, what_if, source, predicted = PREDICTION_HEAD[:4]
+    table = FitTable(header_style="bold",
+                     kinds=dict.fromkeys((strategy, what_if, predicted), WORDS),
+                     least={what_if: max(map(len, changes), default=0)},
+                     drop=[PREDICTION_HEAD[6:], (source,)], left_out=LEFT_OUT)
     for i, name in enumerate(PREDICTION_HEAD):
         table.add_column(name, justify="left" if i < 2 else "right")
     for cells in body:
@@ -178,7 +195,8 @@ def phase_table(result: RunResult, point: str) -> Table | None:
     if rows is None:
         return None
     head, body = rows
-    table = Table(header_style="bold")
+    table = FitTable(header_style="bold", kinds={head[0]: WORDS, "idle per rank": WORDS},
+                     drop=[("params",), ("build",)], left_out=LEFT_OUT, repeat=1)
     table.add_column(head[0])
     for name in head[1:]:
         table.add_column(name, justify="right")
@@ -191,7 +209,7 @@ def sweep_table(result: RunResult) -> Table | None:
     labels = result.point_labels
     if len(labels) < 2:
         return None
-    table = Table(header_style="bold")
+    table = FitTable(header_style="bold", kinds={"strategy": WORDS}, repeat=1)
     table.add_column("strategy")
     for label in labels:
         table.add_column(label, justify="right")

@@ -4,12 +4,14 @@ the batch-size sweep. Formats only; the results come measured."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
+from profiler_kit.render.console.fit import NAMES, TEXT, FitTable
 from profiler_kit.render.console.run import ProgressBars
 from profiler_kit.render.wording import speedup_noise, units
 from profiler_kit.results import OK, SKIPPED, RunResult, StrategyResult
@@ -59,22 +61,26 @@ def verdict(n: Any) -> str:
         return "unstable rounds: not judged (rerun on a quieter machine)"
     if n.doubt:
         return f"{n.doubt}: not judged (rerun on a quieter machine)"
-    if n.beyond_noise is None:
-        return "not judged"
-    return "beyond noise" if n.beyond_noise else "within noise"
+    return str(n.state)  # beyond noise, within noise, inconclusive or not judged
 
 
 def ranked_table(result: RunResult, recommended: str | None) -> Table:
     """Every knob and stack: the ranked ones first, then the rejected, failed and skipped."""
     rows = list(result.at(""))
-    table = Table(title="Knobs, ranked (speedup against eager_fp32; compile time is apart "
-                  "from the step)", header_style="bold")
+    order = ranked(rows)
+    # narrow: a stack breaks between its knobs, a verdict at its words after its head
+    # ("within noise", "unstable rounds") whole, and the compile figures and the peak
+    # memory give their room first
+    heads = [re.split(r": | \(", verdict(s.noise))[0] for s in order]
+    table = FitTable(title="Knobs, ranked (speedup against eager_fp32; compile time is apart "
+                     "from the step)", header_style="bold", kinds={"knobs": NAMES, "verdict": TEXT},
+                     least={"verdict": max(map(len, heads), default=0)},
+                     drop=[("breaks / recompiles",), ("compile",), ("peak mem",)])
     table.add_column("#", justify="right")
     table.add_column("knobs", no_wrap=True)
     for col in ("step (median)", f"{result.item_unit}/s", "speedup", "verdict", "peak mem",
                 "compile", "breaks / recompiles"):
         table.add_column(col, justify="right" if col != "verdict" else "left")
-    order = ranked(rows)
     for i, s in enumerate(order, 1):
         per_s = s.throughput_items_per_s
         table.add_row(str(i), s.name + (" (recommended)" if s.name == recommended else ""),
@@ -113,7 +119,8 @@ def fit_check_line(check: Any) -> str:
 
 def sweep_table(points: Sequence[Any], knobs: str, unit: str) -> Table:
     """Throughput per batch size; out-of-memory and sizes not reached say why."""
-    table = Table(title=f"Batch size sweep ({knobs})", header_style="bold")
+    table = FitTable(title=f"Batch size sweep ({knobs})", header_style="bold",
+                     kinds={"note": TEXT})
     table.add_column("batch", justify="right")
     for col in ("step (median)", f"{unit}/s", "peak mem", "note"):
         table.add_column(col, justify="right" if col != "note" else "left")

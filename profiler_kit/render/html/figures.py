@@ -7,6 +7,7 @@ scaled to display units (ns to ms, bytes to MiB) and nothing computed here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +47,17 @@ STEP_PART_COLORS: dict[str, str] = {
     "dataloader": "#8cd17d",
     "cpu_exec": "#d7b5a6",
 }
-# Series that are not classes (strategies, devices), in order.
+# Series that are neither classes nor strategies (measures, phases, ranks, GPUs), in order.
 SERIES_COLORS = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2",
                  "#edc948", "#ff9da7", "#9c755f", "#bab0ac")
+# One colour per strategy (or per trace standing for one), the same in every chart of a
+# report, and taken by nothing else: no class, op family, step part or other series has
+# one, so a colour never means a strategy in one chart and something else in the next.
+STRATEGY_COLORS = ("#1f78b4", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e",
+                   "#e6ab02", "#a6761d", "#6a3d9a", "#b2182b")
+# What is no strategy in a strategy chart (the p95 mark, the samples): grey.
+NEUTRAL = "#8c8c8c"
+NEUTRAL_SAMPLES = "rgba(140,140,140,0.55)"
 
 
 @dataclass(frozen=True)
@@ -100,7 +109,18 @@ def byte_unit(largest: float) -> tuple[str, float]:
 
 
 def series_color(i: int) -> str:
+    """The colour of the ``i``-th series that is neither a class nor a strategy."""
     return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def strategy_colors(names: Iterable[str]) -> dict[str, str]:
+    """One colour per distinct name (a strategy, or a trace where there is none), in the
+    order the names first come: a report passes the same map to every chart."""
+    found: dict[str, str] = {}
+    for name in names:
+        if name not in found:
+            found[name] = STRATEGY_COLORS[len(found) % len(STRATEGY_COLORS)]
+    return found
 
 
 def axis(title: str, **extra: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from profiler_kit.render.html import (
     trace_charts,
     whatif_charts,
 )
-from profiler_kit.render.html.figures import Chart
+from profiler_kit.render.html.figures import Chart, strategy_colors
 from profiler_kit.render.wording import prediction_checks, predictions, run_answer, units
 from profiler_kit.results import RunResult
 from profiler_kit.trace.source import Unreadable
@@ -75,26 +75,30 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
                ddp_reports: Sequence[Mapping[str, Any]] = (),
                jobs: Sequence[JobView] = (), comparison: Comparison | None = None
                ) -> list[Chart]:
-    """Every chart the inputs have data for, in page order."""
+    """Every chart the inputs have data for, in page order: each strategy (or trace where
+    no run names one) in one colour throughout, and no waterfall where the run withholds
+    the explanation."""
+    names, traces = report_colors(analyses, runs)
     charts: list[Chart] = []
     for run in runs:
-        charts += _in_section_of(run, runs, run_charts.run_charts(run))
+        charts += _in_section_of(run, runs, run_charts.run_charts(run, names))
     if not runs:
-        charts += [c for c in [trace_charts.profiled_steps_chart(analyses)] if c]
+        charts += [c for c in [trace_charts.profiled_steps_chart(analyses, traces)] if c]
     charts += [c for c in (trace_charts.step_breakdown_chart(analyses),
                            trace_charts.idle_causes_chart(analyses),
                            trace_charts.class_breakdown_chart(analyses, "gpu"),
                            trace_charts.class_breakdown_chart(analyses, "cpu")) if c]
-    charts += diff_charts.waterfall_charts(comparison)
+    charts += diff_charts.waterfall_charts(
+        comparison, diff_charts.withheld_explanations(comparison, analyses, runs))
     charts += whatif_charts.whatif_charts(analyses, runs)
     charts += trace_charts.timeline_charts(analyses)
     charts += code_charts.module_charts(analyses)
-    charts += trace_charts.memory_charts(analyses)
-    charts += sm_charts.sm_charts(analyses)
+    charts += trace_charts.memory_charts(analyses, traces)
+    charts += sm_charts.sm_charts(analyses, traces)
     charts += roofline_charts.roofline_charts(analyses)
     charts += job_charts.job_charts(jobs)
     for run in runs:
-        charts += scenario_charts.scenario_charts(run)
+        charts += scenario_charts.scenario_charts(run, names)
     for report in ddp_reports:
         charts += scenario_charts.ddp_report_charts(report)
     ids: dict[str, int] = {}
@@ -104,6 +108,19 @@ def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = ()
         ids[c.id] = n + 1
         out.append(c if n == 0 else replace(c, id=f"{c.id}-{n}"))
     return out
+
+
+def report_colors(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult]
+                  ) -> tuple[dict[str, str], dict[str, str]]:
+    """The colours of a page: by strategy name (the runs' strategies, in run order), and
+    by trace path, a run's trace taking its strategy's colour and any other trace one
+    of its own."""
+    owners = run_charts.trace_owners(analyses, runs)
+    keys = {a.path: owners[a.path][1].name if a.path in owners else f"trace {a.path}"
+            for a in analyses}
+    palette = strategy_colors([*(s.name for r in runs for s in r.strategies),
+                               *keys.values()])
+    return palette, {path: palette[key] for path, key in keys.items()}
 
 
 def _in_section_of(run: RunResult, runs: Sequence[RunResult],
@@ -118,22 +135,31 @@ def render(title: str, analyses: Sequence[TraceAnalysis], comparison: Comparison
            runs: Sequence[RunResult] = (),
            ddp_reports: Sequence[Mapping[str, Any]] = (), jobs: Sequence[JobView] = (),
            subtitle: str = "", unreadable: Sequence[Unreadable] = (),
-           memory: MemoryReport | None = None) -> str:
+           memory: MemoryReport | None = None, answers: Sequence[str] = ()) -> str:
     """The whole page; ``unreadable`` traces are listed as left out; ``memory`` gives the
-    memory section. Raises MissingDependency without plotly."""
+    memory section; ``answers``: the answer lines of what is no run (a ``profkit record``
+    folder's), first as a run's are. Raises MissingDependency without plotly."""
     plotly, plotly_version = plotly_js()
     charts = charts_for(analyses, runs, ddp_reports, jobs, comparison)
     sections: dict[str, list[Chart]] = {}
     for c in charts:
         sections.setdefault(c.section, []).append(c)
+    # said where the waterfall would be, as the console and summary.md say it
+    withheld = list(dict.fromkeys(
+        diff_charts.withheld_explanations(comparison, analyses, runs).values()))
+    if withheld:
+        sections.setdefault(diff_charts.STEP_CHANGE, [])
     order = [s for s in SECTION_ORDER if s in sections] + [
         s for s in sections if s not in SECTION_ORDER]
     body: list[str] = [_answer_html(r) for r in runs]
+    body += [f'<p class="answer"><strong>{_e(line)}</strong></p>' for line in answers]
     nav: list[tuple[str, str]] = []
     for i, name in enumerate(order):
         anchor = f"s{i}"
         nav.append((anchor, name))
         body.append(f'<h2 id="{anchor}">{_e(name)}</h2>')
+        if name == diff_charts.STEP_CHANGE:
+            body += [f'<p class="withheld">{_e(line)}</p>' for line in withheld]
         body += [_chart_html(c) for c in sections[name]]
     extra = [
         ("comparison", "Comparison", _comparison_html(comparison, analyses)),

@@ -3,10 +3,20 @@ distribution, throughput and speed-up, profiler overhead). Every number is a res
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
 from typing import Any
 
 from profiler_kit import results
-from profiler_kit.render.html.figures import Chart, axis, ms, series_color
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
+from profiler_kit.render.html.figures import (
+    NEUTRAL,
+    NEUTRAL_SAMPLES,
+    Chart,
+    axis,
+    ms,
+    strategy_colors,
+)
 from profiler_kit.render.wording import speedup_noise
 from profiler_kit.results import OK, RunResult, StrategyResult
 
@@ -19,33 +29,61 @@ def measured(run: RunResult) -> list[StrategyResult]:
     return [s for s in run.strategies if s.status == OK and s.stats is not None]
 
 
-def step_time_chart(run: RunResult) -> Chart | None:
-    """Box per strategy from its statistics (p25, p50, p75, min, max), p95 marked, samples."""
+def trace_owners(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult]
+                 ) -> dict[str, tuple[RunResult, StrategyResult]]:
+    """The run strategy each trace is of, by the trace's path: the strategy that names the
+    file (run.json's ``trace_files``, relative to the run folder, which may have moved
+    since), else the one whose folder holds it. Traces of no run are left out."""
+    files: dict[tuple[str, ...], tuple[RunResult, StrategyResult]] = {}
+    folders: dict[tuple[str, ...], tuple[RunResult, StrategyResult]] = {}
+    for run in runs:
+        for s in run.strategies:
+            files.update({PurePath(f).parts: (run, s) for f in s.trace_files})
+            if s.dir:
+                folders[PurePath(s.dir).parts] = (run, s)
+    found = {}
+    for a in analyses:
+        parts = PurePath(a.path).parts
+        owner = next((files[parts[i:]] for i in range(len(parts)) if parts[i:] in files),
+                     None) or next((folders[parts[i:j]] for j in range(len(parts) - 1, 0, -1)
+                                    for i in range(j) if parts[i:j] in folders), None)
+        if owner is not None:
+            found[a.path] = owner
+    return found
+
+
+def colors_of(run: RunResult) -> dict[str, str]:
+    """Each strategy's colour, by name (the same at every point of a sweep)."""
+    return strategy_colors(s.name for s in run.strategies)
+
+
+def step_time_chart(run: RunResult, colors: Mapping[str, str] | None = None) -> Chart | None:
+    """Box per strategy from its statistics (p25, p50, p75, min, max) in the strategy's
+    colour, p95 marked and the samples in grey. ``colors``: the report's, by strategy."""
     done = measured(run)
     if not done:
         return None
+    colors = colors or colors_of(run)
     labels = [s.label for s in done]
     stats = [s.stats for s in done]
     data: list[dict[str, Any]] = [{
-        "type": "box", "name": "timed samples", "x": labels,
+        "type": "box", "name": s.label, "x": [s.label], "showlegend": False,
         # run.json keeps p75 and the IQR (p75 - p25); the box's lower edge is p25
-        "q1": [ms(st.p75_ns - st.iqr_ns) for st in stats],
-        "median": [ms(st.p50_ns) for st in stats],
-        "q3": [ms(st.p75_ns) for st in stats],
-        "lowerfence": [ms(st.min_ns) for st in stats],
-        "upperfence": [ms(st.max_ns) for st in stats],
-        "marker": {"color": series_color(0)}, "boxpoints": False,
-    }, {
+        "q1": [ms(st.p75_ns - st.iqr_ns)], "median": [ms(st.p50_ns)], "q3": [ms(st.p75_ns)],
+        "lowerfence": [ms(st.min_ns)], "upperfence": [ms(st.max_ns)],
+        "marker": {"color": colors[s.name]}, "boxpoints": False,
+    } for s, st in zip(done, stats, strict=True)]
+    data += [{
         "type": "scatter", "mode": "markers", "name": "p95", "x": labels,
         "y": [ms(st.p95_ns) for st in stats],
-        "marker": {"symbol": "line-ew-open", "size": 30, "color": series_color(1),
+        "marker": {"symbol": "line-ew-open", "size": 30, "color": NEUTRAL,
                    "line": {"width": 3}},
         "hovertemplate": "p95 %{y:.4g} ms<extra>%{x}</extra>",
     }, {
         "type": "scatter", "mode": "markers", "name": "samples",
         "x": [label for s, label in zip(done, labels, strict=True) for _ in s.samples_ns],
         "y": [ms(v) for s in done for v in s.samples_ns],
-        "marker": {"color": "rgba(128,128,128,0.55)", "size": 5},
+        "marker": {"color": NEUTRAL_SAMPLES, "size": 5},
         "hovertemplate": "%{y:.4g} ms<extra>%{x}</extra>",
     }]
     n = max(st.n for st in stats)
@@ -55,7 +93,8 @@ def step_time_chart(run: RunResult) -> Chart | None:
         id="step-time", section=STRATEGIES, title="Step time per strategy",
         caption=f"Wall time of each timed iteration ({n} per strategy, after warm-up, every "
                 "device synchronized): box from p25 to p75 with the median (p50) line, "
-                "whiskers at min and max, p95 marked"
+                "whiskers at min and max, in the strategy's colour; p95 marked and the "
+                "samples in grey"
                 + (f"; logarithmic axis, as the samples span more than {WIDE_SPAN}×." if wide
                    else "."),
         data=data,
@@ -65,11 +104,12 @@ def step_time_chart(run: RunResult) -> Chart | None:
     )
 
 
-def throughput_chart(run: RunResult) -> Chart | None:
+def throughput_chart(run: RunResult, colors: Mapping[str, str] | None = None) -> Chart | None:
     """Throughput per strategy, each bar labelled with its speed-up against the baseline."""
     done = [s for s in measured(run) if s.throughput_items_per_s is not None]
     if not done:
         return None
+    colors = colors or colors_of(run)
     unit = run.item_unit or "items"
     baseline = run.baseline or "the baseline"
     legends = [speedup_noise.legend(run.at(p), baseline, results.best(run.at(p)) is not None)
@@ -86,7 +126,7 @@ def throughput_chart(run: RunResult) -> Chart | None:
             "text": [speedup_noise.speedup(s) for s in done],
             "customdata": [speedup_noise.interval(s.noise) for s in done],
             "textposition": "outside", "cliponaxis": False,
-            "marker": {"color": [series_color(i) for i in range(len(done))]},
+            "marker": {"color": [colors[s.name] for s in done]},
             "hovertemplate": f"%{{y:.4g}} {unit}/s, %{{text}} %{{customdata}}"
                              "<extra>%{x}</extra>",
         }],
@@ -94,23 +134,26 @@ def throughput_chart(run: RunResult) -> Chart | None:
     )
 
 
-def overhead_chart(run: RunResult) -> Chart | None:
-    """Median step of the timing pass beside the profiled pass's."""
+def overhead_chart(run: RunResult, colors: Mapping[str, str] | None = None) -> Chart | None:
+    """Median step of the timing pass beside the profiled pass's, both bars in the
+    strategy's colour, the profiled one hatched: the two passes are no strategies."""
     done = [s for s in measured(run) if s.profiled is not None]
     if not done:
         return None
+    colors = colors or colors_of(run)
     labels = [s.label for s in done]
+    fill = [colors[s.name] for s in done]
     return Chart(
         id="overhead", section=STRATEGIES, title="Profiler overhead",
         caption=_overhead_caption(done),
         data=[
             {"type": "bar", "name": "timed median", "x": labels,
              "y": [ms(s.stats.median_ns) for s in done if s.stats],
-             "marker": {"color": series_color(0)},
+             "marker": {"color": fill},
              "hovertemplate": "timed %{y:.4g} ms<extra>%{x}</extra>"},
-            {"type": "bar", "name": "profiled median", "x": labels,
+            {"type": "bar", "name": "profiled median (hatched)", "x": labels,
              "y": [ms(s.profiled.median_ns) for s in done if s.profiled],
-             "marker": {"color": series_color(3)},
+             "marker": {"color": fill, "pattern": {"shape": "/", "solidity": 0.45}},
              "hovertemplate": "profiled %{y:.4g} ms<extra>%{x}</extra>"},
         ],
         layout={"barmode": "group", "yaxis": axis("median step (ms)", rangemode="tozero"),
@@ -121,8 +164,8 @@ def overhead_chart(run: RunResult) -> Chart | None:
 def _overhead_caption(done: list[StrategyResult]) -> str:
     """Only a profiled pass slower than the timed one shows a cost; one that is no slower
     says recording cost too little to measure, never a negative cost."""
-    head = ("Median step time of the timing pass (no profiler) beside the profiled pass's "
-            "active steps")
+    head = ("Median step time of the timing pass (no profiler, solid) beside the profiled "
+            "pass's active steps (hatched)")
     slower = [s.label for s in done
               if s.stats and s.profiled and s.profiled.median_ns > s.stats.median_ns]
     rest = [s.label for s in done if s.label not in slower]
@@ -136,8 +179,10 @@ def _overhead_caption(done: list[StrategyResult]) -> str:
             f"where it is no slower ({', '.join(rest)}), {none}.")
 
 
-def run_charts(run: RunResult) -> list[Chart]:
-    return [c for c in (step_time_chart(run), throughput_chart(run), overhead_chart(run)) if c]
+def run_charts(run: RunResult, colors: Mapping[str, str] | None = None) -> list[Chart]:
+    colors = colors or colors_of(run)
+    return [c for c in (step_time_chart(run, colors), throughput_chart(run, colors),
+                        overhead_chart(run, colors)) if c]
 
 
 def not_measured(run: RunResult) -> list[StrategyResult]:

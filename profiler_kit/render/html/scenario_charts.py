@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from profiler_kit.render.html.figures import Chart, axis, ms, series_color
-from profiler_kit.render.html.run_charts import measured
+from profiler_kit.render.html.run_charts import colors_of, measured
 from profiler_kit.results import RunResult
 
 
@@ -80,20 +80,23 @@ def _bench_name(b: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def multimodel_charts(run: RunResult) -> list[Chart]:
-    """Median step against N per strategy (log-log), and the phases' medians at each N."""
+def multimodel_charts(run: RunResult, colors: Mapping[str, str] | None = None
+                      ) -> list[Chart]:
+    """Median step against N per strategy (log-log) in the strategy's colour (``colors``:
+    the report's, by name), and the phases' medians at each N."""
     done = [s for s in measured(run) if "n_model" in s.point_params]
     if not done:
         return []
+    colors = colors or colors_of(run)
     names = list(dict.fromkeys(s.name for s in done))
     lines = []
-    for i, name in enumerate(names):
+    for name in names:
         mine = sorted((s for s in done if s.name == name), key=lambda s: s.point_params["n_model"])
         lines.append({
             "type": "scatter", "mode": "lines+markers", "name": name,
             "x": [s.point_params["n_model"] for s in mine],
             "y": [ms(s.stats.median_ns) for s in mine if s.stats],
-            "line": {"color": series_color(i)},
+            "line": {"color": colors[name]},
             "hovertemplate": "N=%{x}: %{y:.4g} ms<extra>" f"{name}</extra>",
         })
     charts = [Chart(
@@ -125,11 +128,13 @@ def multimodel_charts(run: RunResult) -> list[Chart]:
     return charts
 
 
-def pipeline_charts(run: RunResult) -> list[Chart]:
-    """Throughput per schedule against micro-batches, and each rank's bubble."""
+def pipeline_charts(run: RunResult, colors: Mapping[str, str] | None = None) -> list[Chart]:
+    """Throughput per schedule (a strategy, in its colour) against micro-batches, and each
+    rank's bubble."""
     done = measured(run)
     if not done:
         return []
+    colors = colors or colors_of(run)
     unit = run.item_unit or "samples"
     names = list(dict.fromkeys(s.name for s in done))
 
@@ -137,12 +142,12 @@ def pipeline_charts(run: RunResult) -> list[Chart]:
         return s.point_params.get("micro_batches", run.params.get("micro_batches"))
 
     data = []
-    for i, name in enumerate(names):
+    for name in names:
         mine = sorted((s for s in done if s.name == name), key=lambda s: micro(s) or 0)
         data.append({
             "type": "scatter", "mode": "lines+markers", "name": name,
             "x": [micro(s) for s in mine], "y": [s.throughput_items_per_s for s in mine],
-            "line": {"color": series_color(i)}, "marker": {"size": 10},
+            "line": {"color": colors[name]}, "marker": {"size": 10},
             "hovertemplate": f"%{{y:.4g}} {unit}/s with %{{x}} micro-batches"
                              f"<extra>{name}</extra>",
         })
@@ -175,12 +180,12 @@ def pipeline_charts(run: RunResult) -> list[Chart]:
     return charts
 
 
-_BY_SCENARIO: dict[str, Callable[[RunResult], list[Chart]]] = {
+_BY_SCENARIO: dict[str, Callable[[RunResult, Mapping[str, str] | None], list[Chart]]] = {
     "multimodel": multimodel_charts,
     "pipeline": pipeline_charts,
 }
 
 
-def scenario_charts(run: RunResult) -> list[Chart]:
+def scenario_charts(run: RunResult, colors: Mapping[str, str] | None = None) -> list[Chart]:
     chart = _BY_SCENARIO.get(run.scenario)
-    return chart(run) if chart else []
+    return chart(run, colors) if chart else []

@@ -4,24 +4,29 @@ trace view draws them beside GPU utilization. Formats only: the buckets come fro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render.html.figures import Chart, axis, ms, series_color
-from profiler_kit.render.html.trace_charts import name_of
+from profiler_kit.render.html.trace_charts import name_of, trace_colors
 
 SM_EFFICIENCY = "Below the busy line"
 
 
-def sm_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
-    """One chart of every trace's GPUs: SM efficiency (solid), achieved occupancy (dashed)."""
+def sm_charts(analyses: Sequence[TraceAnalysis],
+              colors: Mapping[str, str] | None = None) -> list[Chart]:
+    """One chart of every trace's GPUs: SM efficiency (solid), achieved occupancy (dashed).
+    A trace of one GPU takes its (strategy's) colour from ``colors`` (by path); one of
+    several GPUs, a colour per GPU that no strategy has."""
+    colors = colors or trace_colors(analyses)
     data: list[dict[str, Any]] = []
     for i, a in enumerate(analyses):
         if a.sm is None or not a.sm.available:
             continue
         for j, series in enumerate(a.sm.over_time):
-            color = series_color(i * 2 + j)
+            color = (colors[a.path] if len(a.sm.over_time) == 1
+                     else series_color(i * 2 + j))
             x = [ms(t - series.start_ns[0]) for t in series.start_ns]
             label = f"{name_of(a)} gpu:{series.device}"
             data.append({

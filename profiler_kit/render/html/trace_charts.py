@@ -3,7 +3,7 @@ timeline and memory over time. Any traces work, a run's or anyone's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from profiler_kit.render.html.figures import (
     ms,
     series_color,
     step_part_color,
+    strategy_colors,
 )
 from profiler_kit.render.wording import units
 from profiler_kit.render.wording.names import short_name
@@ -39,15 +40,23 @@ def name_of(a: TraceAnalysis) -> str:
     return a.label
 
 
-def profiled_steps_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
+def trace_colors(analyses: Sequence[TraceAnalysis]) -> dict[str, str]:
+    """Each trace's colour by its path, where no run names the strategies: one apiece."""
+    return strategy_colors(a.path for a in analyses)
+
+
+def profiled_steps_chart(analyses: Sequence[TraceAnalysis],
+                         colors: Mapping[str, str] | None = None) -> Chart | None:
     """Every profiled step of every trace and the median, on the side each trace leads with
-    (device side on GPU traces, CPU side otherwise): for traces without a run.json."""
+    (device side on GPU traces, CPU side otherwise): for traces without a run.json.
+    ``colors``: each trace's (its strategy's) colour by path, the report's."""
     with_steps = [a for a in analyses if a.steps.steps]
     if not with_steps:
         return None
+    colors = colors or trace_colors(analyses)
     data: list[dict[str, Any]] = []
     sides = set()
-    for i, a in enumerate(with_steps):
+    for a in with_steps:
         device = a.steps.headline == "device"
         sides.add("device" if device else "CPU")
         durations = [s.device_dur_ns if device else s.dur_ns for s in a.steps.steps]
@@ -56,14 +65,14 @@ def profiled_steps_chart(analyses: Sequence[TraceAnalysis]) -> Chart | None:
             "type": "scatter", "mode": "markers", "name": name_of(a), "legendgroup": name_of(a),
             "x": [name_of(a)] * len(durations), "y": [ms(d) for d in durations],
             "text": [f"ProfilerStep#{s.number} ({side})" for s in a.steps.steps],
-            "marker": {"color": series_color(i), "size": 8, "opacity": 0.7},
+            "marker": {"color": colors[a.path], "size": 8, "opacity": 0.7},
             "hovertemplate": "%{text}: %{y:.4g} ms<extra>%{x}</extra>",
         })
         data.append({
             "type": "scatter", "mode": "markers", "name": f"{name_of(a)} median",
             "legendgroup": name_of(a), "showlegend": False,
             "x": [name_of(a)], "y": [ms(a.steps.headline_median_ns)],
-            "marker": {"symbol": "line-ew-open", "size": 40, "color": series_color(i),
+            "marker": {"symbol": "line-ew-open", "size": 40, "color": colors[a.path],
                        "line": {"width": 3}},
             "hovertemplate": f"median ({side}) %{{y:.4g}} ms<extra>%{{x}}</extra>",
         })
@@ -242,20 +251,23 @@ def _timeline_chart(chart_id: str, label: str, members: Sequence[TraceAnalysis],
     )
 
 
-def memory_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
-    """One chart per device: allocated (solid) and reserved (dashed) per trace, peaks marked."""
-    devices: dict[str, list[tuple[int, TraceAnalysis, Any]]] = {}
-    for i, a in enumerate(analyses):
+def memory_charts(analyses: Sequence[TraceAnalysis],
+                  colors: Mapping[str, str] | None = None) -> list[Chart]:
+    """One chart per device: allocated (solid) and, where the trace records it, reserved
+    (dashed) per trace in its colour (``colors``, by path), peaks marked."""
+    colors = colors or trace_colors(analyses)
+    devices: dict[str, list[tuple[TraceAnalysis, Any]]] = {}
+    for a in analyses:
         for series in a.memory_timeline.devices:
-            devices.setdefault(series.device, []).append((i, a, series))
+            devices.setdefault(series.device, []).append((a, series))
     charts = []
     for device, entries in devices.items():
         data: list[dict[str, Any]] = []
         thinned = []
         unit, size = byte_unit(max(max((s.peak_allocated_bytes, *s.reserved_bytes))
-                                   for _, _, s in entries))
-        for i, a, s in entries:
-            color = series_color(i)
+                                   for _, s in entries))
+        for a, s in entries:
+            color = colors[a.path]
             data.append({
                 "type": "scatter", "mode": "lines",
                 "name": f"{name_of(a)} allocated (peak {units.nbytes(s.peak_allocated_bytes)})",
@@ -288,9 +300,9 @@ def memory_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
                 thinned.append(f"{name_of(a)}: {len(s.ts_ns):,} of {s.events:,} events drawn")
         charts.append(Chart(
             id=f"memory-{len(charts)}", section=MEMORY, title=f"Memory over time on {device}",
-            caption=f"Bytes allocated (solid) and reserved by the caching allocator (dashed) "
-                    f"on {device} after each allocation and free of the profiled steps, from "
-                    "the trace's [memory] events; the triangle marks the peak.",
+            caption=f"{_memory_drawn(entries)} on {device} after each allocation and free of "
+                    "the profiled steps, from the trace's [memory] events; the triangle "
+                    "marks the peak.",
             note=("Thinned, keeping each run's lowest and highest point and the peak: "
                   + "; ".join(thinned) + ".") if thinned else "",
             data=data,
@@ -298,3 +310,15 @@ def memory_charts(analyses: Sequence[TraceAnalysis]) -> list[Chart]:
                     "yaxis": axis(unit, rangemode="tozero")},
         ))
     return charts
+
+
+def _memory_drawn(entries: Sequence[tuple[TraceAnalysis, Any]]) -> str:
+    """What the lines are: reserved bytes are named only where a trace records them (the
+    CPU has no caching allocator, so its traces have none), and then for which traces."""
+    reserved = [name_of(a) for a, s in entries if s.reserved_bytes]
+    if not reserved:
+        return "Bytes allocated (the traces record no reserved bytes here)"
+    if len(reserved) == len(entries):
+        return "Bytes allocated (solid) and reserved by the caching allocator (dashed)"
+    return ("Bytes allocated (solid) and reserved by the caching allocator (dashed, "
+            f"recorded for {', '.join(reserved)} only)")

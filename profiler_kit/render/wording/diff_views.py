@@ -59,6 +59,19 @@ def verdict_line(w: Waterfall) -> str:
     return head + (": " + ", ".join(parts) if parts else ": no term moved")
 
 
+def withheld_line(name: str, conflict: str) -> str:
+    """What stands in for ``name``'s explanation where its profiled steps contradict its
+    timing (``noise.explanation_conflict``): run.json's verdict, printed by the console
+    and summary.md, and said by report.html in place of the waterfall."""
+    return (f"{name}: explanation withheld: {conflict}; rerun with more --profile-active "
+            "steps (or on a quieter machine)")
+
+
+def is_withheld(name: str, verdict: str | None) -> bool:
+    """Whether ``verdict`` (run.json's) is ``withheld_line``'s for ``name``."""
+    return bool(verdict) and str(verdict).startswith(f"{name}: explanation withheld: ")
+
+
 def unpaired_line(c: Comparison) -> str:
     """The traces of two paired sides that have no match on the other side."""
     return ("on one side only, not compared with the other side: "

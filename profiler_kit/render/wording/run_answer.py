@@ -6,6 +6,7 @@ Words only: the verdicts, the best strategy and the contention come computed."""
 from __future__ import annotations
 
 from profiler_kit import results
+from profiler_kit.noise import NOT_JUDGED
 from profiler_kit.render.wording import speedup_noise, units
 from profiler_kit.results import OK, RunResult, StrategyResult
 
@@ -66,23 +67,36 @@ def answer(result: RunResult, point: str) -> str:
         why = _why(top)
         return text + (f"; why: {why}" if why else "")
     fastest = max(timed, key=lambda s: s.speedup if s.speedup is not None else 0.0)
-    n = fastest.noise
-    rivals: list[str] = []
-    if n is not None and n.beyond_noise and (n.ci_low_fraction or 0) > 0:
-        rivals = [s.name for s in timed if s is not fastest and s.name != base and (
+    # the fastest that is faster than the baseline beyond noise, though a faster one may
+    # not be judged (it is then a rival, never passed over)
+    ahead = [s for s in timed if s.noise is not None and s.noise.beyond_noise
+             and (s.noise.ci_low_fraction or 0) > 0]
+    lead = max(ahead, key=lambda s: s.speedup or 0.0) if ahead else None
+    rivals: list[StrategyResult] = []
+    if lead is not None and lead.noise is not None:
+        low = lead.noise.ci_low_fraction or 0.0
+        rivals = [s for s in timed if s is not lead and s.name != base and (
             s.noise is None or s.noise.ci_high_fraction is None
-            or s.noise.ci_high_fraction >= n.ci_low_fraction)]
-    if rivals:  # faster than the baseline beyond noise, but not clear of the others
-        assert n is not None
-        return (f"Answer{where}: {fastest.name} is faster than {base} beyond noise, "
-                f"{units.speedup(fastest.speedup)} {base}'s throughput, "
-                f"{speedup_noise.interval(n)}, but not clearly the fastest: "
-                f"{_names(rivals)} may be as fast (the intervals overlap)")
+            or s.noise.ci_high_fraction >= low)]
+    if lead is not None and rivals:  # faster than the baseline beyond noise, not clear
+        return (f"Answer{where}: {lead.name} is faster than {base} beyond noise, "
+                f"{units.speedup(lead.speedup)} {base}'s throughput, "
+                f"{speedup_noise.interval(lead.noise)}, but not clearly the fastest: "
+                f"{_names([s.name for s in rivals])} may be as fast ({_overlap(rivals)})")
     text = f"Answer{where}: no strategy is faster than {base} beyond noise"
     if fastest.name != base and fastest.noise is not None:
         text += (f"; the fastest, {fastest.name} at {units.speedup(fastest.speedup)}, is "
                  f"{speedup_noise.interval(fastest.noise)}")
     return text
+
+
+def _overlap(rivals: list[StrategyResult]) -> str:
+    """Why rivals may be as fast: their intervals reach the leader's, or they were not
+    judged (their interval is no verdict)."""
+    unjudged = sum(s.noise is None or s.noise.state == NOT_JUDGED for s in rivals)
+    if not unjudged:
+        return "the intervals overlap"
+    return NOT_JUDGED if unjudged == len(rivals) else f"{NOT_JUDGED}, or the intervals overlap"
 
 
 def _names(names: list[str]) -> str:

@@ -6,19 +6,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profiler_kit.noise import PAIRED_BY_ROUND, WITHIN_RUN, NoiseVerdict
+from profiler_kit.noise import (
+    BEYOND_NOISE,
+    INCONCLUSIVE,
+    NOT_JUDGED,
+    PAIRED_BY_ROUND,
+    WITHIN_NOISE,
+    WITHIN_RUN,
+    NoiseVerdict,
+)
 from profiler_kit.render.wording import units
 from profiler_kit.results import OK, StrategyResult
 
-WITHIN = "~"  # beside a speedup that is within noise
-UNKNOWN = "?"  # beside a speedup whose noise could not be judged
+# the mark beside a speedup, one per state: a beyond-noise speedup reads as it is
+MARKS = {BEYOND_NOISE: "", WITHIN_NOISE: "~", INCONCLUSIVE: "±", NOT_JUDGED: "?"}
+WITHIN = MARKS[WITHIN_NOISE]
+UNKNOWN = MARKS[NOT_JUDGED]
 
 
 def mark(n: NoiseVerdict | None) -> str:
-    """"" beyond noise (or no verdict: the baseline), "~" within noise, "?" not judged."""
-    if n is None or n.beyond_noise:
-        return ""
-    return WITHIN if n.beyond_noise is False else UNKNOWN
+    """The mark of ``n``'s state (``MARKS``); "" without a verdict (the baseline)."""
+    return "" if n is None else MARKS[n.state]
 
 
 def speedup(s: StrategyResult) -> str:
@@ -29,21 +37,21 @@ def speedup(s: StrategyResult) -> str:
 
 
 def interval(n: NoiseVerdict | None) -> str:
-    """``within noise [-3 %, +5 %]``, ``beyond noise [...]`` or why it was not judged."""
+    """``within noise [-3 %, +5 %]``, ``inconclusive [...]``, ``beyond noise [...]``, or
+    ``not judged, unstable (why)``: the state's word first, as the mark says."""
     if n is None:
         return "-"
-    if n.beyond_noise is None:
-        head = f"not judged, {n.doubt}" if n.doubt else "not judged"
+    state = n.state
+    if state == NOT_JUDGED:
+        head = f"{NOT_JUDGED}, {n.doubt}" if n.doubt else NOT_JUDGED
         return f"{head} ({n.reason})" if n.reason else head
-    word = "beyond noise" if n.beyond_noise else "within noise"
-    text = (f"{word} [{units.signed_percent(n.ci_low_fraction)}, "
+    return (f"{state} [{units.signed_percent(n.ci_low_fraction)}, "
             f"{units.signed_percent(n.ci_high_fraction)}]")
-    return f"{text}, {n.doubt} ({n.reason})" if n.doubt else text
 
 
 def legend(rows: Sequence[StrategyResult], baseline: str, best_found: bool) -> str:
-    """One line: which model judged the speedups at this point, its margin, what the marks
-    mean, and why no strategy is called best where none is."""
+    """One line: which model judged the speedups at this point, its margin, each state's
+    word and mark, and why no strategy is called best where none is."""
     verdicts = [s.noise for s in rows if s.noise is not None]
     if not verdicts:
         return ""
@@ -54,15 +62,17 @@ def legend(rows: Sequence[StrategyResult], baseline: str, best_found: bool) -> s
         rounds = min((s.rounds for s in rows if s.noise is not None
                       and s.noise.method == PAIRED_BY_ROUND), default=0)
         parts.append(f"noise paired by round ({rounds} rounds: 95 % t interval of the "
-                     f"per-round ratio of medians, so drift both share cancels): beyond "
-                     f"noise when the interval lies beyond ±{_margin(paired)}")
+                     f"per-round ratio of medians, so drift both share cancels), margin "
+                     f"±{_margin(paired)}")
     if within:
         parts.append(f"noise within one run (95 % bootstrap interval of the median's "
-                     f"change; run-to-run noise unknown, --repeats N measures it): beyond "
-                     f"noise when the interval lies beyond ±{_margin(within)}")
-    text = (f"speedup against {baseline}, {'; '.join(parts)}; {WITHIN} within noise, "
-            f"{UNKNOWN} not judged (unstable: the rounds disagree; contended: the slower "
-            "side ran beside more other work)")
+                     f"change; run-to-run noise unknown, --repeats N measures it), margin "
+                     f"±{_margin(within)}")
+    text = (f"speedup against {baseline}, {'; '.join(parts)}; unmarked: {BEYOND_NOISE} "
+            f"(the interval lies beyond the margin), {MARKS[WITHIN_NOISE]} {WITHIN_NOISE} "
+            f"(it lies inside), {MARKS[INCONCLUSIVE]} {INCONCLUSIVE} (it crosses the "
+            f"margin), {MARKS[NOT_JUDGED]} {NOT_JUDGED} (unstable: the rounds disagree; "
+            "contended: the slower side ran beside more other work)")
     timed = [s for s in rows if s.status == OK and s.stats]
     if not best_found and len(timed) > 1:
         text += "; no strategy is best beyond noise"
