@@ -355,6 +355,7 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     html_report.plotly_js()  # before any work: say early when plotly is missing
+    _check_report_inputs(paths)  # a bad input is named before the output is looked at
     chosen = str(out) if out is not None else str(default_report_path(paths))
     own = out is None and is_run_folder_report(paths)
     target = outputs.check(chosen, "-o" if out is not None else "report", inputs=paths,
@@ -364,7 +365,7 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
 
 
 def default_report_path(paths: Sequence[str | os.PathLike[str]]) -> Path:
-    """``report.html`` in the run folder when ``paths`` is one run folder, else here."""
+    """``report.html`` in the folder when ``paths`` is one run or record folder, else here."""
     from profiler_kit import artifacts
 
     if is_run_folder_report(paths):
@@ -374,10 +375,60 @@ def default_report_path(paths: Sequence[str | os.PathLike[str]]) -> Path:
 
 def is_run_folder_report(paths: Sequence[str | os.PathLike[str]]) -> bool:
     """Whether the report of ``paths`` goes, by default, into a run folder as its own
-    ``report.html`` (the one ``profkit run`` wrote), which ``report`` rewrites."""
+    ``report.html`` (the one ``profkit run`` or ``profkit record`` wrote), which ``report``
+    rewrites."""
+    from profiler_kit.path_kinds import PathKind, kind_of
+    from profiler_kit.record import RECORD_JSON
+
+    if len(paths) != 1:
+        return False
+    kind = kind_of(paths[0])
+    return kind is PathKind.RUN_FOLDER or (
+        kind is PathKind.FOLDER and (Path(paths[0]) / RECORD_JSON).is_file())
+
+
+def _check_report_inputs(paths: Sequence[str | os.PathLike[str]]) -> None:
+    """The inputs of ``report``, cheaply: a missing path, a folder without traces or a file
+    that is none of what report reads raises one line about it."""
     from profiler_kit.path_kinds import PathKind, kind_of
 
-    return len(paths) == 1 and kind_of(paths[0]) is PathKind.RUN_FOLDER
+    for p in map(Path, paths):
+        kind = kind_of(p)
+        if kind is PathKind.DDP_REPORT:
+            _check_ddp_report(p)
+        elif kind in (PathKind.FOLDER, PathKind.MISSING):
+            trace_files([p])  # TraceError: no such path, or no trace below it
+
+
+def _check_ddp_report(path: Path) -> None:
+    """A ``.json`` taken for a DDP report because it is no trace: one that is none either
+    says what report reads (the reader's own message would name DDP reports only)."""
+    from profiler_kit.ddp_benchmark.report import REPORT_NAME
+    from profiler_kit.errors import UsageError
+
+    why = None if path.name == REPORT_NAME else _not_a_ddp_report(path)
+    if why is not None:
+        raise UsageError(f"{path}: not a trace, a run or record folder, or a DDP benchmark "
+                         f"report ({why})")
+
+
+def _not_a_ddp_report(path: Path) -> str | None:
+    """Why the file at ``path`` cannot be a DDP report, or None when it may be one."""
+    import json
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return "not readable as UTF-8 text"
+    if not text.strip():
+        return "an empty file"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return "not valid JSON"
+    if isinstance(data, dict) and {"benchmark_results", "strategies"} & data.keys():
+        return None
+    return "JSON with neither traceEvents nor benchmark_results"
 
 
 def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = None,
@@ -407,6 +458,8 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
             if any(s.trace_files for s in runs[-1].strategies):
                 trace_paths.append(p)
         elif kind in (PathKind.DDP_REPORT, PathKind.RUN_RECORD):
+            if kind is PathKind.DDP_REPORT:
+                _check_ddp_report(p)
             reports.append(load_report(p))
         else:
             trace_paths.append(p)
@@ -427,7 +480,29 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
                                            [str(p) for p in paths]),
         analyses, comparison, runs=runs, ddp_reports=reports, jobs=job_views,
         subtitle=html_report.default_subtitle(runs, analyses), unreadable=unreadable,
-        memory=memory_report if memory_report is not None else memory_section(paths))
+        memory=memory_report if memory_report is not None else memory_section(paths),
+        answers=_record_answers(paths, analyses))
+
+
+def _record_answers(paths: Sequence[str | os.PathLike[str]],
+                    analyses: Sequence[TraceAnalysis]) -> list[str]:
+    """The answer line of each ``profkit record`` folder among ``paths`` (one holding
+    record.json, or, while the recording runs, its ``.record`` folder), from its traces,
+    as a run folder's report starts with the run's."""
+    from profiler_kit.record import RECORD_JSON, STATUS_DIR
+    from profiler_kit.render.wording.record_answer import answer
+
+    lines = []
+    for folder in (Path(p) for p in paths):
+        if not ((folder / RECORD_JSON).is_file() or (folder / STATUS_DIR).is_dir()):
+            continue
+        root = folder.resolve()
+        mine = [a for a in analyses if root in Path(a.path).resolve().parents]
+        line = answer(mine or (analyses if len(paths) == 1 else []),
+                      folder.name if len(paths) > 1 else "")
+        if line:
+            lines.append(line)
+    return lines
 
 
 def memory_section(paths: Sequence[str | os.PathLike[str]]) -> Any:
@@ -497,9 +572,10 @@ def _predictions(result: RunResult) -> RunResult:
     """Each strategy predicted from its counterpart's trace (an AMP twin: ``precision``),
     or a record that no what-if change models it; run.json rewritten with them."""
     from profiler_kit import artifacts
+    from profiler_kit.sources.measured_ops import measure_on_this_machine
     from profiler_kit.sources.run_predictions import predict_run
 
-    result = predict_run(result)
+    result = predict_run(result, measure_on_this_machine())
     artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
     return result
 
@@ -513,7 +589,7 @@ def _verdicts(result: RunResult) -> RunResult:
     from profiler_kit.analysis.compare import compare as compare_analyses
     from profiler_kit.errors import ProfkitError
     from profiler_kit.noise import explanation_conflict
-    from profiler_kit.render.wording.diff_views import verdict_line
+    from profiler_kit.render.wording.diff_views import verdict_line, withheld_line
     from profiler_kit.results import OK
     from profiler_kit.sources.trace_files import analyze_files
     from profiler_kit.trace.source import Unreadable
@@ -550,9 +626,8 @@ def _verdicts(result: RunResult) -> RunResult:
                                              w.after_ns / w.before_ns)
                         if timed and timed_base and w.before_ns > 0 else None)
             if conflict:  # never print the reason for the opposite of what was timed
-                strategies[i] = replace(strategies[i], verdict=(
-                    f"{strategies[i].name}: explanation withheld: {conflict}; rerun with "
-                    "more --profile-active steps (or on a quieter machine)"))
+                strategies[i] = replace(strategies[i],
+                                        verdict=withheld_line(strategies[i].name, conflict))
                 continue
             change = {t.name: t.delta_ns for t in w.terms}
             change["step"] = w.delta_ns
@@ -599,6 +674,7 @@ def memory(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
     Returns a :class:`profiler_kit.analysis.memory.strategies.MemoryReport`; with two sources
     of different batch sizes its ``fit`` comes from both. ``traces=False`` reads only the
     memory categories and snapshots (cheap: the section of ``analyze`` and the report).
+    A path that is none of those files, or a folder holding none, raises ``TraceError``.
     """
     from profiler_kit.sources.memory_files import memory_report
 

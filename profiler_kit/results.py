@@ -143,15 +143,20 @@ class Prediction(msgspec.Struct, frozen=True):
 
     ``change`` is None where no what-if change models the strategy (``note`` says so);
     ``predicted_ns`` is None where the change models nothing on that trace (``note`` says
-    why, e.g. ``precision`` on a CPU trace). Errors are (predicted - measured) / measured:
-    ``error`` against the strategy's timed median step, ``trace_error`` against the step of
-    its own profiled trace (the profiler's overhead on both sides)."""
+    why). Errors are (predicted - measured) / measured: ``error`` of ``timed_ns`` (or,
+    in run.json files written before it, of ``predicted_ns``) against the strategy's
+    timed median step, ``trace_error`` of ``predicted_ns`` against the step of its own
+    profiled trace (the profiler's overhead on both sides)."""
 
     change: str | None = None
     source: str | None = None  # the strategy whose trace was replayed with the change
     source_step_ns: float | None = None  # that trace's measured step, before the change
     predicted_ns: float | None = None  # the replay's step with the change
     measured_ns: float | None = None  # this strategy's timed median step
+    # the timed step predicted: the source's timed median times the replay's ratio (its
+    # step with the change over its step without), so the profiler's own cost on the
+    # traced steps is not read as an effect of the change; ``error`` is this one's
+    timed_ns: float | None = None
     error: float | None = None
     trace_step_ns: float | None = None  # this strategy's own profiled trace's step
     trace_error: float | None = None
@@ -263,7 +268,7 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "items_per_step": self.items_per_step,
             "throughput_items_per_s": self.throughput_items_per_s,
             "speedup": self.speedup,
-            "noise": msgspec.structs.asdict(self.noise) if self.noise else None,
+            "noise": noise_json(self.noise),
             "peak_memory": {k: dict(v) for k, v in self.peak_memory.items()},
             "info": dict(self.info),
             "trace_files": list(self.trace_files),
@@ -280,6 +285,13 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "contention": msgspec.json.decode(msgspec.json.encode(self.contention)),
             "prediction": self.prediction.to_json() if self.prediction else None,
         }
+
+
+def noise_json(n: NoiseVerdict | None) -> dict[str, Any] | None:
+    """A verdict for run.json: its fields, and its ``state`` in the words every format
+    prints. The state is derived, not read back, so readers of files without it (and
+    older readers of files with it, which ignore the key) decode the same verdict."""
+    return None if n is None else {**msgspec.structs.asdict(n), "state": n.state}
 
 
 class RunResult(msgspec.Struct, frozen=True):

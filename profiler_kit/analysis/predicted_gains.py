@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from profiler_kit.analysis.advice.counterparts import CHANGE_OF_RULE
+from profiler_kit.analysis.advice.counterparts import CHANGE_OF_RULE, WHY_NO_PREDICTION
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.recommendation import Recommendation
@@ -74,7 +74,7 @@ def predict(table: EventTable, gpu: GpuActivity, tree: OpTree,
     labels = [CHANGE_OF_RULE.get(r.rule) for r in recs]
     wanted = list(dict.fromkeys(lb for lb in labels if lb is not None and lb != "no-straggler"))
     if not wanted:
-        return tuple(r if lb is None else msgspec.structs.replace(r, change=lb)
+        return tuple(_unpriced(r) if lb is None else msgspec.structs.replace(r, change=lb)
                      for r, lb in zip(recs, labels, strict=True))
     made = {lb: change_of(lb, table) for lb in wanted}
     replay, gains = each_alone(table, gpu, list(made.values()), tree)
@@ -83,10 +83,16 @@ def predict(table: EventTable, gpu: GpuActivity, tree: OpTree,
                  for r, lb in zip(recs, labels, strict=True))
 
 
+def _unpriced(r: Recommendation) -> Recommendation:
+    """A rule no change models, with the reason it has no predicted gain."""
+    return msgspec.structs.replace(r, no_prediction=WHY_NO_PREDICTION.get(
+        r.rule, "no what-if change models its advice"))
+
+
 def _with(r: Recommendation, label: str | None, gain: Gain | None, replay: Baseline
           ) -> Recommendation:
     if label is None:
-        return r
+        return _unpriced(r)
     if gain is None:
         return msgspec.structs.replace(r, change=label, prediction_caveat=(
             "needs the traces of two or more ranks of one job: profkit whatif --no-straggler"

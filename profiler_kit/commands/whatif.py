@@ -19,6 +19,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=("bf16", "fp16"),
                    help="the fp32 GEMM and convolution kernels autocast would change run at "
                         "the device's bf16/fp16 matrix rate (bounded by memory bandwidth)")
+    p.add_argument("--channels-last", action="store_true",
+                   help="4-D inputs in channels_last (with --measure: each hot op timed so)")
+    p.add_argument("--measure", action="store_true",
+                   help="time each hot op of the trace on this machine from its recorded "
+                        "shapes, as recorded and with the change (--precision, "
+                        "--channels-last), and replay the measured ratios instead of the "
+                        "device's peak ratios (needs torch; a GPU trace needs a GPU)")
+    p.add_argument("--repro", metavar="DIR",
+                   help="write one standalone script per hot op into DIR (a new or empty "
+                        "folder): its recorded inputs rebuilt, timed as recorded and with the "
+                        "change (--precision, --channels-last), for a bug report; needs torch")
     p.add_argument("--cuda-graphs", nargs="?", const="", default=None, metavar="REGION",
                    help="the host's op and launch overhead collapses to one graph launch per "
                         "step, or per instance of REGION (a record_function or module name)")
@@ -66,7 +77,9 @@ def changes_of(args: argparse.Namespace) -> list:
                 raise UsageError(f"--kernels {spec}: not a class nor a regular expression "
                                  f"({exc})") from None
         out.append(c.Kernels(pattern, value))
-    if args.precision:
+    if args.channels_last and not args.measure:
+        raise UsageError("--channels-last is measured, not modeled: add --measure")
+    if args.precision and not args.measure:
         out.append(c.Precision(args.precision))
     if args.cuda_graphs is not None:
         if args.cuda_graphs:
@@ -98,16 +111,59 @@ def whatif(args: argparse.Namespace) -> int:
 
 
 def _whatif(args: argparse.Namespace, changes: list, target: object) -> int:
+    import shutil
+
     from profiler_kit import api, outputs
     from profiler_kit.render.console.whatif import report_lines
     from profiler_kit.render.json.whatif import document
 
+    if args.repro:
+        _repros(args)
+    if args.measure:
+        changes = _measured(args) + changes
     results = api.whatif(args.paths, changes, no_straggler=args.no_straggler)
     if args.json is not None:
         outputs.write(target, document(results))
     if args.json is None or target is not None:
-        print("\n".join(report_lines(results)))
+        print("\n".join(report_lines(results, shutil.get_terminal_size((0, 0)).columns)))
     return 0
+
+
+def _alternatives(args: argparse.Namespace, option: str) -> list[str]:
+    from profiler_kit.errors import UsageError
+
+    wanted = ([args.precision] if args.precision else []) + \
+        (["channels_last"] if args.channels_last else [])
+    if not wanted:
+        raise UsageError(f"{option} times a change: add --precision or --channels-last")
+    return wanted
+
+
+def _tables(args: argparse.Namespace) -> list:
+    from profiler_kit import api
+    from profiler_kit.trace.loader import load
+
+    return [load(f) for f in api.trace_files(args.paths)]
+
+
+def _measured(args: argparse.Namespace) -> list:
+    """The measured changes --measure asks for, timed over every trace's hot ops."""
+    from profiler_kit.errors import UsageError
+    from profiler_kit.sources.measured_ops import NEEDS_TORCH, measure_tables, torch_available
+
+    wanted = _alternatives(args, "--measure")
+    if not torch_available():
+        raise UsageError(NEEDS_TORCH)
+    tables = _tables(args)
+    return [measure_tables(tables, alternative) for alternative in wanted]
+
+
+def _repros(args: argparse.Namespace) -> None:
+    from profiler_kit.sources.measured_ops import write_repros
+
+    (alternative, *_) = _alternatives(args, "--repro")
+    paths = write_repros(_tables(args), alternative, args.repro)
+    print(f"repro scripts ({len(paths)}, one per hot op; python FILE runs one): {args.repro}")
 
 
 def region_before_an_input(argv: list[str]) -> list[str]:

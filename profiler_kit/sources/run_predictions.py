@@ -10,22 +10,30 @@ with the change, and the predicted step is set against the strategy's timed medi
 the step of its own profiled trace. Other strategies (threads, streams, one model per
 GPU; tune's layout, thread and plain compile knobs, whose fusions and layouts the replay
 does not model) get a record that says so, never a number.
+
+Where torch is at hand (in ``profkit run``), ``precision`` is measured, not assumed: the
+counterpart trace's hot ops are timed on this machine as recorded and under autocast
+(:mod:`profiler_kit.sources.measured_ops`), on the CPU as on a GPU. The timed step is
+predicted as the counterpart's timed median times the replay's ratio.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from msgspec.structs import replace
 
 from profiler_kit.analysis.perf.device_specs import device_of_table
-from profiler_kit.analysis.whatif.changes import CudaGraphs, Precision
+from profiler_kit.analysis.whatif.changes import CudaGraphs, MeasuredOps, Precision
 from profiler_kit.analysis.whatif.replay import Replay, measured_step_ns, what_if
 from profiler_kit.errors import ProfkitError
 from profiler_kit.results import OK, Prediction, RunResult, StrategyResult
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import EventTable
 
+# a trace's tables and an alternative (bf16, fp16) -> the change measured on this machine
+Measure = Callable[[Sequence[EventTable], str], MeasuredOps]
 AMP_SUFFIX = "+amp"
 # the fixed delays of the steps' GPU work over the steps' time above which the predicted
 # gain is a lower bound: the work they hold does not move (docs/analyses/whatif.md)
@@ -42,9 +50,11 @@ TUNE_CHANGES = {"autocast": "precision", "autocast_bf16": "precision",
                 "cuda_graphs": "cuda-graphs", "compile_reduce_overhead": "cuda-graphs"}
 
 
-def predict_run(result: RunResult) -> RunResult:
+def predict_run(result: RunResult, measure: Measure | None = None) -> RunResult:
     """``result`` with a :class:`Prediction` on every timed strategy other than its point's
-    baseline (see the module docstring); the traces are read once each."""
+    baseline (see the module docstring); the traces are read once each. With ``measure``
+    (a trace's tables and the dtype -> its measured change), ``precision`` replays the
+    ops timed on this machine instead of the device's peak ratios."""
     tables: dict[str, EventTable | str] = {}
     strategies = list(result.strategies)
     for i, s in enumerate(strategies):
@@ -58,7 +68,7 @@ def predict_run(result: RunResult) -> RunResult:
         counterpart, change = found
         try:
             if change == "precision":
-                prediction = _precision(result, s, counterpart, tables)
+                prediction = _precision(result, s, counterpart, tables, measure)
             else:
                 prediction = _cuda_graphs(result, s, counterpart, tables)
         except Exception as exc:  # noqa: BLE001 - a trace the replay cannot take: the run stands
@@ -97,7 +107,7 @@ def _table(result: RunResult, s: StrategyResult,
 
 
 def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
-               tables: dict[str, EventTable | str]) -> Prediction:
+               tables: dict[str, EventTable | str], measure: Measure | None) -> Prediction:
     assert s.stats is not None
     measured = s.stats.median_ns
     dtype = DTYPES.get(s.amp_dtype or "")
@@ -109,6 +119,14 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
     table = _table(result, base, tables)
     if isinstance(table, str):
         return replace(out, note=f"no prediction: {table}")
+    if measure is not None:
+        try:
+            measured = measure([table], dtype)
+        except ProfkitError as exc:
+            out = replace(out, note=f"ops not measured ({exc}); ")
+        else:
+            w = what_if(table, changes=[measured]).replay
+            return _with(replace(out, change=measured.label()), result, s, base, w, tables)
     w = what_if(table, changes=[Precision(dtype)]).replay
     name, peak, _ = device_of_table(table)
     if peak is None or w.gpu_activities == 0:
@@ -117,8 +135,8 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
                if w.gpu_activities == 0 else f"{name or 'the device'} has no known peaks")
         return replace(out, source_step_ns=float(w.measured_step_ns), trusted=w.trusted,
                        trace_step_ns=_trace_step(result, s, tables),
-                       note=f"no prediction: {why} ({'; '.join(w.notes)})")
-    return _with(out, result, s, w, tables)
+                       note=f"{out.note}no prediction: {why} ({'; '.join(w.notes)})")
+    return _with(out, result, s, base, w, tables)
 
 
 def _cuda_graphs(result: RunResult, s: StrategyResult, base: StrategyResult,
@@ -133,23 +151,26 @@ def _cuda_graphs(result: RunResult, s: StrategyResult, base: StrategyResult,
     if w.gpu_activities == 0:
         return replace(out, note="no prediction: the trace ran on the CPU, where there are "
                                  "no launches for a graph to collapse")
-    return _with(out, result, s, w, tables)
+    return _with(out, result, s, base, w, tables)
 
 
-def _with(out: Prediction, result: RunResult, s: StrategyResult, w: Replay,
-          tables: dict[str, EventTable | str]) -> Prediction:
-    """``out`` with the replay ``w``'s prediction, its trust and caveats, and its errors
-    against the strategy's timed median and its own profiled trace."""
+def _with(out: Prediction, result: RunResult, s: StrategyResult, base: StrategyResult,
+          w: Replay, tables: dict[str, EventTable | str]) -> Prediction:
+    """``out`` with the replay ``w``'s prediction, its trust and caveats, the timed step
+    it implies, and their errors against the strategy's timed median and its own
+    profiled trace."""
     trace_step = _trace_step(result, s, tables)
     predicted, measured = float(w.predicted_step_ns), out.measured_ns or 0.0
-    notes = "; ".join(w.notes)
+    timed = (base.stats.median_ns * predicted / w.replayed_step_ns
+             if base.stats and w.replayed_step_ns > 0 else None)
+    notes = out.note + "; ".join(w.notes)
     note = notes if w.trusted else f"not trusted: {w.untrusted_because}; {notes}"
     if w.fixed_delay_share > LOWER_BOUND_SHARE:
         note += (f"; the gain is a lower bound: the fixed delays of the steps' GPU work come "
                  f"to {w.fixed_delay_share:.0%} of the steps' time and do not move")
     return replace(out, source_step_ns=float(w.measured_step_ns), trace_step_ns=trace_step,
-                   trusted=w.trusted, predicted_ns=predicted, note=note,
-                   error=_error(predicted, measured),
+                   trusted=w.trusted, predicted_ns=predicted, timed_ns=timed, note=note,
+                   error=_error(timed if timed is not None else predicted, measured),
                    trace_error=_error(predicted, trace_step) if trace_step else None)
 
 

@@ -79,7 +79,7 @@ def test_json_document_follows_the_schema(analyses):
     assert set(rec) == {"rule", "scope", "title", "advice", "measured", "threshold",
                         "fires_when", "unit", "evidence", "change", "step_ns",
                         "predicted_step_ns", "predicted_gain_pct", "prediction_trusted",
-                        "prediction_caveat"}
+                        "prediction_caveat", "no_prediction"}
     assert cpu["memory"]["recorded"] is True and cpu["memory"]["devices"][0]["device"] == "cpu"
     assert doc["comparison"]["baseline"] == "a100_ddp_nccl_rank0"
     step = next(m for m in doc["comparison"]["metrics"] if m["key"] == "step_median_ns")

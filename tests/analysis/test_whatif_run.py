@@ -85,7 +85,11 @@ def test_a_gpu_baseline_is_predicted_with_the_twins_dtype(gpu_run) -> None:
     assert p.predicted_ns == w.predicted_step_ns < w.measured_step_ns == p.source_step_ns
     assert p.trusted is w.trusted is True
     assert p.measured_ns == s.stats.median_ns
-    assert p.error == pytest.approx((p.predicted_ns - p.measured_ns) / p.measured_ns)
+    # the timed step: the counterpart's timed median times the replay's ratio
+    base = next(x for x in gpu_run.strategies if x.name == "sequential")
+    assert p.timed_ns == pytest.approx(base.stats.median_ns * w.predicted_step_ns
+                                       / w.replayed_step_ns)
+    assert p.error == pytest.approx((p.timed_ns - p.measured_ns) / p.measured_ns)
     assert p.trace_error == pytest.approx((p.predicted_ns - p.trace_step_ns) / p.trace_step_ns)
     assert "fp32 GEMM/convolution kernels in autocast's reach" in p.note
 
@@ -123,7 +127,7 @@ def test_summary_console_and_html_show_predicted_measured_and_error(gpu_run) -> 
     from profiler_kit.render.wording import units
 
     assert cells == ["sequential+amp", "precision fp16 on sequential",
-                     units.duration(p.source_step_ns), units.duration(p.predicted_ns),
+                     units.duration(p.source_step_ns), units.duration(p.timed_ns),
                      units.duration(p.measured_ns), units.signed_percent(p.error),
                      units.duration(p.trace_step_ns), units.signed_percent(p.trace_error)]
     assert "| threads | - |" in md and f"- threads: {NOT_MODELED}" in md
@@ -145,7 +149,7 @@ def test_summary_console_and_html_show_predicted_measured_and_error(gpu_run) -> 
     source, predicted, measured = chart.data
     at = predicted["x"].index("sequential+amp")
     assert (source["y"][at], predicted["y"][at], measured["y"][at]) == (
-        p.source_step_ns / 1e6, p.predicted_ns / 1e6, p.measured_ns / 1e6)
+        p.source_step_ns / 1e6, p.timed_ns / 1e6, p.measured_ns / 1e6)
     assert "threads" not in predicted["x"]  # no what-if counterpart, no bar
     assert chart.id in page
 
@@ -179,7 +183,7 @@ def test_tune_knobs_are_predicted_from_the_eager_baseline(tmp_path) -> None:
     w = what_if(table, changes=[CudaGraphs()]).replay
     assert graphs.change == "cuda-graphs" and graphs.source == "eager"
     assert graphs.predicted_ns == w.predicted_step_ns < graphs.source_step_ns
-    assert graphs.error == pytest.approx((graphs.predicted_ns - graphs.measured_ns)
+    assert graphs.error == pytest.approx((graphs.timed_ns - graphs.measured_ns)
                                          / graphs.measured_ns)
     assert layout.change is None and layout.note == NOT_MODELED
     # profkit tune's answer prints them under its ranked table
@@ -200,3 +204,21 @@ def test_tune_autocast_on_the_cpu_says_why_there_is_no_prediction(cpu_run) -> No
     p = _by_name(predict_run(run))["autocast"]
     assert p.change == "precision bf16" and p.predicted_ns is None
     assert p.note.startswith("no prediction: the trace ran on the CPU")
+
+
+def test_cpu_amp_twins_are_predicted_from_their_ops_timed_here(tmp_path) -> None:
+    """Where torch is at hand (profkit run), the twin's prediction times the counterpart
+    trace's hot ops in bf16 on this machine: a number on the CPU too, the timed step from
+    the counterpart's timed median."""
+    pytest.importorskip("torch")
+    from profiler_kit.sources.measured_ops import measure_on_this_machine
+
+    run = _run(tmp_path)
+    got = _by_name(predict_run(run, measure_on_this_machine()))
+    p = got["sequential+amp"]
+    assert p is not None and p.change == "precision bf16 (measured)"
+    assert p.predicted_ns is not None and p.timed_ns is not None and p.error is not None
+    assert "timed on cpu from the trace's shapes" in p.note
+    base = next(s for s in run.strategies if s.name == "sequential")
+    assert p.timed_ns == pytest.approx(base.stats.median_ns * p.predicted_ns
+                                       / p.source_step_ns, rel=0.03)  # replay within 3 %

@@ -156,11 +156,11 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
 
 
 def _check_predictions(run_dir: Path, doc: dict, summary: str) -> None:
-    """The AMP twins predicted from their counterparts' traces by ``precision`` in the
-    dtype their autocast ran (on the CPU: no prediction, and why), in run.json, summary.md
-    and report.html; threads get a record that no what-if models them."""
-    from profiler_kit.analysis.whatif.changes import Precision
-    from profiler_kit.analysis.whatif.replay import replay, what_if
+    """The AMP twins predicted from their counterparts' traces, their ops timed on this
+    machine in the dtype their autocast ran (``precision bf16 (measured)``), in run.json,
+    summary.md and report.html, the timed step from the counterpart's timed median;
+    threads get a record that no what-if models them."""
+    from profiler_kit.analysis.whatif.replay import replay
     from profiler_kit.trace.loader import load
 
     by_name = {s["name"]: s for s in doc["strategies"]}
@@ -169,20 +169,18 @@ def _check_predictions(run_dir: Path, doc: dict, summary: str) -> None:
         s, base = by_name[name], by_name[name.removesuffix("+amp")]
         p = s["prediction"]
         dtype = {"bfloat16": "bf16", "float16": "fp16"}[s["amp_dtype"]]
-        assert p["change"] == f"precision {dtype}" and p["source"] == base["name"]
+        assert p["change"] == f"precision {dtype} (measured)" and p["source"] == base["name"]
         assert p["measured_ns"] == s["stats"]["median_ns"]
         assert p["trace_step_ns"] == replay(load(run_dir / s["trace_files"][0])
                                             ).measured_step_ns
-        w = what_if(load(run_dir / base["trace_files"][0]), changes=[Precision(dtype)]).replay
-        assert p["source_step_ns"] == w.measured_step_ns and p["trusted"] is w.trusted
-        if doc["device"] == "cpu":
-            assert p["predicted_ns"] is None and p["error"] is None
-            assert p["note"].startswith("no prediction: the trace ran on the CPU")
-        else:
-            assert p["predicted_ns"] == w.predicted_step_ns
-            assert p["error"] == pytest.approx(
-                (p["predicted_ns"] - p["measured_ns"]) / p["measured_ns"])
-        assert f"precision {dtype} on {base['name']}" in summary
+        assert p["source_step_ns"] == replay(load(run_dir / base["trace_files"][0])
+                                             ).measured_step_ns
+        assert p["predicted_ns"] is not None and p["timed_ns"] is not None
+        assert p["timed_ns"] == pytest.approx(
+            base["stats"]["median_ns"] * p["predicted_ns"] / p["source_step_ns"], rel=0.05)
+        assert p["error"] == pytest.approx((p["timed_ns"] - p["measured_ns"]) / p["measured_ns"])
+        assert f"timed on {doc['device']} from the trace's shapes" in p["note"]
+        assert f"precision {dtype} (measured) on {base['name']}" in summary
     assert by_name["threads"]["prediction"]["note"].startswith("no what-if models this strategy")
     assert "Predicted by the what-if replay" in summary
     report = run_dir / "report.html"

@@ -108,7 +108,7 @@ def test_a_caution_where_fixed_delays_hold_much_of_the_steps(capsys):
     the trace does not show (other ranks, other streams); a faster GEMM moves none of it."""
     assert cli.main(["whatif", str(DATA / "a100_recsys_8gpu_rank3.json.gz"), "--kernels",
                      "gemm=4"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # at any terminal width
     assert "caution: the fixed delays of the steps' GPU work" in out
     assert "(other ranks" not in out  # the kinds are named on their own lines
     assert "wait for other ranks, which one rank's trace does not show" in out
@@ -139,3 +139,51 @@ def test_no_straggler_on_two_gloo_ranks(tmp_path: Path):
 def test_no_straggler_needs_several_ranks(capsys):
     assert cli.main(["whatif", str(SMALL), "--no-straggler"]) == 0
     assert "needs the traces of two or more ranks" in capsys.readouterr().out
+
+
+def test_measure_times_the_ops_of_a_cpu_trace_and_says_how_much(capsys):
+    pytest.importorskip("torch")
+    assert cli.main(["whatif", str(CPU), "--precision", "bf16", "--measure"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # at any terminal width
+    assert "precision bf16 (measured)" in out
+    assert "timed on cpu from the trace's shapes" in out and "of the op time" in out
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--measure"], "--measure times a change: add --precision or --channels-last"),
+    (["--channels-last"], "--channels-last is measured, not modeled: add --measure"),
+])
+def test_measure_asks_for_what_it_needs(argv, says, capsys):
+    assert cli.main(["whatif", str(CPU), *argv]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_measure_without_torch_says_so_in_one_line(monkeypatch, capsys):
+    from profiler_kit.sources import measured_ops as measured
+
+    monkeypatch.setattr(measured, "torch_available", lambda: False)
+    assert cli.main(["whatif", str(CPU), "--precision", "bf16", "--measure"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "measuring the ops needs torch (the run extra" in err[0]
+
+
+def test_repro_writes_one_standalone_script_per_hot_op_that_runs(tmp_path, capsys):
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    out = tmp_path / "repro"
+    assert cli.main(["whatif", str(CPU), "--precision", "bf16", "--repro", str(out)]) == 0
+    scripts = sorted(out.glob("op*.py"))
+    assert [p.name for p in scripts] == ["op01_batch_norm.py", "op02_conv2d.py",
+                                         "op03_cross_entropy_loss.py", "op04_linear.py"]
+    assert "profiler_kit" not in scripts[1].read_text()  # torch alone runs it
+    done = subprocess.run([sys.executable, str(scripts[1])], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "aten::conv2d as recorded:" in done.stdout and "aten::conv2d bf16:" in done.stdout
+    # a second time: the folder is not empty, nothing is overwritten
+    before = scripts[0].read_text()
+    assert cli.main(["whatif", str(CPU), "--precision", "bf16", "--repro", str(out)]) == 2
+    assert "exists and is not an empty folder" in capsys.readouterr().err
+    assert scripts[0].read_text() == before

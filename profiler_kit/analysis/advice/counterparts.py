@@ -46,3 +46,30 @@ CHANGE_OF_RULE: dict[str, str | None] = {
     "cpu_fp32_matmul_conv": None,
     "cpu_small_elementwise_ops": None,
 }
+
+# Why a rule no change models has no predicted gain: the reason said beside it in every
+# format (``Recommendation.no_prediction``).
+WHY_NO_PREDICTION: dict[str, str] = {
+    "idle_in_optimizer": "no change models a fused or foreach optimizer",
+    "low_gpu_utilization": "a symptom: the rules of its causes (host-bound, launch-bound, "
+                           "DataLoader, syncs) carry the predictions",
+    "slow_transfer": "the link's speed is not a change the replay models",
+    "exposed_transfer": "moving a transfer beside compute is not a change the replay models "
+                        "for the job",
+    "memcpy_share": "fewer or pinned copies are not a change the replay models",
+    "memory_near_capacity": "memory is not time: the step does not move",
+    "conv_bias_before_batchnorm": "dropping a bias the batchnorm cancels saves a kernel the "
+                                  "replay does not time",
+    "gemm_unaligned_dims": "padded shapes run other kernels, which only a run of them can "
+                           "time (profkit whatif --measure times the ops as recorded)",
+    "small_gemms": "batched GEMMs run other kernels, which only a run of them can time",
+    "conv_channels_last": "measured, not modeled: profkit whatif --measure --channels-last "
+                          "times each convolution in channels_last on this machine",
+    "small_kernels_underfill_gpu": "fusion or CUDA graphs price it: profkit whatif --fusion "
+                                   "--cuda-graphs",
+    "cpu_ops_waiting": "free cores are not a change the replay models",
+    "cpu_fp32_matmul_conv": "measured, not modeled: profkit whatif --measure --precision bf16 "
+                            "times each op in bf16 on this machine",
+    "cpu_small_elementwise_ops": "fusion on the CPU is not a change the replay models",
+}
+

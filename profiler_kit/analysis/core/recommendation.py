@@ -46,6 +46,8 @@ class Recommendation(msgspec.Struct, frozen=True):
     # what to know before reading the prediction as fact: why it is not trusted, that the
     # gain is a lower bound, or why the change could not be modeled on this trace
     prediction_caveat: str | None = None
+    # why a rule no change models has no predicted gain (None where a change models it)
+    no_prediction: str | None = None
 
 
 def priced_by_change(recs: Iterable[Recommendation]) -> dict[str, list[Recommendation]]:

@@ -467,3 +467,68 @@ class NoStraggler(Change, frozen=True):
         e.notes.append(f"{self.label()}: {kernels + spans} collectives "
                        f"({kernels} kernels, {spans} CPU spans) no longer wait for the other "
                        f"ranks, {_ms(total)} of waiting removed")
+
+
+class MeasuredOps(Change, frozen=True):
+    """Each op whose alternative was timed on this machine from the trace's shapes
+    (:mod:`profiler_kit.measure.op_replay`) takes its measured effect: each call's span
+    on the host grows (or shrinks) by the host time the alternative adds per call, and
+    the kernels launched beneath it scale by the measured factor. ``effects`` maps an op
+    group's key (:mod:`.hot_ops`: name and recorded inputs) to (host ns per call, kernel
+    factor); ``name`` is the change the measurement stands for (``precision bf16``,
+    ``channels-last``) and ``device`` where it was timed. Ops not measured keep their
+    recorded times, and the note says how much of the op time that leaves."""
+
+    name: str
+    device: str
+    effects: dict[str, tuple[float, float]]
+    not_measured: dict[str, str] = msgspec.field(default_factory=dict)  # key -> reason
+
+    def label(self) -> str:
+        return f"{self.name} (measured)"
+
+    def apply(self, ctx: Context, e: Edits) -> None:
+        from profiler_kit.analysis.whatif.hot_ops import group_rows, top_level_ops
+
+        t, g, tree = ctx.table, ctx.graph, ctx.tree
+        effect_of_row: dict[int, tuple[float, float]] = {}
+        op_ns = measured_ns = 0
+        for key, calls in group_rows(t, tree).items():
+            ns = int(t.dur_ns[calls].sum())
+            op_ns += ns
+            if key in self.effects:
+                measured_ns += ns
+                effect_of_row.update((int(r), self.effects[key]) for r in calls)
+        if not effect_of_row:
+            e.notes.append(f"{self.label()}: none of the trace's ops was measured")
+            return
+        added = 0
+        for r, (host_ns, _) in effect_of_row.items():
+            th, a, d = int(g.thread_of_row[r]), int(t.ts_ns[r]), int(t.dur_ns[r])
+            delta = int(round(max(host_ns, -d)))
+            if th < 0 or not delta:
+                continue
+            added += delta
+            if delta < 0:
+                e.remove(th, [a + d + delta], [a + d])
+            else:
+                e.insertions.append((th, a + d, delta))
+        top = top_level_ops(t, tree)
+        node = ctx.gpu.node[g.act]
+        owner = np.where(node >= 0, top[np.maximum(node, 0)], -1)
+        owner_row = np.where(owner >= 0, tree.row[np.maximum(owner, 0)], -1)
+        scale = np.array([effect_of_row.get(int(r), (0.0, 1.0))[1]
+                          for r in owner_row.tolist()])
+        changed = scale != 1.0
+        kernels = ""
+        if changed.any():
+            before = int(e.dur[changed].sum())
+            e.dur[changed] = np.rint(e.dur[changed] * scale[changed]).astype(np.int64)
+            kernels = f"; their kernels {_ms(before)} → {_ms(int(e.dur[changed].sum()))}"
+        e.notes.append(
+            f"{self.label()}: {len(effect_of_row)} op calls timed on {self.device} from the "
+            f"trace's shapes, {'+' if added >= 0 else '−'}{_ms(abs(added))} of host time"
+            f"{kernels}; measured {measured_ns / max(op_ns, 1):.0%} of the op time, the rest "
+            f"kept as recorded"
+            + (f" ({len(self.not_measured)} op groups not rebuilt, e.g. "
+               f"{next(iter(self.not_measured.values()))})" if self.not_measured else ""))

@@ -74,7 +74,8 @@ def _run_chart(run: RunResult, i: int) -> Chart | None:
          "customdata": [p.source or "" for p in predictions],
          "hovertemplate": "%{customdata}'s profiled step: %{y:.4g} ms<extra></extra>"},
         {"type": "bar", "name": "predicted with the change", "x": labels,
-         "y": [ms(p.predicted_ns) for p in predictions],
+         "y": [ms(p.timed_ns if p.timed_ns is not None else p.predicted_ns)
+               for p in predictions],
          "marker": {"color": [series_color(0) if p.trusted else _NOT_TRUSTED
                               for p in predictions]},
          "customdata": [f"{p.change} on {p.source}" for p in predictions],
@@ -90,8 +91,9 @@ def _run_chart(run: RunResult, i: int) -> Chart | None:
     return Chart(
         id=f"whatif-run-{i}", section=WHATIF, title="Predicted against measured, per strategy",
         caption="For each strategy with a what-if counterpart: the counterpart's profiled "
-                "step, the step the replay of that trace predicts with the change, and the "
-                "strategy's timed median step. Grey: a prediction not trusted.",
+                "step, the timed step predicted with the change (the counterpart's timed "
+                "median times the replay's ratio), and the strategy's timed median step. "
+                "Grey: a prediction not trusted.",
         data=data,
         layout={"barmode": "group", "yaxis": axis("step (ms)", rangemode="tozero"),
                 "xaxis": axis("")})

@@ -11,7 +11,9 @@ from profiler_kit.results import OK, RunResult
 HEAD = ["strategy", "what-if", "from its trace", "predicted", "measured", "error",
         "own trace", "error vs trace"]
 TITLE = ("Predicted by the what-if replay (the counterpart's profiled step, replayed with "
-         "the change; measured: the timed median; own trace: the strategy's profiled step)")
+         "the change; predicted: the counterpart's timed median times the replay's ratio; "
+         "measured: the timed median; own trace: the strategy's profiled step, against the "
+         "replay's)")
 
 
 def prediction_rows(result: RunResult, point: str
@@ -31,8 +33,8 @@ def prediction_rows(result: RunResult, point: str
             body.append([s.name, "-", "-", "-", units.duration(p.measured_ns), "-", "-", "-"])
         else:
             what = f"{p.change} on {p.source}"
-            predicted = (units.duration(p.predicted_ns) if p.predicted_ns is not None
-                         else "no prediction")
+            step = p.timed_ns if p.timed_ns is not None else p.predicted_ns
+            predicted = units.duration(step) if step is not None else "no prediction"
             if p.predicted_ns is not None and p.trusted is False:
                 predicted += " (not trusted)"
             body.append([s.name, what, units.duration(p.source_step_ns), predicted,

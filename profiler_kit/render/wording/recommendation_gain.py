@@ -26,9 +26,9 @@ def _pct(gain_pct: float) -> str:
 
 def gain_line(r: Recommendation) -> str | None:
     """The predicted step and gain of ``r``, its caveat after it; what stands in for them
-    where the change could not be modeled; None for a rule no change models."""
+    where the change could not be modeled; why there is none for a rule no change models."""
     if r.change is None:
-        return None
+        return f"no prediction: {r.no_prediction}" if r.no_prediction else None
     if r.predicted_step_ns is None or r.step_ns is None or r.predicted_gain_pct is None:
         return f"no prediction with {r.change}" + (f": {r.prediction_caveat}"
                                                     if r.prediction_caveat else "")

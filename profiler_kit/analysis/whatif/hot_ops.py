@@ -1,0 +1,141 @@
+"""The ops a trace spends its time in, grouped so that each distinct op can be rebuilt from
+its recorded shapes and timed once (:mod:`profiler_kit.measure.op_replay`).
+
+An op here is a *top-level* ``cpu_op``: one called from Python or a ``record_function``
+range, not from inside another op (``aten::conv2d``, not the ``aten::convolution`` it
+calls). Its time is its whole span on the host and the GPU time of every kernel launched
+beneath it. Calls with the same name, input shapes, dtypes, strides and scalar arguments
+form one group. Torch-free: the trace alone says all of this.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.op_tree import OpTree
+from profiler_kit.trace.table import Cat, EventTable
+
+HOT_SHARE = 0.9  # the groups that hold this share of the op time are the hot ones
+TENSOR_TYPES = {"float": "float32", "double": "float64", "c10::Half": "float16",
+                "c10::BFloat16": "bfloat16", "long int": "int64", "int": "int32",
+                "bool": "bool", "unsigned char": "uint8", "signed char": "int8",
+                "short int": "int16"}
+SCALAR_TYPES = {"Scalar", "ScalarList", "int", "bool", "float", "double", "str",
+                "Device", "ScalarType", "GenericList", "MemoryFormat", "Layout"}
+
+
+class OpGroup(msgspec.Struct, frozen=True):
+    """Calls of one op with the same recorded inputs. ``key`` names the group in files
+    (stable across processes); ``reason`` is why it cannot be rebuilt ("" when it can)."""
+
+    key: str
+    name: str
+    dims: list
+    types: list
+    strides: list
+    concrete: list
+    count: int
+    host_ns: int  # the calls' whole spans on the host
+    device_ns: int  # GPU time of the kernels launched beneath them
+    reason: str = ""
+
+
+class HotOps(msgspec.Struct, frozen=True):
+    """The groups that hold ``HOT_SHARE`` of the trace's op time (by device time on a GPU
+    trace, host time on a CPU one), hottest first; ``rows`` maps each group's key to its
+    calls' table rows (not written to files)."""
+
+    groups: list[OpGroup]
+    total_ns: int  # the op time of every top-level op
+    by_device: bool
+    rows: dict[str, list[int]] = msgspec.field(default_factory=dict)
+
+    def weight(self, g: OpGroup) -> int:
+        return g.device_ns if self.by_device else g.host_ns
+
+
+def top_level_ops(table: EventTable, tree: OpTree) -> np.ndarray:
+    """Per tree node, the top-level op it runs under (itself where it is one; -1 where it
+    is not under any op)."""
+    top = np.full(len(tree), -1, dtype=np.int64)
+    is_op = table.cat[tree.row] == Cat.CPU_OP
+    for i in range(len(tree)):  # parents come before their children
+        p = int(tree.parent[i])
+        up = top[p] if p >= 0 else -1
+        top[i] = up if up >= 0 else (i if is_op[i] else -1)
+    return top
+
+
+def _key(table: EventTable, row: int) -> tuple[str, tuple]:
+    """The group key of one call (see :func:`hot_ops`) and what it is made of."""
+    inputs = table.op_inputs(row)
+    name = table.name_of(row)
+    parts = (name, inputs.dims, inputs.types, inputs.strides, inputs.concrete) \
+        if inputs else (name, [], [], [], [])
+    return _short_key(msgspec.json.encode(parts).decode()), parts
+
+
+def group_rows(table: EventTable, tree: OpTree) -> dict[str, np.ndarray]:
+    """Every top-level op's table rows, by group key."""
+    top = top_level_ops(table, tree)
+    out: dict[str, list[int]] = {}
+    for i in np.flatnonzero(top == np.arange(len(tree))).tolist():
+        r = int(tree.row[i])
+        out.setdefault(_key(table, r)[0], []).append(r)
+    return {k: np.array(v, dtype=np.int64) for k, v in out.items()}
+
+
+def hot_ops(table: EventTable, tree: OpTree, gpu: GpuActivity | None,
+            share: float = HOT_SHARE) -> HotOps:
+    top = top_level_ops(table, tree)
+    nodes = np.flatnonzero(top == np.arange(len(tree)))
+    device = np.zeros(len(tree), dtype=np.int64)
+    if gpu is not None and len(gpu):
+        owner = np.where(gpu.node >= 0, top[np.maximum(gpu.node, 0)], -1)
+        linked = owner >= 0
+        np.add.at(device, owner[linked], table.dur_ns[gpu.row[linked]])
+    by_device = bool(device.sum() > 0)
+    groups: dict[str, list] = {}
+    for i in nodes.tolist():
+        r = int(tree.row[i])
+        key, parts = _key(table, r)
+        g = groups.setdefault(key, [parts, [], 0, 0])
+        g[1].append(r)
+        g[2] += int(tree.end_ns[i] - tree.start_ns[i])
+        g[3] += int(device[i])
+    made = [OpGroup(k, p[0], p[1], p[2], p[3], p[4], len(rows), host, dev,
+                    rebuild_reason(p[0], p[1], p[2]))
+            for k, (p, rows, host, dev) in groups.items()]
+    rows = {k: v[1] for k, v in groups.items()}
+    made.sort(key=lambda g: -(g.device_ns if by_device else g.host_ns))
+    total = sum(g.device_ns if by_device else g.host_ns for g in made)
+    hot, acc = [], 0
+    for g in made:
+        if acc >= share * total or not (g.device_ns if by_device else g.host_ns):
+            break
+        hot.append(g)
+        acc += g.device_ns if by_device else g.host_ns
+    return HotOps(hot, total, by_device, {g.key: rows[g.key] for g in hot})
+
+
+def _short_key(key: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+
+def rebuild_reason(name: str, dims: list, types: list) -> str:
+    """Why an op cannot be rebuilt from what the trace recorded ("" when it can)."""
+    if not name.startswith("aten::"):
+        return "not an aten op (a custom op or a Python range): its inputs are not described"
+    if not dims and not types:
+        return "the trace recorded no inputs for it (record_shapes was off)"
+    for d, t in zip(dims, types, strict=False):
+        if t in TENSOR_TYPES or t == "" or t in SCALAR_TYPES:
+            continue
+        if t == "TensorList" or (isinstance(d, list) and d and isinstance(d[0], list)):
+            continue
+        return f"an input of type {t!r} it cannot make"
+    return ""

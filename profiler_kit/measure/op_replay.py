@@ -1,0 +1,345 @@
+"""Each hot op of a trace rebuilt from its recorded shapes and timed on this machine, as
+recorded and under an alternative: what a what-if replays instead of a datasheet ratio.
+
+The inputs are random tensors of the recorded shapes, dtypes and strides (integer inputs
+in [0, 2): valid indices for any table, masks for any mask), the scalar arguments the
+trace recorded. The alternatives:
+
+- ``bf16`` / ``fp16``: the op under ``torch.autocast`` in that dtype. Its activations (the
+  first tensor input, and every other of the same shape) enter in the low dtype, as they
+  would from the op before it under autocast; its other float inputs (weights) enter as
+  recorded, so the casts autocast adds to them each forward are timed too.
+- ``channels_last``: 4-D float inputs in channels_last, as after ``model.to(memory_format=
+  torch.channels_last)`` and channels_last inputs.
+
+On a GPU the host's time to issue each call is timed too, apart: autocast's casts cost
+host time that a host-bound step pays in full.
+
+Timed by ``torch.utils.benchmark`` (which synchronizes CUDA) in rounds: a block of calls
+as recorded and a block under the alternative, taking turns, until the per-round ratios'
+interquartile range is under a tenth of their median or the op's time budget is spent;
+the ratio is the median of the rounds' (a busy machine slows both sides of a round).
+Run in a fresh process (``python -m profiler_kit.measure.op_replay``), never inside a
+profiled run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+import torch
+import torch.utils.benchmark as benchmark
+
+from profiler_kit.analysis.whatif.hot_ops import TENSOR_TYPES, OpGroup
+from profiler_kit.sources.measured_ops import MeasuredOp, OpMeasurements
+
+ALTERNATIVES = ("bf16", "fp16", "channels_last")
+LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
+IQR_TARGET = 0.1  # stop once the per-round ratios' IQR is under this share of their median
+MAX_RUN_S = 0.5  # per op group, both sides
+BLOCK_S = 0.005  # one side's block of calls in a round
+MIN_ROUNDS, MAX_ROUNDS = 5, 41
+HOST_CALLS = 20  # calls a block of the host's issue time holds (far below the queue)
+
+
+class Unbuildable(Exception):
+    """The op cannot be rebuilt from what the trace recorded."""
+
+
+def _number(text: str) -> int | float:
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text and "e" not in text else value
+
+
+def _scalar(kind: str, text: str) -> Any:
+    if text == "":
+        raise Unbuildable(f"a {kind} argument whose value the trace did not record")
+    if kind == "bool":
+        return text == "True"
+    if kind in ("ScalarList", "GenericList"):
+        return json.loads(text)
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return _number(text)
+    except ValueError:
+        raise Unbuildable(f"a {kind} argument {text!r} it cannot read") from None
+
+
+def _tensor(dims: Sequence[int], kind: str, strides: Any, device: torch.device) -> Any:
+    dtype = getattr(torch, TENSOR_TYPES[kind])
+    shape = [int(d) for d in dims]
+    if dtype.is_floating_point:
+        make = lambda n: torch.randn(n, dtype=dtype, device=device)  # noqa: E731
+    elif dtype == torch.bool:
+        make = lambda n: torch.rand(n, device=device) < 0.5  # noqa: E731
+    else:
+        make = lambda n: torch.randint(0, 2, (n,), dtype=dtype, device=device)  # noqa: E731
+    if isinstance(strides, list) and len(strides) == len(shape) and shape and \
+            all(isinstance(s, int) for s in strides):
+        size = 1 + sum((d - 1) * s for d, s in zip(shape, strides, strict=True) if d > 0)
+        return make(max(size, 1)).as_strided(shape, strides)
+    return make(max(1, int(torch.tensor(shape).prod())) if shape else 1).reshape(shape)
+
+
+def build_args(g: OpGroup, device: torch.device) -> list[Any]:
+    """The op's positional arguments, rebuilt."""
+    args: list[Any] = []
+    for i, kind in enumerate(g.types):
+        dims = g.dims[i] if i < len(g.dims) else []
+        text = g.concrete[i] if i < len(g.concrete) else ""
+        strides = g.strides[i] if i < len(g.strides) else []
+        if kind in TENSOR_TYPES and isinstance(dims, list):
+            args.append(_tensor(dims, kind, strides, device))
+        elif kind == "TensorList":
+            args.append([_tensor(d, "float", None, device) for d in dims])
+        elif kind == "":
+            args.append(None)
+        else:
+            args.append(_scalar(kind, text))
+    return args
+
+
+def _op(name: str) -> Any:
+    try:
+        return getattr(torch.ops.aten, name.split("::", 1)[1])
+    except (AttributeError, RuntimeError):
+        raise Unbuildable(f"{name} is not an operator of this torch") from None
+
+
+def _alternative_args(args: list[Any], alternative: str) -> list[Any]:
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    first = tensors[0] if tensors else None
+
+    def change(a: Any) -> Any:
+        if not isinstance(a, torch.Tensor) or not a.is_floating_point():
+            return a
+        if alternative in LOW and first is not None and a.shape == first.shape:
+            return a.to(LOW[alternative])
+        if alternative == "channels_last" and a.dim() == 4:
+            return a.contiguous(memory_format=torch.channels_last)
+        return a
+
+    return [[change(x) for x in a] if isinstance(a, list) else change(a) for a in args]
+
+
+def _bind(op: Any, args: list[Any]) -> Callable[..., Any]:
+    """The overload of ``op`` that takes ``args`` as the trace recorded them (every
+    argument in order, keyword-only ones too: ``alpha`` of ``aten::add``), as a function
+    of those args."""
+    try:
+        op(*args)
+        return op
+    except (RuntimeError, TypeError):
+        pass
+    for name in op.overloads():
+        overload = getattr(op, name)
+        params = overload._schema.arguments
+        if len(args) > len(params):
+            continue
+        keyword = {i: p.name for i, p in enumerate(params[:len(args)]) if p.kwarg_only}
+
+        def call(*a: Any, overload: Any = overload, keyword: dict[int, str] = keyword) -> Any:
+            pos = [x for i, x in enumerate(a) if i not in keyword]
+            return overload(*pos, **{keyword[i]: x for i, x in enumerate(a) if i in keyword})
+        try:
+            call(*args)
+            return call
+        except (RuntimeError, TypeError):
+            continue
+    raise Unbuildable("no overload of it takes the recorded arguments")
+
+
+def _call(op: Callable[..., Any], args: list[Any], alternative: str | None,
+          device: torch.device) -> Callable[[], Any]:
+    if alternative in LOW:
+        dtype = LOW[alternative]
+
+        def run() -> Any:
+            with torch.autocast(device.type, dtype=dtype):
+                return op(*args)
+        return run
+    return lambda: op(*args)
+
+
+def _paired(recorded: Callable[[], Any], changed: Callable[[], Any],
+            max_run_s: float) -> tuple[list[float], list[float]]:
+    """Per-call times of both, in blocks that take turns (the order swapped each round),
+    so a burst of other work on the machine lands on both sides of a round alike."""
+    def block(fn: Callable[[], Any], number: int) -> float:
+        return benchmark.Timer(stmt="fn()", globals={"fn": fn}).timeit(number).median * 1e9
+
+    once = max(block(recorded, 1), block(changed, 1), 1.0)
+    number = max(1, int(BLOCK_S * 1e9 / once))
+    base: list[float] = []
+    alt: list[float] = []
+    start = time.perf_counter()
+    while len(base) < MIN_ROUNDS or (time.perf_counter() - start < max_run_s
+                                     and len(base) < MAX_ROUNDS and _spread(base, alt)):
+        first, second = (recorded, changed) if len(base) % 2 == 0 else (changed, recorded)
+        x, y = block(first, number), block(second, number)
+        b, a = (x, y) if first is recorded else (y, x)
+        base.append(b)
+        alt.append(a)
+    return base, alt
+
+
+def _spread(base: list[float], alt: list[float]) -> bool:
+    """Whether the per-round ratios still spread wider than the target."""
+    ratios = sorted(a / b for a, b in zip(alt, base, strict=True))
+    q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
+    return (q3 - q1) > IQR_TARGET * statistics.median(ratios)
+
+
+def _iqr(values: list[float]) -> float:
+    v = sorted(values)
+    return v[(3 * len(v)) // 4] - v[len(v) // 4]
+
+
+def measure_group(g: OpGroup, alternative: str, device: torch.device,
+                  max_run_s: float = MAX_RUN_S) -> MeasuredOp:
+    """Time one group as recorded and under ``alternative``; the reason where it cannot."""
+    base = dict(key=g.key, name=g.name, count=g.count)
+    if g.reason:
+        return MeasuredOp(**base, reason=g.reason)
+    try:
+        op = _op(g.name)
+        args = build_args(g, device)
+        alt_args = _alternative_args(args, alternative)
+        fn = _bind(op, args)
+        recorded = _call(fn, args, None, device)
+        changed = _call(fn, alt_args, alternative, device)
+        recorded(), changed()  # the first call of each: kernels chosen, caches filled
+        bs, alts = _paired(recorded, changed, max_run_s)
+    except Unbuildable as e:
+        return MeasuredOp(**base, reason=str(e))
+    except Exception as e:  # noqa: BLE001 - the op refused the rebuilt inputs
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return MeasuredOp(**base, reason=f"it refused the rebuilt inputs: {first[:200]}")
+    ratio = statistics.median(a / b for a, b in zip(alts, bs, strict=True))
+    b = statistics.median(bs)
+    host = (_host_ns(recorded), _host_ns(changed)) if device.type == "cuda" else (None, None)
+    return MeasuredOp(**base, base_ns=b, alt_ns=b * ratio, base_iqr_ns=_iqr(bs),
+                      alt_iqr_ns=_iqr(alts), rounds=len(bs), host_base_ns=host[0],
+                      host_alt_ns=host[1])
+
+
+def _host_ns(fn: Callable[[], Any], calls: int = HOST_CALLS) -> float:
+    """On a GPU: the host's time to issue one call (the queue emptied first, and too few
+    calls to fill it again), the median of five blocks."""
+    times = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter_ns() - start) / calls)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def measure(groups: Sequence[OpGroup], alternative: str, device: str) -> OpMeasurements:
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"unknown alternative {alternative!r} (one of {ALTERNATIVES})")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise Unbuildable("the trace ran on a GPU: timing its ops needs one here, and torch "
+                          "sees none")
+    torch.manual_seed(0)
+    ops = [measure_group(g, alternative, dev) for g in groups]
+    return OpMeasurements(alternative, str(dev), str(torch.__version__), ops)
+
+
+_REPRO_MAIN = '''
+
+def main():
+    torch.manual_seed(0)
+    device = torch.device(DEVICE if torch.cuda.is_available() or DEVICE == "cpu" else "cpu")
+    op = getattr(torch.ops.aten, NAME.split("::", 1)[1])
+    args = build_args(GROUP, device)
+    fn = _bind(op, args)
+    recorded = _call(fn, args, None, device)
+    changed = _call(fn, _alternative_args(args, ALTERNATIVE), ALTERNATIVE, device)
+    for label, run in (("as recorded", recorded), (ALTERNATIVE, changed)):
+        run()
+        m = benchmark.Timer(stmt="run()", globals={"run": run}).adaptive_autorange()
+        print(f"{NAME} {label}: {m.median * 1e6:.1f} us per call (IQR {m.iqr * 1e6:.1f} us)")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def repro_script(g: OpGroup, alternative: str, device: str) -> str:
+    """A standalone script (torch alone) that rebuilds ``g``'s inputs as the trace recorded
+    them and times the op as recorded and under ``alternative``: for a bug report."""
+    import inspect
+
+    parts = [f'"""{g.name}: {g.count} calls in the trace, rebuilt from its recorded inputs '
+             f'and timed as recorded and with {alternative} (written by profkit whatif '
+             f'--repro)."""',
+             "from __future__ import annotations\n\nimport json\nimport types\n\n"
+             "import torch\nimport torch.utils.benchmark as "
+             "benchmark\nfrom typing import Any, Callable, Sequence",
+             f"NAME = {g.name!r}\nALTERNATIVE = {alternative!r}\nDEVICE = {device!r}",
+             f"TENSOR_TYPES = {TENSOR_TYPES!r}",
+             'LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}',
+             f"GROUP = types.SimpleNamespace(dims={g.dims!r}, types={g.types!r},\n"
+             f"    strides={g.strides!r}, concrete={g.concrete!r})",
+             inspect.getsource(Unbuildable)]
+    parts += [inspect.getsource(f) for f in (_number, _scalar, _tensor, build_args, _bind,
+                                               _alternative_args, _call)]
+    return "\n\n".join(p.strip("\n") for p in parts) + "\n" + _REPRO_MAIN
+
+
+def write_repros(groups: Sequence[OpGroup], alternative: str, device: str,
+                 folder: str) -> list[str]:
+    """One script per group that can be rebuilt, named by rank and op; their paths."""
+    import os
+
+    os.makedirs(folder, exist_ok=True)
+    written = []
+    for i, g in enumerate(x for x in groups if not x.reason):
+        path = os.path.join(folder, f"op{i + 1:02d}_{g.name.split('::')[-1]}.py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(repro_script(g, alternative, device))
+        written.append(path)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m profiler_kit.measure.op_replay GROUPS.json ALTERNATIVE DEVICE OUT.json``:
+    the groups as :class:`OpGroup` JSON, the measurements written to OUT."""
+    p = argparse.ArgumentParser(prog="python -m profiler_kit.measure.op_replay")
+    p.add_argument("groups")
+    p.add_argument("alternative", choices=ALTERNATIVES)
+    p.add_argument("device")
+    p.add_argument("out", help="the measurements' JSON file (with --repro: the folder of "
+                                "the scripts, nothing timed)")
+    p.add_argument("--repro", action="store_true")
+    a = p.parse_args(argv)
+    with open(a.groups, "rb") as fh:
+        groups = msgspec.json.decode(fh.read(), type=list[OpGroup])
+    if a.repro:
+        print("\n".join(write_repros(groups, a.alternative, a.device, a.out)))
+        return 0
+    try:
+        result = measure(groups, a.alternative, a.device)
+    except Unbuildable as e:
+        print(f"profkit: {e}", file=sys.stderr)
+        return 2
+    with open(a.out, "wb") as fh:
+        fh.write(msgspec.json.encode(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""Predictions measured, not assumed: a trace's hot ops grouped by their recorded inputs,
+rebuilt and timed on this machine (profiler_kit.measure.op_replay), and replayed as a
+what-if change (MeasuredOps)."""
+
+from __future__ import annotations
+
+import pytest
+from analysis_tables import Ev, kernel, launch, make_table, op
+from real_traces import DATA
+
+from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.op_tree import build_op_tree
+from profiler_kit.analysis.whatif.changes import MeasuredOps
+from profiler_kit.analysis.whatif.hot_ops import group_rows, hot_ops
+from profiler_kit.analysis.whatif.replay import replay
+from profiler_kit.trace.loader import load
+from profiler_kit.trace.table import Cat
+
+US = 1000
+
+
+def step(dur: int) -> Ev:
+    return Ev(Cat.USER_ANNOTATION, "ProfilerStep#1", 0, dur)
+
+
+def conv(ts: int, dur: int) -> Ev:
+    e = op("aten::conv2d", ts, dur, dims=[[2, 3, 8, 8], [4, 3, 3, 3], []])
+    e.input_types = ["float", "float", ""]
+    return e
+
+
+def test_ops_group_by_name_and_inputs_and_the_hot_ones_hold_most_of_the_time():
+    t = make_table([step(100 * US), conv(0, 50 * US), conv(50 * US, 30 * US),
+                    op("aten::relu", 80 * US, 5 * US), op("aten::add", 85 * US, 15 * US)])
+    tree = build_op_tree(t)
+    hot = hot_ops(t, tree, attribute_gpu(t, tree))
+    assert not hot.by_device and hot.total_ns == 100 * US
+    names = [(g.name, g.count, g.host_ns) for g in hot.groups]
+    assert names == [("aten::conv2d", 2, 80 * US), ("aten::add", 1, 15 * US)]  # 95 % ≥ 90 %
+    assert hot.groups[0].reason == "" and hot.groups[1].reason.startswith("the trace recorded")
+    assert set(group_rows(t, tree)) >= {g.key for g in hot.groups}
+
+
+def test_a_measured_host_cost_moves_the_cpu_step_by_exactly_that_much():
+    t = make_table([step(100 * US), conv(0, 50 * US), conv(50 * US, 30 * US),
+                    op("aten::relu", 80 * US, 20 * US)])
+    tree = build_op_tree(t)
+    key = hot_ops(t, tree, None).groups[0].key
+    slower = replay(t, changes=[MeasuredOps("precision bf16", "cpu", {key: (10 * US, 1.0)})])
+    assert slower.predicted_step_ns == 120 * US  # two calls, 10 µs more each
+    faster = replay(t, changes=[MeasuredOps("precision bf16", "cpu", {key: (-40 * US, 1.0)})])
+    assert faster.predicted_step_ns == 100 * US - 40 * US - 30 * US  # never below zero a call
+    none = replay(t, changes=[MeasuredOps("precision bf16", "cpu", {"other": (1.0, 1.0)})])
+    assert none.predicted_step_ns == none.replayed_step_ns
+    assert "none of the trace's ops was measured" in " ".join(none.notes)
+
+
+def test_on_a_gpu_trace_the_kernels_beneath_a_measured_op_scale():
+    """A GPU-bound step: the conv's kernel (80 µs) halves, the step follows."""
+    t = make_table([step(5 * US), conv(0, 4 * US), launch(1 * US, 1),
+                    kernel("implicit_convolve_sgemm", 10 * US, 80 * US, corr=1)])
+    tree = build_op_tree(t)
+    key = hot_ops(t, tree, attribute_gpu(t, tree)).groups[0].key
+    r = replay(t, changes=[MeasuredOps("precision bf16", "cuda", {key: (0.0, 0.5)})])
+    assert r.predicted_step_ns < r.replayed_step_ns - 35 * US
+    assert "their kernels 0.08 ms → 0.04 ms" in " ".join(r.notes)
+
+
+def test_the_real_cpu_trace_groups_its_convolutions():
+    t = load(DATA / "cpu_concurrent_sequential.pt.trace.json.gz")
+    tree = build_op_tree(t)
+    hot = hot_ops(t, tree, attribute_gpu(t, tree))
+    assert {g.name for g in hot.groups} == {"aten::conv2d", "aten::batch_norm"}
+    held = sum(g.host_ns for g in hot.groups) / hot.total_ns
+    assert 0.9 <= held < 0.95 and all(g.reason == "" for g in hot.groups)
+
+
+def test_ops_rebuilt_from_recorded_shapes_run_and_are_timed_in_pairs():
+    pytest.importorskip("torch")
+    from profiler_kit.measure.op_replay import build_args, measure
+
+    t = load(DATA / "cpu_concurrent_sequential.pt.trace.json.gz")
+    tree = build_op_tree(t)
+    groups = hot_ops(t, tree, None).groups
+    conv2d = next(g for g in groups if g.name == "aten::conv2d")
+    args = build_args(conv2d, __import__("torch").device("cpu"))
+    assert list(args[0].shape) == conv2d.dims[0] and args[2] is None  # no bias recorded
+    import json
+
+    assert args[3:] == [json.loads(c) for c in conv2d.concrete[3:]]  # stride, padding...
+    (m,) = measure([conv2d], "bf16", "cpu").ops
+    assert m.reason == "" and m.base_ns > 0 and m.alt_ns > 0 and m.rounds >= 5
+    effect = m.effect()
+    assert effect is not None and effect[0] == pytest.approx(m.alt_ns - m.base_ns)
+
+
+def test_an_op_the_trace_cannot_describe_says_why():
+    pytest.importorskip("torch")
+    from profiler_kit.analysis.whatif.hot_ops import OpGroup
+    from profiler_kit.measure.op_replay import measure
+
+    custom = OpGroup("k1", "vllm::rms_norm", [[2, 4]], ["float"], [], [], 3, 10, 0,
+                     "not an aten op (a custom op or a Python range): its inputs are not "
+                     "described")
+    missing = OpGroup("k2", "aten::add", [[2, 4], [2, 4], []], ["float", "float", "Scalar"],
+                      [], ["", "", ""], 1, 10, 0)
+    a, b = measure([custom, missing], "bf16", "cpu").ops
+    assert a.base_ns is None and a.reason.startswith("not an aten op")
+    assert b.base_ns is None and "did not record" in b.reason
