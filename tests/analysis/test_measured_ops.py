@@ -107,3 +107,17 @@ def test_an_op_the_trace_cannot_describe_says_why():
     a, b = measure([custom, missing], "bf16", "cpu").ops
     assert a.base_ns is None and a.reason.startswith("not an aten op")
     assert b.base_ns is None and "did not record" in b.reason
+
+
+def test_work_added_on_a_pools_threads_moves_the_step_that_waits_for_them():
+    """The threads strategy: the main thread's step waits (untraced, in Python) for two
+    worker threads that run one model each. Host time added to the workers' ops reaches
+    the step's end through that join: each worker's burst joins the event of the main
+    thread it fills and which ends after it with nothing recorded between."""
+    t = load(DATA / "cpu_concurrent_threads.pt.trace.json.gz")
+    tree = build_op_tree(t)
+    hot = hot_ops(t, tree, None)
+    effects = {g.key: (1_000_000.0, 1.0) for g in hot.groups}  # 1 ms more a call
+    r = replay(t, changes=[MeasuredOps("precision bf16", "cpu", effects)])
+    calls_per_step = sum(g.count for g in hot.groups) / 2 / 2  # two steps, two threads
+    assert r.predicted_step_ns - r.replayed_step_ns > 0.5 * calls_per_step * 1_000_000

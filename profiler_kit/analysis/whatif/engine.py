@@ -175,7 +175,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
         kinds.append(np.full(nb, _WAKE))
         idxs.append(np.arange(nb))
         joins = np.flatnonzero(g.burst_join_end >= 0)
-        joins = joins[~_inside(removals, g.burst_waker[joins], g.burst_join_end[joins])]
+        joins = joins[~_inside(removals, g.burst_join_thread[joins], g.burst_join_end[joins])]
         keys.append(g.burst_join_end[joins])
         kinds.append(np.full(len(joins), _JOIN))
         idxs.append(joins)
@@ -244,9 +244,10 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
     s_streams = e.sync_streams
     q_wake, c_own, c_end, c_dur, c_blocked = (g.listed(a) for a in (
         "queue_wake", "call_own", "call_end", "call_dur", "call_blocked"))
-    b_thread, b_start, b_end, b_waker, b_join, b_floor, b_join_floor = (g.listed(a) for a in (
-        "burst_thread", "burst_start", "burst_end", "burst_waker", "burst_join_end",
-        "burst_floor", "burst_join_floor"))
+    b_thread, b_start, b_end, b_waker, b_join, b_joiner, b_floor, b_join_floor = (
+        g.listed(a) for a in ("burst_thread", "burst_start", "burst_end", "burst_waker",
+                              "burst_join_end", "burst_join_thread", "burst_floor",
+                              "burst_join_floor"))
 
     def runs_before(pos: int) -> None:
         """The run activities before visiting ``pos``; every thread's removed spans before
@@ -312,7 +313,7 @@ def simulate(g: Graph, e: Edits, table_ts: np.ndarray, table_dur: np.ndarray) ->
                 y = max(y, ky[th] + max(0, min(f - kx[th], kc[th])))
             knot(th, x, y, _INF, pos)
         elif k == _JOIN:
-            b, th, x = b_thread[i], b_waker[i], b_join[i]
+            b, th, x = b_thread[i], b_joiner[i], b_join[i]
             advance(th, pos)
             advance(b, pos)
             be = b_end[i]

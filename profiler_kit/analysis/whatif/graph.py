@@ -150,13 +150,16 @@ class Graph:
     sync_waits: np.ndarray  # bool: it waits for GPU work at all (else: CPU work only)
     # handoffs between host threads: a burst of work on a thread (events with no idle gap
     # over BURST_GAP_NS) starts when the event running on another thread at that moment
-    # says (that thread's clock); that event, when it ends within JOIN_NS of the burst,
-    # was waiting for it and ends as long after the burst as recorded
+    # says (that thread's clock); an event on another thread that was running then, that
+    # the burst fills at least half of and that ends after it, within JOIN_NS or with
+    # nothing recorded on its thread in between (it waited: a pool's workers joined), was
+    # waiting for it and ends as long after the burst as recorded
     burst_thread: np.ndarray
     burst_start: np.ndarray
     burst_end: np.ndarray
     burst_waker: np.ndarray  # the thread it woke from
-    burst_join_end: np.ndarray  # end of the waker's event that waits for it (-1: none)
+    burst_join_end: np.ndarray  # end of the event that waits for it (-1: none)
+    burst_join_thread: np.ndarray  # that event's thread (-1: none)
     # the recorded times whose replayed times a burst's start and a joining event's end
     # cannot precede: the thread's previous event end, and the joining event's start or
     # its thread's last event end before it (-1: none), so no thread runs backward
@@ -667,6 +670,7 @@ def _handoffs(g: Graph, table: EventTable) -> None:
         on_thread = [g.cpu_thread == th for th in range(len(g.threads))]
         ends_of = [np.sort(ends[on]) for on in on_thread]
         spans_of = [(starts[on], ends[on]) for on in on_thread]
+        starts_of = [np.sort(starts[on]) for on in on_thread]
         by_start = np.argsort(starts, kind="stable")
         s_sorted = starts[by_start]
         thread_by_start = g.cpu_thread[by_start]
@@ -696,23 +700,33 @@ def _handoffs(g: Graph, table: EventTable) -> None:
                 # just after the burst, which the burst fills at least half of, waited for it
                 k = cand[np.lexsort((ends[cand], -starts[cand]))[0]]
                 waker = int(g.cpu_thread[k])
-                on = cand[g.cpu_thread[cand] == waker]
-                waits = on[(ends[on] >= be) & (ends[on] - be <= JOIN_NS)
-                           & (2 * (be - bs) >= ends[on] - starts[on])]
-                join, join_floor = -1, -1
+                waits = cand[(ends[cand] >= be) & (2 * (be - bs) >= ends[cand] - starts[cand])]
+                waited = np.array([ends[k] - be <= JOIN_NS or not _starts_between(
+                    starts_of[int(g.cpu_thread[k])], be, ends[k]) for k in waits.tolist()],
+                    dtype=bool)
+                waits = waits[waited] if len(waits) else waits
+                join, join_thread, join_floor = -1, -1, -1
                 if len(waits):
-                    join = int(ends[waits].min())
+                    k = waits[np.argmin(ends[waits])]
+                    join, join_thread = int(ends[k]), int(g.cpu_thread[k])
                     # the join ends no earlier than any event on that thread that spans it
                     # starts (nested ones end together), nor than its other work before it
-                    w_start, w_end = spans_of[waker]
+                    w_start, w_end = spans_of[join_thread]
                     spanning = w_start[(w_start < join) & (w_end >= join)]
                     join_floor = max(int(spanning.max()) if len(spanning) else -1,
-                                     _last_end_before(ends_of[waker], join))
-                out.append((th, bs, be, waker, join, _last_end_before(ends_of[th], bs + 1),
-                            join_floor))
-    cols = list(zip(*out, strict=True)) if out else [(), (), (), (), (), (), ()]
+                                     _last_end_before(ends_of[join_thread], join))
+                out.append((th, bs, be, waker, join, join_thread,
+                            _last_end_before(ends_of[th], bs + 1), join_floor))
+    cols = list(zip(*out, strict=True)) if out else [(), (), (), (), (), (), (), ()]
     (g.burst_thread, g.burst_start, g.burst_end, g.burst_waker, g.burst_join_end,
-     g.burst_floor, g.burst_join_floor) = (np.array(c, dtype=np.int64) for c in cols)
+     g.burst_join_thread, g.burst_floor, g.burst_join_floor) = (
+        np.array(c, dtype=np.int64) for c in cols)
+
+
+def _starts_between(sorted_starts: np.ndarray, a: int, b: int) -> bool:
+    """Whether an event on the thread starts strictly between ``a`` and ``b``."""
+    return bool(np.searchsorted(sorted_starts, b, side="left")
+                > np.searchsorted(sorted_starts, a, side="right"))
 
 
 def _last_end_before(sorted_ends: np.ndarray, t: int) -> int:
