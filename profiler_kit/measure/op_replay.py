@@ -8,7 +8,8 @@ trace recorded. The alternatives:
 - ``bf16`` / ``fp16``: the op under ``torch.autocast`` in that dtype. Its activations (the
   first tensor input, and every other of the same shape) enter in the low dtype, as they
   would from the op before it under autocast; its other float inputs (weights) enter as
-  recorded, so the casts autocast adds to them each forward are timed too.
+  recorded, so the casts autocast adds to them each forward are timed too. A backward op
+  gets every float input in the low dtype (what the autocast forward saved).
 - ``channels_last``: 4-D float inputs in channels_last, as after ``model.to(memory_format=
   torch.channels_last)`` and channels_last inputs.
 
@@ -26,7 +27,7 @@ profiled run.
 from __future__ import annotations
 
 import argparse
-import json
+import ast
 import statistics
 import sys
 import time
@@ -64,7 +65,10 @@ def _scalar(kind: str, text: str) -> Any:
     if kind == "bool":
         return text == "True"
     if kind in ("ScalarList", "GenericList"):
-        return json.loads(text)
+        try:  # Python literals: "[True, True, False]" (a backward's output mask)
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise Unbuildable(f"a {kind} argument {text!r} it cannot read") from None
     if text in ("True", "False"):
         return text == "True"
     try:
@@ -114,14 +118,19 @@ def _op(name: str) -> Any:
         raise Unbuildable(f"{name} is not an operator of this torch") from None
 
 
-def _alternative_args(args: list[Any], alternative: str) -> list[Any]:
+def _alternative_args(args: list[Any], alternative: str, name: str) -> list[Any]:
+    """The arguments under the alternative. In low precision a forward op's activations
+    (the first tensor, and those of its shape) arrive in the low dtype; a backward op
+    (``..._backward``, which autocast does not reach) gets every float input in it, as the
+    autocast forward saved them."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     first = tensors[0] if tensors else None
+    backward = name.endswith("_backward")
 
     def change(a: Any) -> Any:
         if not isinstance(a, torch.Tensor) or not a.is_floating_point():
             return a
-        if alternative in LOW and first is not None and a.shape == first.shape:
+        if alternative in LOW and (backward or (first is not None and a.shape == first.shape)):
             return a.to(LOW[alternative])
         if alternative == "channels_last" and a.dim() == 4:
             return a.contiguous(memory_format=torch.channels_last)
@@ -212,7 +221,7 @@ def measure_group(g: OpGroup, alternative: str, device: torch.device,
     try:
         op = _op(g.name)
         args = build_args(g, device)
-        alt_args = _alternative_args(args, alternative)
+        alt_args = _alternative_args(args, alternative, g.name)
         fn = _bind(op, args)
         recorded = _call(fn, args, None, device)
         changed = _call(fn, alt_args, alternative, device)
@@ -266,7 +275,7 @@ def main():
     args = build_args(GROUP, device)
     fn = _bind(op, args)
     recorded = _call(fn, args, None, device)
-    changed = _call(fn, _alternative_args(args, ALTERNATIVE), ALTERNATIVE, device)
+    changed = _call(fn, _alternative_args(args, ALTERNATIVE, NAME), ALTERNATIVE, device)
     for label, run in (("as recorded", recorded), (ALTERNATIVE, changed)):
         run()
         m = benchmark.Timer(stmt="run()", globals={"run": run}).adaptive_autorange()
@@ -286,7 +295,7 @@ def repro_script(g: OpGroup, alternative: str, device: str) -> str:
     parts = [f'"""{g.name}: {g.count} calls in the trace, rebuilt from its recorded inputs '
              f'and timed as recorded and with {alternative} (written by profkit whatif '
              f'--repro)."""',
-             "from __future__ import annotations\n\nimport json\nimport types\n\n"
+             "from __future__ import annotations\n\nimport ast\nimport types\n\n"
              "import torch\nimport torch.utils.benchmark as "
              "benchmark\nfrom typing import Any, Callable, Sequence",
              f"NAME = {g.name!r}\nALTERNATIVE = {alternative!r}\nDEVICE = {device!r}",

@@ -1,11 +1,13 @@
 """The ops a trace spends its time in, grouped so that each distinct op can be rebuilt from
 its recorded shapes and timed once (:mod:`profiler_kit.measure.op_replay`).
 
-An op here is a *top-level* ``cpu_op``: one called from Python or a ``record_function``
-range, not from inside another op (``aten::conv2d``, not the ``aten::convolution`` it
-calls). Its time is its whole span on the host and the GPU time of every kernel launched
-beneath it. Calls with the same name, input shapes, dtypes, strides and scalar arguments
-form one group. Torch-free: the trace alone says all of this.
+An op here is a *top-level* op: the outermost ``aten::`` op of its calls
+(``aten::conv2d``, not the ``aten::convolution`` it calls; in the backward, the
+``aten::convolution_backward`` inside the autograd engine's ``evaluate_function``), or an
+op of another kind with no ``aten::`` op beneath it (a custom op). Its time is its whole
+span on the host and the GPU time of every kernel launched beneath it. Calls with the
+same name, input shapes, dtypes, strides and scalar arguments form one group.
+Torch-free: the trace alone says all of this.
 """
 
 from __future__ import annotations
@@ -58,13 +60,26 @@ class HotOps(msgspec.Struct, frozen=True):
 
 def top_level_ops(table: EventTable, tree: OpTree) -> np.ndarray:
     """Per tree node, the top-level op it runs under (itself where it is one; -1 where it
-    is not under any op)."""
-    top = np.full(len(tree), -1, dtype=np.int64)
+    is under none). A top-level op is the outermost ``aten::`` op on its path; an op of
+    another kind counts only where no ``aten::`` op runs beneath it (a custom op), so the
+    autograd engine's ``evaluate_function`` ranges give way to the backward ops inside."""
+    n = len(tree)
     is_op = table.cat[tree.row] == Cat.CPU_OP
-    for i in range(len(tree)):  # parents come before their children
-        p = int(tree.parent[i])
-        up = top[p] if p >= 0 else -1
-        top[i] = up if up >= 0 else (i if is_op[i] else -1)
+    aten_ids = [i for i, name in enumerate(table.names) if name.startswith("aten::")]
+    is_aten = is_op & np.isin(table.name[tree.row], aten_ids)
+    has_aten = is_aten.copy()
+    parent = tree.parent.tolist()
+    for i in range(n - 1, -1, -1):  # children come after their parents
+        if has_aten[i] and parent[i] >= 0:
+            has_aten[parent[i]] = True
+    top = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        p = parent[i]
+        up = int(top[p]) if p >= 0 else -1
+        if up >= 0:
+            top[i] = up
+        elif is_aten[i] or (is_op[i] and not has_aten[i]):
+            top[i] = i
     return top
 
 
