@@ -3,13 +3,14 @@
 A strategy has a counterpart where a what-if change models what it does differently:
 an AMP twin (``X+amp``) is ``X`` with autocast, which ``precision`` models (bf16 or fp16,
 the dtype the twin's autocast used); in ``profkit tune``, the ``autocast`` knobs are the
-eager baseline with autocast (``precision``), and ``cuda_graphs`` and
-``compile_reduce_overhead`` (which captures CUDA graphs) the baseline with its launches
-collapsed (``cuda-graphs``). The counterpart's first profiled trace (rank 0) is replayed
-with the change, and the predicted step is set against the strategy's timed median and
+eager baseline with autocast (``precision``), ``channels_last`` the baseline's ops timed
+in that layout (measured only), and ``cuda_graphs`` and ``compile_reduce_overhead``
+(which captures CUDA graphs) the baseline with its launches collapsed (``cuda-graphs``).
+The counterpart's first profiled trace (rank 0) is replayed with the change, and the
+predicted step is set against the strategy's timed median and
 the step of its own profiled trace. Other strategies (threads, streams, one model per
-GPU; tune's layout, thread and plain compile knobs, whose fusions and layouts the replay
-does not model) get a record that says so, never a number.
+GPU; tune's thread and plain compile knobs, whose fusions the replay does not model)
+get a record that says so, never a number.
 
 Where torch is at hand (in ``profkit run``), ``precision`` is measured, not assumed: the
 counterpart trace's hot ops are timed on this machine as recorded and under autocast
@@ -47,6 +48,7 @@ NOT_MODELED = ("no what-if models this strategy: the replay has no change for wh
 # profkit tune's knobs that a change models, against the run's baseline
 TUNE_SCENARIO = "tune"
 TUNE_CHANGES = {"autocast": "precision", "autocast_bf16": "precision",
+                "channels_last": "channels-last",
                 "cuda_graphs": "cuda-graphs", "compile_reduce_overhead": "cuda-graphs"}
 
 
@@ -69,6 +71,8 @@ def predict_run(result: RunResult, measure: Measure | None = None) -> RunResult:
         try:
             if change == "precision":
                 prediction = _precision(result, s, counterpart, tables, measure)
+            elif change == "channels-last":
+                prediction = _channels_last(result, s, counterpart, tables, measure)
             else:
                 prediction = _cuda_graphs(result, s, counterpart, tables)
         except Exception as exc:  # noqa: BLE001 - a trace the replay cannot take: the run stands
@@ -137,6 +141,26 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
                        trace_step_ns=_trace_step(result, s, tables),
                        note=f"{out.note}no prediction: {why} ({'; '.join(w.notes)})")
     return _with(out, result, s, base, w, tables)
+
+
+def _channels_last(result: RunResult, s: StrategyResult, base: StrategyResult,
+                   tables: dict[str, EventTable | str], measure: Measure | None) -> Prediction:
+    """The baseline's trace with its hot ops timed in channels_last on this machine: a
+    layout the replay cannot model, only measure."""
+    assert s.stats is not None
+    out = Prediction(change="channels-last", source=base.name, measured_ns=s.stats.median_ns)
+    table = _table(result, base, tables)
+    if isinstance(table, str):
+        return replace(out, note=f"no prediction: {table}")
+    if measure is None:
+        return replace(out, note="no prediction: channels_last is measured, not modeled, "
+                                 "and timing the ops needs torch")
+    try:
+        measured = measure([table], "channels_last")
+    except ProfkitError as exc:
+        return replace(out, note=f"no prediction: the ops could not be timed ({exc})")
+    w = what_if(table, changes=[measured]).replay
+    return _with(replace(out, change=measured.label()), result, s, base, w, tables)
 
 
 def _cuda_graphs(result: RunResult, s: StrategyResult, base: StrategyResult,

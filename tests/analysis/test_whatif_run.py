@@ -162,8 +162,9 @@ def test_no_section_without_a_what_if_counterpart(cpu_run) -> None:
 
 def test_tune_knobs_are_predicted_from_the_eager_baseline(tmp_path) -> None:
     """profkit tune: autocast is the baseline with ``precision``, cuda_graphs (and
-    compile_reduce_overhead) the baseline with ``cuda-graphs``; channels_last, threads and
-    plain compile are not modeled. The concurrent run stands in for a tune run on a GPU:
+    compile_reduce_overhead) the baseline with ``cuda-graphs``; channels_last is measured
+    only (no torch to time with here: the record says so); threads and plain compile are
+    not modeled. The concurrent run stands in for a tune run on a GPU:
     its sequential strategy is the eager baseline with the V100 trace."""
     from profiler_kit.analysis.whatif.changes import CudaGraphs
 
@@ -185,7 +186,8 @@ def test_tune_knobs_are_predicted_from_the_eager_baseline(tmp_path) -> None:
     assert graphs.predicted_ns == w.predicted_step_ns < graphs.source_step_ns
     assert graphs.error == pytest.approx((graphs.timed_ns - graphs.measured_ns)
                                          / graphs.measured_ns)
-    assert layout.change is None and layout.note == NOT_MODELED
+    assert layout.change == "channels-last" and layout.predicted_ns is None
+    assert "channels_last is measured, not modeled" in layout.note
     # profkit tune's answer prints them under its ranked table
     from profiler_kit.commands.tune import _answer
     from profiler_kit.scenarios import tune
@@ -194,7 +196,7 @@ def test_tune_knobs_are_predicted_from_the_eager_baseline(tmp_path) -> None:
     _answer(Console(file=buf, width=200, color_system=None), predict_run(run), tune)
     out = buf.getvalue()
     assert "Predicted by the what-if replay" in out and "cuda-graphs on eager" in out
-    assert "precision fp16 on eager" in out and "channels_last: no what-if models" in out
+    assert "precision fp16 on eager" in out and "channels_last: no prediction" in out
 
 
 def test_tune_autocast_on_the_cpu_says_why_there_is_no_prediction(cpu_run) -> None:
