@@ -107,7 +107,10 @@ def test_ddp_trace_classes_and_communication():
     rules = {r.rule for r in a.recommendations}
     # fp32 convolutions fire the precision rule; the GPU waits for the host, so bf16
     # predicts no gain and it is held back (tests/analysis/test_recommendation_table.py)
-    assert "low_gpu_utilization" in rules
+    host = next(r for r in a.recommendations if r.rule == "host_bound")
+    assert "low_gpu_utilization" not in rules  # the symptom is its cause's evidence
+    assert host.evidence[0].label == "GPU busy (the symptom)"
+    assert host.evidence[0].value == pytest.approx(0.236, abs=0.001)
     assert "reduced_precision_unused" in {r.rule for r in a.held_back}
 
 

@@ -101,7 +101,9 @@ def recommend(
     causes += _dataloader(table, steps, idle, timeline, step_device_ns)
     causes.sort(key=lambda r: -r.measured)
     if len(gpu):
-        recs += _utilization(timeline, step_device_ns, idle)
+        symptoms = _utilization(timeline, step_device_ns, idle)
+        causes, symptoms = _symptoms_into_causes(causes, symptoms)
+        recs += symptoms
         recs += _precision(table, tree, gpu)
         recs += _memcpy(gpu_breakdown)
         recs += _exposed_comm(table, tree, gpu, timeline)
@@ -109,6 +111,24 @@ def recommend(
     recs += _memory(memory, notes)
     recs += _conv_bias_bn(table, tree)
     return Findings(tuple(causes + recs), tuple(notes))
+
+
+def _symptoms_into_causes(causes: list[Recommendation], symptoms: list[Recommendation]
+                          ) -> tuple[list[Recommendation], list[Recommendation]]:
+    """A GPU mostly idle on a device where a cause of its idle time fired is that cause,
+    not a second recommendation: the cause that holds the most of the step carries the
+    symptom as evidence. A symptom with no cause of its own stays."""
+    causes = list(causes)
+    left = []
+    for sym in symptoms:
+        at = next((i for i, c in enumerate(causes) if c.scope == sym.scope), None)
+        if at is None:
+            left.append(sym)
+            continue
+        busy = Evidence("GPU busy (the symptom)", sym.measured, "fraction")
+        causes[at] = msgspec.structs.replace(causes[at],
+                                             evidence=(busy, *causes[at].evidence))
+    return causes, left
 
 
 def _utilization(timeline: Timeline, step_device_ns: int | None = None,
