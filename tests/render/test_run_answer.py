@@ -4,17 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from timed_strategies import timed
+
 from profiler_kit.render.wording.run_answer import answer
-from profiler_kit.results import RunResult, StrategyResult, against_baseline, stats
-
-
-def _timed(name: str, round_medians_ms: list[float]) -> StrategyResult:
-    rounds = tuple(tuple(int(ms * 1e6 * (1 + 0.01 * (i % 3))) for i in range(8))
-                   for ms in round_medians_ms)
-    pooled = tuple(v for r in rounds for v in r)
-    return StrategyResult(name=name, status="ok", samples_ns=pooled, stats=stats(pooled),
-                          repeat_samples_ns=rounds, items_per_step=1,
-                          throughput_items_per_s=1e9 / stats(pooled).median_ns)
+from profiler_kit.results import RunResult, StrategyResult, against_baseline
 
 
 def _run(*strategies: StrategyResult) -> RunResult:
@@ -32,8 +25,8 @@ def test_a_strategy_beyond_noise_but_tied_with_another_is_not_called_the_fastest
     is faster than the baseline beyond noise, and the line says both (it once read "no
     strategy is faster than sequential beyond noise; the fastest, threads at 1.25x, is
     beyond noise")."""
-    run = _run(_timed("sequential", [20, 20, 20]), _timed("threads", [16, 15, 17]),
-               _timed("threads+amp", [17, 16, 18]))
+    run = _run(timed("sequential", [20, 20, 20]), timed("threads", [16, 15, 17]),
+               timed("threads+amp", [17, 16, 18]))
     by = {s.name: s.noise for s in run.strategies}
     t, amp = by["threads"], by["threads+amp"]
     assert t.beyond_noise and t.ci_low_fraction > 0
@@ -48,8 +41,8 @@ def test_a_strategy_beyond_noise_but_tied_with_another_is_not_called_the_fastest
 def test_a_rival_whose_rounds_disagree_is_named_as_not_judged() -> None:
     """threads+amp's rounds disagree (17, 15.5 and 19 ms against 20): its speedup is not
     judged, however its interval lies, and the line says so rather than "overlap"."""
-    run = _run(_timed("sequential", [20, 20, 20]), _timed("threads", [16, 15, 17]),
-               _timed("threads+amp", [17, 15.5, 19]))
+    run = _run(timed("sequential", [20, 20, 20]), timed("threads", [16, 15, 17]),
+               timed("threads+amp", [17, 15.5, 19]))
     assert {s.name: s.noise.state for s in run.strategies if s.noise} == {
         "threads": "beyond noise", "threads+amp": "not judged"}
     line = answer(run, "")
@@ -59,9 +52,9 @@ def test_a_rival_whose_rounds_disagree_is_named_as_not_judged() -> None:
 
 
 def test_a_clear_winner_and_no_winner_read_as_before() -> None:
-    clear = _run(_timed("sequential", [20, 20, 20]), _timed("threads", [10, 10.2, 9.9]),
-                 _timed("threads+amp", [19, 21, 20]))
+    clear = _run(timed("sequential", [20, 20, 20]), timed("threads", [10, 10.2, 9.9]),
+                 timed("threads+amp", [19, 21, 20]))
     assert answer(clear, "").startswith("Answer: threads is fastest, ")
-    tie = _run(_timed("sequential", [20, 20, 20]), _timed("threads", [19, 21, 19.5]))
+    tie = _run(timed("sequential", [20, 20, 20]), timed("threads", [19, 21, 19.5]))
     assert answer(tie, "").startswith(
         "Answer: no strategy is faster than sequential beyond noise; the fastest, threads")

@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from rich.console import Console
+from timed_strategies import timed
 
 from profiler_kit.noise import (
     BEYOND_NOISE,
@@ -30,7 +31,7 @@ from profiler_kit.render.console.tune import verdict as tune_verdict
 from profiler_kit.render.html import run_charts
 from profiler_kit.render.markdown.run import render_markdown
 from profiler_kit.render.wording import run_answer, speedup_noise
-from profiler_kit.results import RunResult, StrategyResult, against_baseline, read_run, stats
+from profiler_kit.results import RunResult, StrategyResult, against_baseline, read_run
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -111,13 +112,6 @@ def test_every_legend_says_every_word_with_its_mark() -> None:
         assert "margin ±5 %" in line
 
 
-def _timed(name: str, round_medians_ms: list[float]) -> StrategyResult:
-    rounds = tuple(tuple(int(ms * 1e6 * (1 + 0.01 * (i % 3))) for i in range(8))
-                   for ms in round_medians_ms)
-    pooled = tuple(v for r in rounds for v in r)
-    return StrategyResult(name=name, status="ok", samples_ns=pooled, stats=stats(pooled),
-                          repeat_samples_ns=rounds, items_per_step=1,
-                          throughput_items_per_s=1e9 / stats(pooled).median_ns)
 
 
 def _run(strategies, name: str = "concurrent", baseline: str = "sequential") -> RunResult:
@@ -134,9 +128,9 @@ def constructed() -> RunResult:
     """Paired verdicts in every state, from rounds: beyond noise (twice the speed), within
     noise (the same speed), inconclusive (about 10 % faster, the interval crossing +5 %)
     and not judged (rounds that disagree)."""
-    return _run((_timed("sequential", [20, 20, 20]), _timed("twice", [10, 10.1, 9.9]),
-                 _timed("same", [20, 20.1, 19.9]), _timed("a-tenth", [18.2, 19, 17.5]),
-                 _timed("unsteady", [19, 12, 26])))
+    return _run((timed("sequential", [20, 20, 20]), timed("twice", [10, 10.1, 9.9]),
+                 timed("same", [20, 20.1, 19.9]), timed("a-tenth", [18.2, 19, 17.5]),
+                 timed("unsteady", [19, 12, 26])))
 
 
 def test_constructed_rounds_reach_every_state(constructed) -> None:
