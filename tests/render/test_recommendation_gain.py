@@ -24,7 +24,11 @@ def test_a_slower_step_a_small_gain_and_no_change():
     assert gain_line(r) == "step 1.50 → 1.52 s predicted (+1.3 %) with overlap-comm"
     r = _rec(change="no-sync", step_ns=900_000, predicted_step_ns=900_000,
              predicted_gain_pct=0.0, prediction_trusted=True, prediction_caveat="a lower bound")
-    assert gain_line(r) == "step 900.0 → 900.0 µs predicted (±0 %) with no-sync; a lower bound"
+    # ±0 % as a lower bound is no gain to read: the line says what holds the step instead
+    assert gain_line(r) == "no gain the replay can show with no-sync: a lower bound"
+    r = _rec(change="no-sync", step_ns=900_000, predicted_step_ns=850_000,
+             predicted_gain_pct=5.56, prediction_trusted=True, prediction_caveat="a lower bound")
+    assert gain_line(r) == "step 900.0 → 850.0 µs predicted (−5.6 %) with no-sync; a lower bound"
 
 
 def test_an_untrusted_prediction_says_so_before_its_figures():

@@ -6,6 +6,8 @@ from __future__ import annotations
 from profiler_kit.analysis.core.recommendation import Recommendation
 
 _UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
+# a lower-bound gain under this (percent) is no figure to show: analyze's --min-gain default
+MIN_SHOWN_PCT = 2.0
 
 
 def _steps(a: int, b: int) -> str:
@@ -32,6 +34,10 @@ def gain_line(r: Recommendation) -> str | None:
     if r.predicted_step_ns is None or r.step_ns is None or r.predicted_gain_pct is None:
         return f"no prediction with {r.change}" + (f": {r.prediction_caveat}"
                                                     if r.prediction_caveat else "")
+    caveat = r.prediction_caveat or ""
+    if caveat.startswith("a lower bound") and abs(r.predicted_gain_pct) < MIN_SHOWN_PCT:
+        # ±0 % as a lower bound reads as "no gain": say what holds the step instead
+        return f"no gain the replay can show with {r.change}: {caveat}"
     figures = (f"step {_steps(r.step_ns, r.predicted_step_ns)} predicted "
                f"({_pct(r.predicted_gain_pct)}) with {r.change}")
     if not r.prediction_trusted:
