@@ -65,7 +65,9 @@ class Recorder:
         self.opt_names: dict[int, str] = {}
         self.closer: int | None = None
         self.backward_depth = 0
-        self.step_depth = 0  # optimizer steps under way: what they call is part of them
+        # optimizer steps under way on each thread: what they call is part of them (per
+        # thread: another thread's step, running meanwhile, is no part of this one's)
+        self._depth = threading.local()
         # the steps
         self.source: str | None = None
         self.base = 0  # completed steps when the source last changed
@@ -160,6 +162,14 @@ class Recorder:
         if source == "optimizer":
             self.opt_counts = {}
         return True
+
+    @property
+    def step_depth(self) -> int:
+        return getattr(self._depth, "n", 0)
+
+    @step_depth.setter
+    def step_depth(self, value: int) -> None:
+        self._depth.n = value
 
     def on_optimizer_step(self, opt: Any) -> None:
         self.seen["optimizer"] += 1
