@@ -77,7 +77,7 @@ def changes_of(args: argparse.Namespace) -> list:
                 raise UsageError(f"--kernels {spec}: not a class nor a regular expression "
                                  f"({exc})") from None
         out.append(c.Kernels(pattern, value))
-    if args.channels_last and not args.measure:
+    if args.channels_last and not (args.measure or args.repro):
         raise UsageError("--channels-last is measured, not modeled: add --measure")
     if args.precision and not args.measure:
         out.append(c.Precision(args.precision))
@@ -161,9 +161,11 @@ def _measured(args: argparse.Namespace) -> list:
 def _repros(args: argparse.Namespace) -> None:
     from profiler_kit.sources.measured_ops import write_repros
 
-    (alternative, *_) = _alternatives(args, "--repro")
+    (alternative, *others) = _alternatives(args, "--repro")
     paths = write_repros(_tables(args), alternative, args.repro)
-    print(f"repro scripts ({len(paths)}, one per hot op; python FILE runs one): {args.repro}")
+    also = f"; with {alternative} only, not {', '.join(others)}" if others else ""
+    print(f"repro scripts ({len(paths)}, one per hot op that can be rebuilt{also}; python FILE "
+          f"runs one): {args.repro}")
 
 
 def region_before_an_input(argv: list[str]) -> list[str]:

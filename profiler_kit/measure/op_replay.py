@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import statistics
 import sys
 import time
@@ -139,31 +140,53 @@ def _alternative_args(args: list[Any], alternative: str, name: str) -> list[Any]
     return [[change(x) for x in a] if isinstance(a, list) else change(a) for a in args]
 
 
-def _bind(op: Any, args: list[Any]) -> Callable[..., Any]:
+def _bind(op: Any, args: list[Any]) -> tuple[Callable[..., Any], list[Any]]:
     """The overload of ``op`` that takes ``args`` as the trace recorded them (every
     argument in order, keyword-only ones too: ``alpha`` of ``aten::add``), as a function
-    of those args."""
-    try:
-        op(*args)
-        return op
-    except (RuntimeError, TypeError):
-        pass
-    for name in op.overloads():
-        overload = getattr(op, name)
-        params = overload._schema.arguments
-        if len(args) > len(params):
-            continue
-        keyword = {i: p.name for i, p in enumerate(params[:len(args)]) if p.kwarg_only}
-
-        def call(*a: Any, overload: Any = overload, keyword: dict[int, str] = keyword) -> Any:
-            pos = [x for i, x in enumerate(a) if i not in keyword]
-            return overload(*pos, **{keyword[i]: x for i, x in enumerate(a) if i in keyword})
+    of those args, and the args it takes: trailing arguments the trace recorded without a
+    value (a string: ``approximate`` of ``aten::gelu``) are left to their defaults."""
+    first: Exception | None = None
+    tries = [args]
+    while tries[-1] and tries[-1][-1] is None:
+        tries.append(tries[-1][:-1])
+    for given in tries:
         try:
-            call(*args)
-            return call
-        except (RuntimeError, TypeError):
-            continue
-    raise Unbuildable("no overload of it takes the recorded arguments")
+            op(*given)
+            return op, given
+        except (RuntimeError, TypeError) as e:
+            first = first or e
+        for name in op.overloads():
+            overload = getattr(op, name)
+            params = overload._schema.arguments
+            if len(given) > len(params):
+                continue
+            keyword = {i: p.name for i, p in enumerate(params[:len(given)]) if p.kwarg_only}
+
+            def call(*a: Any, overload: Any = overload, keyword: dict[int, str] = keyword
+                     ) -> Any:
+                pos = [x for i, x in enumerate(a) if i not in keyword]
+                return overload(*pos, **{keyword[i]: x for i, x in enumerate(a)
+                                         if i in keyword})
+            try:
+                call(*given)
+                return call, given
+            except (RuntimeError, TypeError):
+                continue
+    message = str(first).strip().splitlines()[0] if first and str(first).strip() else ""
+    raise Unbuildable(f"no overload of it takes the recorded arguments ({message[:200]})")
+
+
+def _nothing() -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+def _recorded_under_autocast(args: list[Any]) -> str | None:
+    """The low dtype the trace's call ran under autocast in, where its float inputs mix
+    float32 with it (a weight beside a cast activation), else None."""
+    floats = {a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()}
+    if torch.float32 not in floats:
+        return None
+    return next((k for k, v in LOW.items() if v in floats), None)
 
 
 def _call(op: Callable[..., Any], args: list[Any], alternative: str | None,
@@ -221,10 +244,13 @@ def measure_group(g: OpGroup, alternative: str, device: torch.device,
     try:
         op = _op(g.name)
         args = build_args(g, device)
+        under = _recorded_under_autocast(args)
+        with torch.autocast(device.type, dtype=LOW[under]) if under else _nothing():
+            fn, args = _bind(op, args)
         alt_args = _alternative_args(args, alternative, g.name)
-        fn = _bind(op, args)
-        recorded = _call(fn, args, None, device)
-        changed = _call(fn, alt_args, alternative, device)
+        recorded = _call(fn, args, under, device)
+        # a layout change keeps the autocast the trace ran under
+        changed = _call(fn, alt_args, alternative if alternative in LOW else under, device)
         recorded(), changed()  # the first call of each: kernels chosen, caches filled
         bs, alts = _paired(recorded, changed, max_run_s)
     except Unbuildable as e:
@@ -260,7 +286,7 @@ def measure(groups: Sequence[OpGroup], alternative: str, device: str) -> OpMeasu
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise Unbuildable("the trace ran on a GPU: timing its ops needs one here, and torch "
-                          "sees none")
+                          "sees none (leave out --measure for the peak-ratio prediction)")
     torch.manual_seed(0)
     ops = [measure_group(g, alternative, dev) for g in groups]
     return OpMeasurements(alternative, str(dev), str(torch.__version__), ops)
@@ -271,11 +297,16 @@ _REPRO_MAIN = '''
 def main():
     torch.manual_seed(0)
     device = torch.device(DEVICE if torch.cuda.is_available() or DEVICE == "cpu" else "cpu")
+    if device.type != DEVICE:
+        print(f"note: the trace ran on {DEVICE}; this machine has none: timed on the CPU")
     op = getattr(torch.ops.aten, NAME.split("::", 1)[1])
     args = build_args(GROUP, device)
-    fn = _bind(op, args)
-    recorded = _call(fn, args, None, device)
-    changed = _call(fn, _alternative_args(args, ALTERNATIVE, NAME), ALTERNATIVE, device)
+    under = _recorded_under_autocast(args)
+    with torch.autocast(device.type, dtype=LOW[under]) if under else _nothing():
+        fn, args = _bind(op, args)
+    recorded = _call(fn, args, under, device)
+    changed = _call(fn, _alternative_args(args, ALTERNATIVE, NAME),
+                    ALTERNATIVE if ALTERNATIVE in LOW else under, device)
     for label, run in (("as recorded", recorded), (ALTERNATIVE, changed)):
         run()
         m = benchmark.Timer(stmt="run()", globals={"run": run}).adaptive_autorange()
@@ -295,7 +326,8 @@ def repro_script(g: OpGroup, alternative: str, device: str) -> str:
     parts = [f'"""{g.name}: {g.count} calls in the trace, rebuilt from its recorded inputs '
              f'and timed as recorded and with {alternative} (written by profkit whatif '
              f'--repro)."""',
-             "from __future__ import annotations\n\nimport ast\nimport types\n\n"
+             "from __future__ import annotations\n\nimport ast\nimport contextlib\n"
+             "import types\n\n"
              "import torch\nimport torch.utils.benchmark as "
              "benchmark\nfrom typing import Any, Callable, Sequence",
              f"NAME = {g.name!r}\nALTERNATIVE = {alternative!r}\nDEVICE = {device!r}",
@@ -305,6 +337,7 @@ def repro_script(g: OpGroup, alternative: str, device: str) -> str:
              f"    strides={g.strides!r}, concrete={g.concrete!r})",
              inspect.getsource(Unbuildable)]
     parts += [inspect.getsource(f) for f in (_number, _scalar, _tensor, build_args, _bind,
+                                               _nothing, _recorded_under_autocast,
                                                _alternative_args, _call)]
     return "\n\n".join(p.strip("\n") for p in parts) + "\n" + _REPRO_MAIN
 
@@ -314,9 +347,11 @@ def write_repros(groups: Sequence[OpGroup], alternative: str, device: str,
     """One script per group that can be rebuilt, named by rank and op; their paths."""
     import os
 
-    os.makedirs(folder, exist_ok=True)
+    rebuilt = [x for x in groups if not x.reason]
+    if rebuilt:
+        os.makedirs(folder, exist_ok=True)
     written = []
-    for i, g in enumerate(x for x in groups if not x.reason):
+    for i, g in enumerate(rebuilt):
         path = os.path.join(folder, f"op{i + 1:02d}_{g.name.split('::')[-1]}.py")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(repro_script(g, alternative, device))

@@ -27,6 +27,7 @@ from profiler_kit.trace.table import EventTable
 # the alternative timed -> the change it stands for
 CHANGE_OF = {"bf16": "precision bf16", "fp16": "precision fp16",
              "channels_last": "channels-last"}
+MEASURE_TIMEOUT_S = 900  # the measuring process of one command, at the most
 NEEDS_TORCH = ("measuring the ops needs torch (the run extra: pip install 'profkit[run]'); "
                "without it, leave out --measure")
 
@@ -83,13 +84,31 @@ def time_groups(groups: list[OpGroup], alternative: str, device: str) -> list[Me
     with tempfile.TemporaryDirectory(prefix="profkit-ops-") as tmp:
         src, out = Path(tmp) / "groups.json", Path(tmp) / "measured.json"
         src.write_bytes(msgspec.json.encode(groups))
-        done = subprocess.run([sys.executable, "-m", "profiler_kit.measure.op_replay",
-                               str(src), alternative, device, str(out)],
-                              capture_output=True, text=True)
+        done = _measuring_process([str(src), alternative, device, str(out)])
         if done.returncode != 0 or not out.exists():
-            lines = [x for x in done.stderr.strip().splitlines() if x.strip()]
-            raise ProfkitError(f"timing the ops failed: {lines[-1] if lines else done.returncode}")
+            raise ProfkitError(f"timing the ops failed: {_why(done)}")
         return msgspec.json.decode(out.read_bytes(), type=OpMeasurements).ops
+
+
+def _measuring_process(args: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run([sys.executable, "-m", "profiler_kit.measure.op_replay", *args],
+                              capture_output=True, text=True, timeout=MEASURE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ProfkitError(f"timing the ops took over {MEASURE_TIMEOUT_S} s and was "
+                           f"stopped") from None
+
+
+def _why(done: subprocess.CompletedProcess) -> str:
+    """What ended the measuring process: its own one-line error, or its exit status."""
+    if done.returncode < 0:
+        return f"the measuring process was killed by signal {-done.returncode} (out of memory?)"
+    own = [x.removeprefix("profkit: ") for x in done.stderr.splitlines()
+           if x.startswith("profkit: ")]
+    if own:
+        return own[-1]
+    lines = [x for x in done.stderr.strip().splitlines() if x.strip()]
+    return f"exit status {done.returncode}" + (f": {lines[-1]}" if lines else "")
 
 
 def write_repros(tables: Iterable[EventTable], alternative: str, folder: str) -> list[str]:
@@ -105,13 +124,14 @@ def write_repros(tables: Iterable[EventTable], alternative: str, folder: str) ->
     with tempfile.TemporaryDirectory(prefix="profkit-ops-") as tmp:
         src = Path(tmp) / "groups.json"
         src.write_bytes(msgspec.json.encode(list(groups.values())))
-        done = subprocess.run([sys.executable, "-m", "profiler_kit.measure.op_replay",
-                               str(src), alternative, device, str(out), "--repro"],
-                              capture_output=True, text=True)
+        done = _measuring_process([str(src), alternative, device, str(out), "--repro"])
     if done.returncode != 0:
-        lines = [x for x in done.stderr.strip().splitlines() if x.strip()]
-        raise ProfkitError(f"writing the repros failed: {lines[-1] if lines else ''}")
-    return done.stdout.split()
+        raise ProfkitError(f"writing the repros failed: {_why(done)}")
+    written = done.stdout.split()
+    if not written:
+        why = next((g.reason for g in groups.values() if g.reason), "no hot op")
+        raise UsageError(f"--repro {folder}: no op of the trace can be rebuilt (e.g. {why})")
+    return written
 
 
 def _hot_groups(tables: Iterable[EventTable]) -> tuple[dict[str, OpGroup], str]:
@@ -141,6 +161,10 @@ def measure_tables(tables: Iterable[EventTable], alternative: str,
     ops = [timed[(alternative, k)] for k in groups]
     effects = {o.key: effect for o in ops if (effect := o.effect()) is not None}
     missing = {o.key: f"{o.name}: {o.reason}" for o in ops if o.reason}
+    if not effects:
+        why = next(iter(missing.values()), "the trace has no op with time")
+        raise UsageError(f"no op of the trace could be timed (e.g. {why}): no measured "
+                         f"prediction; leave out --measure for the modeled one")
     return MeasuredOps(CHANGE_OF[alternative], device, effects, missing)
 
 

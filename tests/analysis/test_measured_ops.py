@@ -121,3 +121,32 @@ def test_work_added_on_a_pools_threads_moves_the_step_that_waits_for_them():
     r = replay(t, changes=[MeasuredOps("precision bf16", "cpu", effects)])
     calls_per_step = sum(g.count for g in hot.groups) / 2 / 2  # two steps, two threads
     assert r.predicted_step_ns - r.replayed_step_ns > 0.5 * calls_per_step * 1_000_000
+
+
+def test_ops_of_an_autocast_trace_and_arguments_recorded_without_a_value_are_rebuilt():
+    """An autocast trace records a bf16 activation beside a float32 weight: its call is
+    timed under the autocast it ran in (and a layout change keeps it). A string argument
+    the trace recorded with no value (``approximate`` of ``aten::gelu``) takes its default."""
+    pytest.importorskip("torch")
+    from profiler_kit.analysis.whatif.hot_ops import OpGroup
+    from profiler_kit.measure.op_replay import measure
+
+    t = load(DATA / "cpu_concurrent_sequential_amp.pt.trace.json.gz")
+    conv = next(g for g in hot_ops(t, build_op_tree(t), None).groups
+                if g.name == "aten::conv2d" and "c10::BFloat16" in g.types)
+    gelu = OpGroup("k", "aten::gelu", [[8, 64], []], ["float", ""], [[64, 1], []], ["", ""],
+                   1, 10, 0)
+    for m in measure([conv, gelu], "channels_last", "cpu").ops:
+        assert m.reason == "" and m.base_ns > 0, m
+
+
+def test_a_trace_whose_ops_cannot_be_timed_gets_no_measured_prediction(capsys):
+    """Shapes not recorded: one line that says why, no '(measured)' figure; --repro writes
+    nothing, not even its folder."""
+    pytest.importorskip("torch")
+    from profiler_kit import cli
+
+    trace = str(DATA / "cpu_only_gloo.json.gz")
+    assert cli.main(["whatif", trace, "--precision", "bf16", "--measure"]) == 2
+    err = capsys.readouterr().err
+    assert "no op of the trace could be timed" in err and "record_shapes was off" in err

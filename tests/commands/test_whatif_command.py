@@ -188,3 +188,12 @@ def test_repro_writes_one_standalone_script_per_hot_op_that_runs(tmp_path, capsy
     assert cli.main(["whatif", str(CPU), "--precision", "bf16", "--repro", str(out)]) == 2
     assert "exists and is not an empty folder" in capsys.readouterr().err
     assert scripts[0].read_text() == before
+
+
+def test_repro_of_a_trace_without_shapes_says_so_and_writes_nothing(tmp_path, capsys):
+    pytest.importorskip("torch")
+    out = tmp_path / "repro"
+    assert cli.main(["whatif", str(DATA / "a100_alexnet.json.gz"), "--precision", "bf16",
+                     "--repro", str(out)]) == 2
+    assert "no op of the trace can be rebuilt" in capsys.readouterr().err
+    assert not out.exists()

@@ -519,6 +519,10 @@ class MeasuredOps(Change, frozen=True):
         owner_row = np.where(owner >= 0, tree.row[np.maximum(owner, 0)], -1)
         scale = np.array([effect_of_row.get(int(r), (0.0, 1.0))[1]
                           for r in owner_row.tolist()])
+        owned = owner_row >= 0
+        if owned.any():  # a GPU trace: the share of its ops' GPU time, as hot ops are chosen
+            in_measured = np.isin(owner_row, list(effect_of_row))
+            op_ns, measured_ns = int(g.dur[owned].sum()), int(g.dur[in_measured].sum())
         changed = scale != 1.0
         kernels = ""
         if changed.any():
