@@ -13,6 +13,7 @@ from profiler_kit.analysis.core.recommendation import priced_by_change
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render.html.figures import Chart, axis, ms, series_color
 from profiler_kit.render.html.trace_charts import name_of
+from profiler_kit.render.wording.predictions import source_step_ns
 from profiler_kit.render.wording.recommendation_gain import gain_line
 from profiler_kit.results import OK, RunResult
 
@@ -68,11 +69,12 @@ def _run_chart(run: RunResult, i: int) -> Chart | None:
     labels = [s.label for s in rows]
     predictions = [s.prediction for s in rows if s.prediction is not None]
     data: list[dict[str, Any]] = [
-        {"type": "bar", "name": "counterpart's trace, measured", "x": labels,
-         "y": [ms(p.source_step_ns) for p in predictions],
+        {"type": "bar", "name": "counterpart, measured", "x": labels,
+         "y": [ms(source_step_ns(run, s.point, p)) for s, p in zip(rows, predictions,
+                                                                     strict=True)],
          "marker": {"color": _REPLAYED},
          "customdata": [p.source or "" for p in predictions],
-         "hovertemplate": "%{customdata}'s profiled step: %{y:.4g} ms<extra></extra>"},
+         "hovertemplate": "%{customdata}: %{y:.4g} ms<extra></extra>"},
         {"type": "bar", "name": "predicted with the change", "x": labels,
          "y": [ms(p.timed_ns if p.timed_ns is not None else p.predicted_ns)
                for p in predictions],
@@ -90,10 +92,10 @@ def _run_chart(run: RunResult, i: int) -> Chart | None:
     ]
     return Chart(
         id=f"whatif-run-{i}", section=WHATIF, title="Predicted against measured, per strategy",
-        caption="For each strategy with a what-if counterpart: the counterpart's profiled "
-                "step, the timed step predicted with the change (the counterpart's timed "
-                "median times the replay's ratio), and the strategy's timed median step. "
-                "Grey: a prediction not trusted.",
+        caption="For each strategy with a what-if counterpart: the counterpart's timed median "
+                "step, the timed step predicted with the change (that median times the "
+                "replay's ratio), and the strategy's timed median step. Grey: a prediction "
+                "not trusted.",
         data=data,
         layout={"barmode": "group", "yaxis": axis("step (ms)", rangemode="tozero"),
                 "xaxis": axis("")})

@@ -6,14 +6,24 @@ Shared by the console, Markdown and HTML renderers so all show the same columns.
 from __future__ import annotations
 
 from profiler_kit.render.wording import units
-from profiler_kit.results import OK, RunResult
+from profiler_kit.results import OK, Prediction, RunResult
 
-HEAD = ["strategy", "what-if", "from its trace", "predicted", "measured", "error",
+HEAD = ["strategy", "what-if", "from", "predicted", "measured", "error",
         "own trace", "error vs trace"]
-TITLE = ("Predicted by the what-if replay (the counterpart's profiled step, replayed with "
-         "the change; predicted: the counterpart's timed median times the replay's ratio; "
-         "measured: the timed median; own trace: the strategy's profiled step, against the "
-         "replay's)")
+TITLE = ("Predicted by the what-if replay (from: the counterpart's timed median; predicted: "
+         "it times the replay's ratio, the counterpart's profiled step replayed with the "
+         "change over without; measured: the timed median; own trace: the strategy's "
+         "profiled step, against the replay's)")
+
+
+def source_step_ns(result: RunResult, point: str, p: Prediction) -> float | None:
+    """What the prediction starts from: the counterpart's timed median where the timed
+    step is predicted, else (run.json files written before) its profiled step."""
+    if p.timed_ns is not None:
+        base = next((s for s in result.at(point) if s.name == p.source and s.stats), None)
+        if base is not None and base.stats is not None:
+            return base.stats.median_ns
+    return p.source_step_ns
 
 
 def prediction_rows(result: RunResult, point: str
@@ -37,7 +47,8 @@ def prediction_rows(result: RunResult, point: str
             predicted = units.duration(step) if step is not None else "no prediction"
             if p.predicted_ns is not None and p.trusted is False:
                 predicted += " (not trusted)"
-            body.append([s.name, what, units.duration(p.source_step_ns), predicted,
+            body.append([s.name, what, units.duration(source_step_ns(result, point, p)),
+                         predicted,
                          units.duration(p.measured_ns),
                          units.signed_percent(p.error), units.duration(p.trace_step_ns),
                          units.signed_percent(p.trace_error)])
