@@ -27,6 +27,8 @@ from profiler_kit.trace.table import EventTable
 # the alternative timed -> the change it stands for
 CHANGE_OF = {"bf16": "precision bf16", "fp16": "precision fp16",
              "channels_last": "channels-last"}
+# on a GPU, a call whose host issue takes under this share of its wall time is GPU-bound
+DEVICE_BOUND = 0.5
 MEASURE_TIMEOUT_S = 900  # the measuring process of one command, at the most
 NEEDS_TORCH = ("measuring the ops needs torch (the run extra: pip install 'profkit[run]'); "
                "without it, leave out --measure")
@@ -56,9 +58,13 @@ class MeasuredOp(msgspec.Struct, frozen=True):
         which the change does not scale."""
         if not self.base_ns or self.alt_ns is None:
             return None
-        ratio = self.alt_ns / self.base_ns
         if self.host_base_ns is None or self.host_alt_ns is None:
             return self.alt_ns - self.base_ns, 1.0
+        # a call's wall time is the GPU's only where the host issues it in well under that
+        # time; a host-bound call's wall ratio is the host's, already counted: its kernels
+        # keep their recorded time
+        device_bound = self.host_base_ns < DEVICE_BOUND * self.base_ns
+        ratio = self.alt_ns / self.base_ns if device_bound else 1.0
         return self.host_alt_ns - self.host_base_ns, ratio
 
 

@@ -150,3 +150,19 @@ def test_a_trace_whose_ops_cannot_be_timed_gets_no_measured_prediction(capsys):
     assert cli.main(["whatif", trace, "--precision", "bf16", "--measure"]) == 2
     err = capsys.readouterr().err
     assert "no op of the trace could be timed" in err and "record_shapes was off" in err
+
+
+def test_on_a_gpu_a_host_bound_calls_wall_ratio_is_not_applied_to_its_kernels_again():
+    """Timed on a GPU, a call's host issue time is measured apart: its difference moves the
+    host; the wall ratio scales the kernels only where the call is GPU-bound (else that
+    ratio is the host's, counted once already)."""
+    from profiler_kit.sources.measured_ops import MeasuredOp
+
+    gpu_bound = MeasuredOp("k", "aten::mm", 1, base_ns=100_000, alt_ns=50_000,
+                           host_base_ns=10_000, host_alt_ns=12_000)
+    host_bound = MeasuredOp("k", "aten::add", 1, base_ns=20_000, alt_ns=30_000,
+                            host_base_ns=18_000, host_alt_ns=28_000)
+    cpu = MeasuredOp("k", "aten::add", 1, base_ns=20_000, alt_ns=30_000)
+    assert gpu_bound.effect() == (2_000, 0.5)
+    assert host_bound.effect() == (10_000, 1.0)
+    assert cpu.effect() == (10_000, 1.0)
