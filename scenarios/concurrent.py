@@ -223,6 +223,9 @@ class ConcurrentWorkload(Workload):
             # scale (float16 gradients of random weights overflow at its first, 65536)
             for i in overflowed:
                 self.scalers[i].update(self.scalers[i].get_scale() / 2)
+        else:
+            raise RuntimeError(f"float16 gradients overflow at every scale GradScaler would "
+                               f"try ({MAX_SCALE_BACKOFFS} halvings)")
         # the timed steps start from the scale they would have started from
         for scaler, scale in zip(self.scalers, scales, strict=True):
             scaler.update(float(scale))  # a no-op where the scaler is disabled
