@@ -126,6 +126,9 @@ def _whatif(args: argparse.Namespace, changes: list, target: object) -> int:
         outputs.write(target, document(results))
     if args.json is None or target is not None:
         print("\n".join(report_lines(results, shutil.get_terminal_size((0, 0)).columns)))
+        if args.measure and args.precision and args.channels_last:
+            print(f"note: 'all together' adds the effects of {args.precision} and "
+                  f"channels_last as each was timed alone; the two were not timed together")
     return 0
 
 

@@ -197,3 +197,12 @@ def test_repro_of_a_trace_without_shapes_says_so_and_writes_nothing(tmp_path, ca
                      "--repro", str(out)]) == 2
     assert "no op of the trace can be rebuilt" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_two_measured_changes_together_say_they_were_timed_apart(capsys):
+    pytest.importorskip("torch")
+    assert cli.main(["whatif", str(CPU), "--precision", "bf16", "--channels-last",
+                     "--measure"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "precision bf16 (measured)" in out and "channels-last (measured)" in out
+    assert "the two were not timed together" in out
