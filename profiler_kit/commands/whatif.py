@@ -117,10 +117,11 @@ def _whatif(args: argparse.Namespace, changes: list, target: object) -> int:
     from profiler_kit.render.console.whatif import report_lines
     from profiler_kit.render.json.whatif import document
 
+    tables = _tables(args) if args.repro or args.measure else []  # read once for both
     if args.repro:
-        _repros(args)
+        _repros(args, tables)
     if args.measure:
-        changes = _measured(args) + changes
+        changes = _measured(args, tables) + changes
     results = api.whatif(args.paths, changes, no_straggler=args.no_straggler)
     if args.json is not None:
         outputs.write(target, document(results))
@@ -149,7 +150,7 @@ def _tables(args: argparse.Namespace) -> list:
     return [load(f) for f in api.trace_files(args.paths)]
 
 
-def _measured(args: argparse.Namespace) -> list:
+def _measured(args: argparse.Namespace, tables: list) -> list:
     """The measured changes --measure asks for, timed over every trace's hot ops."""
     from profiler_kit.errors import UsageError
     from profiler_kit.sources.measured_ops import NEEDS_TORCH, measure_tables, torch_available
@@ -157,15 +158,14 @@ def _measured(args: argparse.Namespace) -> list:
     wanted = _alternatives(args, "--measure")
     if not torch_available():
         raise UsageError(NEEDS_TORCH)
-    tables = _tables(args)
     return [measure_tables(tables, alternative) for alternative in wanted]
 
 
-def _repros(args: argparse.Namespace) -> None:
+def _repros(args: argparse.Namespace, tables: list) -> None:
     from profiler_kit.sources.measured_ops import write_repros
 
     (alternative, *others) = _alternatives(args, "--repro")
-    paths = write_repros(_tables(args), alternative, args.repro)
+    paths = write_repros(tables, alternative, args.repro)
     also = f"; with {alternative} only, not {', '.join(others)}" if others else ""
     print(f"repro scripts ({len(paths)}, one per hot op that can be rebuilt{also}; python FILE "
           f"runs one): {args.repro}")

@@ -113,10 +113,9 @@ def _table(result: RunResult, s: StrategyResult,
 def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
                tables: dict[str, EventTable | str], measure: Measure | None) -> Prediction:
     assert s.stats is not None
-    measured = s.stats.median_ns
     dtype = DTYPES.get(s.amp_dtype or "")
     label = f"precision {dtype}" if dtype else "precision"
-    out = Prediction(change=label, source=base.name, measured_ns=measured)
+    out = Prediction(change=label, source=base.name, measured_ns=s.stats.median_ns)
     if dtype is None:
         return replace(out, note=f"no prediction: autocast ran {s.amp_dtype or 'no dtype'}, "
                                  f"which the precision change does not model")
@@ -124,13 +123,10 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
     if isinstance(table, str):
         return replace(out, note=f"no prediction: {table}")
     if measure is not None:
-        try:
-            measured = measure([table], dtype)
-        except ProfkitError as exc:
-            out = replace(out, note=f"ops not measured ({exc}); ")
-        else:
-            w = what_if(table, changes=[measured]).replay
-            return _with(replace(out, change=measured.label()), result, s, base, w, tables)
+        found = _measured(out, result, s, base, table, tables, measure, dtype)
+        if isinstance(found, Prediction):
+            return found
+        out = replace(out, note=f"ops not measured ({found}); ")
     w = what_if(table, changes=[Precision(dtype)]).replay
     name, peak, _ = device_of_table(table)
     if peak is None or w.gpu_activities == 0:
@@ -155,12 +151,22 @@ def _channels_last(result: RunResult, s: StrategyResult, base: StrategyResult,
     if measure is None:
         return replace(out, note="no prediction: channels_last is measured, not modeled, "
                                  "and timing the ops needs torch")
+    found = _measured(out, result, s, base, table, tables, measure, "channels_last")
+    return found if isinstance(found, Prediction) else replace(
+        out, note=f"no prediction: the ops could not be timed ({found})")
+
+
+def _measured(out: Prediction, result: RunResult, s: StrategyResult, base: StrategyResult,
+              table: EventTable, tables: dict[str, EventTable | str], measure: Measure,
+              alternative: str) -> Prediction | str:
+    """``out`` predicted from ``base``'s ops timed under ``alternative`` on this machine,
+    or why they could not be."""
     try:
-        measured = measure([table], "channels_last")
+        change = measure([table], alternative)
     except ProfkitError as exc:
-        return replace(out, note=f"no prediction: the ops could not be timed ({exc})")
-    w = what_if(table, changes=[measured]).replay
-    return _with(replace(out, change=measured.label()), result, s, base, w, tables)
+        return str(exc)
+    w = what_if(table, changes=[change]).replay
+    return _with(replace(out, change=change.label()), result, s, base, w, tables)
 
 
 def _cuda_graphs(result: RunResult, s: StrategyResult, base: StrategyResult,

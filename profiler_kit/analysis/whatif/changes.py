@@ -493,7 +493,8 @@ class MeasuredOps(Change, frozen=True):
         t, g, tree = ctx.table, ctx.graph, ctx.tree
         effect_of_row: dict[int, tuple[float, float]] = {}
         op_ns = measured_ns = 0
-        for key, calls in group_rows(t, tree).items():
+        top = top_level_ops(t, tree)
+        for key, calls in group_rows(t, tree, top).items():
             ns = int(t.dur_ns[calls].sum())
             op_ns += ns
             if key in self.effects:
@@ -513,7 +514,6 @@ class MeasuredOps(Change, frozen=True):
                 e.remove(th, [a + d + delta], [a + d])
             else:
                 e.insertions.append((th, a + d, delta))
-        top = top_level_ops(t, tree)
         node = ctx.gpu.node[g.act]
         owner = np.where(node >= 0, top[np.maximum(node, 0)], -1)
         owner_row = np.where(owner >= 0, tree.row[np.maximum(owner, 0)], -1)

@@ -46,13 +46,11 @@ class OpGroup(msgspec.Struct, frozen=True):
 
 class HotOps(msgspec.Struct, frozen=True):
     """The groups that hold ``HOT_SHARE`` of the trace's op time (by device time on a GPU
-    trace, host time on a CPU one), hottest first; ``rows`` maps each group's key to its
-    calls' table rows (not written to files)."""
+    trace, host time on a CPU one), hottest first (their calls' rows: :func:`group_rows`)."""
 
     groups: list[OpGroup]
     total_ns: int  # the op time of every top-level op
     by_device: bool
-    rows: dict[str, list[int]] = msgspec.field(default_factory=dict)
 
     def weight(self, g: OpGroup) -> int:
         return g.device_ns if self.by_device else g.host_ns
@@ -92,9 +90,11 @@ def _key(table: EventTable, row: int) -> tuple[str, tuple]:
     return _short_key(msgspec.json.encode(parts).decode()), parts
 
 
-def group_rows(table: EventTable, tree: OpTree) -> dict[str, np.ndarray]:
-    """Every top-level op's table rows, by group key."""
-    top = top_level_ops(table, tree)
+def group_rows(table: EventTable, tree: OpTree, top: np.ndarray | None = None
+               ) -> dict[str, np.ndarray]:
+    """Every top-level op's table rows, by group key (``top``: :func:`top_level_ops`, made
+    here where not given)."""
+    top = top_level_ops(table, tree) if top is None else top
     out: dict[str, list[int]] = {}
     for i in np.flatnonzero(top == np.arange(len(tree))).tolist():
         r = int(tree.row[i])
@@ -114,25 +114,24 @@ def hot_ops(table: EventTable, tree: OpTree, gpu: GpuActivity | None,
     by_device = bool(device.sum() > 0)
     groups: dict[str, list] = {}
     for i in nodes.tolist():
-        r = int(tree.row[i])
-        key, parts = _key(table, r)
-        g = groups.setdefault(key, [parts, [], 0, 0])
-        g[1].append(r)
+        key, parts = _key(table, int(tree.row[i]))
+        g = groups.setdefault(key, [parts, 0, 0, 0])
+        g[1] += 1
         g[2] += int(tree.end_ns[i] - tree.start_ns[i])
         g[3] += int(device[i])
-    made = [OpGroup(k, p[0], p[1], p[2], p[3], p[4], len(rows), host, dev,
+    made = [OpGroup(k, p[0], p[1], p[2], p[3], p[4], count, host, dev,
                     rebuild_reason(p[0], p[1], p[2]))
-            for k, (p, rows, host, dev) in groups.items()]
-    rows = {k: v[1] for k, v in groups.items()}
-    made.sort(key=lambda g: -(g.device_ns if by_device else g.host_ns))
-    total = sum(g.device_ns if by_device else g.host_ns for g in made)
+            for k, (p, count, host, dev) in groups.items()]
+    weights = [g.device_ns if by_device else g.host_ns for g in made]
+    order = sorted(range(len(made)), key=lambda i: -weights[i])
+    total = sum(weights)
     hot, acc = [], 0
-    for g in made:
-        if acc >= share * total or not (g.device_ns if by_device else g.host_ns):
+    for i in order:
+        if acc >= share * total or not weights[i]:
             break
-        hot.append(g)
-        acc += g.device_ns if by_device else g.host_ns
-    return HotOps(hot, total, by_device, {g.key: rows[g.key] for g in hot})
+        hot.append(made[i])
+        acc += weights[i]
+    return HotOps(hot, total, by_device)
 
 
 def _short_key(key: str) -> str:

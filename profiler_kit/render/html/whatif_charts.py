@@ -13,7 +13,7 @@ from profiler_kit.analysis.core.recommendation import priced_by_change
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render.html.figures import Chart, axis, ms, series_color
 from profiler_kit.render.html.trace_charts import name_of
-from profiler_kit.render.wording.predictions import source_step_ns
+from profiler_kit.render.wording.predictions import starting_step_ns
 from profiler_kit.render.wording.recommendation_gain import gain_line
 from profiler_kit.results import OK, RunResult
 
@@ -70,7 +70,7 @@ def _run_chart(run: RunResult, i: int) -> Chart | None:
     predictions = [s.prediction for s in rows if s.prediction is not None]
     data: list[dict[str, Any]] = [
         {"type": "bar", "name": "counterpart, measured", "x": labels,
-         "y": [ms(source_step_ns(run, s.point, p)) for s, p in zip(rows, predictions,
+         "y": [ms(starting_step_ns(run, s.point, p)) for s, p in zip(rows, predictions,
                                                                      strict=True)],
          "marker": {"color": _REPLAYED},
          "customdata": [p.source or "" for p in predictions],

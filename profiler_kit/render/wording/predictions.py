@@ -16,7 +16,7 @@ TITLE = ("Predicted by the what-if replay (from: the counterpart's timed median;
          "profiled step, against the replay's)")
 
 
-def source_step_ns(result: RunResult, point: str, p: Prediction) -> float | None:
+def starting_step_ns(result: RunResult, point: str, p: Prediction) -> float | None:
     """What the prediction starts from: the counterpart's timed median where the timed
     step is predicted, else (run.json files written before) its profiled step."""
     if p.timed_ns is not None:
@@ -47,7 +47,7 @@ def prediction_rows(result: RunResult, point: str
             predicted = units.duration(step) if step is not None else "no prediction"
             if p.predicted_ns is not None and p.trusted is False:
                 predicted += " (not trusted)"
-            body.append([s.name, what, units.duration(source_step_ns(result, point, p)),
+            body.append([s.name, what, units.duration(starting_step_ns(result, point, p)),
                          predicted,
                          units.duration(p.measured_ns),
                          units.signed_percent(p.error), units.duration(p.trace_step_ns),
