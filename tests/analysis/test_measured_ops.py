@@ -166,3 +166,31 @@ def test_on_a_gpu_a_host_bound_calls_wall_ratio_is_not_applied_to_its_kernels_ag
     assert gpu_bound.effect() == (2_000, 0.5)
     assert host_bound.effect() == (10_000, 1.0)
     assert cpu.effect() == (10_000, 1.0)
+
+
+def test_top_level_ops_by_hand_on_a_real_gpu_trace():
+    """BERT-small on an H100 (TraceLens' trace): the calls grouped as top-level ops are the
+    aten ops no other aten op on their thread contains, counted here from the raw JSON."""
+    import gzip
+    import json
+    from collections import Counter
+
+    with gzip.open(DATA / "h100_bert_small.json.gz", "rt") as fh:
+        ops = [e for e in json.load(fh)["traceEvents"] if e.get("cat") == "cpu_op"
+               and e.get("ph") == "X" and str(e.get("name", "")).startswith("aten::")]
+    by_thread: dict = {}
+    for e in ops:
+        by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    expected: Counter = Counter()
+    for events in by_thread.values():
+        events.sort(key=lambda e: (e["ts"], -e["dur"]))
+        end = -1.0
+        for e in events:
+            if e["ts"] >= end:  # not inside the previous outermost op
+                expected[e["name"]] += 1
+                end = e["ts"] + e["dur"]
+    t = load(DATA / "h100_bert_small.json.gz")
+    got: Counter = Counter()
+    for rows in group_rows(t, build_op_tree(t)).values():
+        got[t.name_of(int(rows[0]))] += len(rows)
+    assert {k: v for k, v in got.items() if k.startswith("aten::")} == dict(expected)
