@@ -6,7 +6,8 @@
 #   bash benchmarks/gpu_check.sh --device cpu [OUT]  # the rehearsal: every step on the CPU,
 #                                                    # small and quick (OUT: a temporary folder)
 #
-# The steps, most important first, each under its own time limit; once GPU_CHECK_BUDGET_S
+# The steps, most important first (GPU_CHECK_STEPS="a b ..." picks others, in its order),
+# each under its own time limit; once GPU_CHECK_BUDGET_S
 # seconds (default 600) have passed, the steps left are skipped and named in OUT/status.txt
 # (a step never runs past the budget):
 #   main        the README's main job: concurrent --amp --streams (two models, batch 200)
@@ -125,41 +126,55 @@ run() {  # run NAME SCENARIO ARGS...: one profkit run on the device, kept
     keep "$name"
 }
 
-run main concurrent --amp --streams
-if [ "$device" = cuda ]; then
-    step pytest-gpu 300 python -m pytest -q -m gpu -rs
-fi
-run multimodel multimodel --amp
-run ddp ddp --bucket-cap-mb 25,1
-run batch400 concurrent --amp --streams --batch-size "$big_batch"
-
-# the allocator's snapshot (CUDA only: the rehearsal records memory by category instead)
-memory_source=--memory-snapshot
-[ "$device" = cuda ] || memory_source=--with-stack
-run snapshot concurrent --strategies sequential "$memory_source"
-if [ -n "$kept" ]; then
-    step snapshot-memory 120 profkit memory "$kept" --json "$out/snapshot/memory.json"
-fi
-
-tune_args=(--quick)
+step_main() { run main concurrent --amp --streams; }
+step_pytest_gpu() {
+    [ "$device" = cuda ] && step pytest-gpu 300 env PYTHONPATH=benchmarks python -m pytest -v -m gpu -rs \
+        -p pytest_failures_now -o faulthandler_timeout=90 ${GPU_CHECK_PYTEST_ARGS:-}
+}
+step_multimodel() { run multimodel multimodel --amp; }
+step_ddp() { run ddp ddp --bucket-cap-mb 25,1; }
+step_batch400() { run batch400 concurrent --amp --streams --batch-size "$big_batch"; }
+step_snapshot() {  # the allocator's snapshot (CUDA only: the rehearsal records memory by
+    # category instead)
+    local memory_source=--memory-snapshot
+    [ "$device" = cuda ] || memory_source=--with-stack
+    run snapshot concurrent --strategies sequential "$memory_source"
+    if [ -n "$kept" ]; then
+        step snapshot-memory 120 profkit memory "$kept" --json "$out/snapshot/memory.json"
+    fi
+}
+tune_args=(${GPU_CHECK_TUNE_ARGS:---quick})  # GPU_CHECK_TUNE_ARGS: other knobs, say
 [ "$device" = cuda ] || tune_args=(--quick --knobs channels_last --no-batch-sweep)
-step tune-resnet "$step_limit" profkit tune examples/tune_resnet.py --device "$device" \
-    --out "$work/tune-resnet" "${tune_args[@]}"
-cp "$work"/tune-resnet/*/*/{tune.json,summary.md} "$out/tune-resnet/" 2>/dev/null
+tune() {  # tune NAME EXAMPLE
+    step "$1" "$step_limit" profkit tune "examples/$2" --device "$device" \
+        --out "$work/$1" "${tune_args[@]}"
+    cp "$work/$1"/*/*/{tune.json,summary.md} "$out/$1/" 2>/dev/null
+}
+step_tune_resnet() { tune tune-resnet tune_resnet.py; }
+step_record() {
+    step record "$step_limit" profkit record -o "$work/record" --top 10 -- \
+        python tests/record_scripts/cnn_dataloader.py --device "$device" --epochs 3 --batches 8
+    cp "$work"/record/{record.json,summary.md} "$out/record/" 2>/dev/null
+    [ -d "$work/record" ] && analyze record "$work/record"
+}
+step_train() { run train concurrent --amp --streams --train; }
+step_tune_transformer() { tune tune-transformer tune_transformer.py; }
+step_pipeline() { run pipeline pipeline; }
+step_snapshot_overhead() {
+    [ "$device" = cuda ] && step snapshot-overhead 180 python benchmarks/memory_snapshot_overhead.py
+}
 
-step record "$step_limit" profkit record -o "$work/record" --top 10 -- \
-    python tests/record_scripts/cnn_dataloader.py --device "$device" --epochs 3 --batches 8
-cp "$work"/record/{record.json,summary.md} "$out/record/" 2>/dev/null
-[ -d "$work/record" ] && analyze record "$work/record"
-
-run train concurrent --amp --streams --train
-step tune-transformer "$step_limit" profkit tune examples/tune_transformer.py \
-    --device "$device" --out "$work/tune-transformer" "${tune_args[@]}"
-cp "$work"/tune-transformer/*/*/{tune.json,summary.md} "$out/tune-transformer/" 2>/dev/null
-run pipeline pipeline
-if [ "$device" = cuda ]; then
-    step snapshot-overhead 180 python benchmarks/memory_snapshot_overhead.py
-fi
+# GPU_CHECK_STEPS picks the steps and their order (a rerun after a first run, say)
+steps=${GPU_CHECK_STEPS:-main pytest-gpu multimodel ddp batch400 snapshot tune-resnet record train tune-transformer pipeline snapshot-overhead}
+for name in $steps; do
+    fn="step_${name//-/_}"
+    if declare -F "$fn" > /dev/null; then
+        "$fn"
+    else
+        echo "gpu_check: no step named $name" >&2
+        failed=1
+    fi
+done
 
 echo "results in $out (traces in $work); took $((SECONDS - began)) s"
 echo "total: $((SECONDS - began)) s, budget $budget s" >> "$status_file"

@@ -7,7 +7,7 @@
 #   bash benchmarks/gpu_offline.sh DEST
 #
 # DEST/results.tgz holds benchmarks/results/<gpu-name>/; DEST/traces.tgz.N the run
-# folders (traces included), most important step first, in pieces of 15 MB (at most six:
+# folders (traces included), most important step first, in pieces of 15 MB (at most three:
 # a gzipped tar cut short still gives back every file before the cut).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ for s in main tune-resnet record ddp train batch400 multimodel snapshot tune-tra
     [ -e "$s" ] && steps+=("$s")
 done
 tar -cf - "${steps[@]}" | gzip -1 | split -b 15M -d -a 1 - "$dest/traces.tgz."
-for piece in "$dest"/traces.tgz.[6-9]; do
+for piece in "$dest"/traces.tgz.[3-9]; do  # what comes back: 8 files, 64 MiB in all
     [ -e "$piece" ] && rm "$piece" && echo "gpu_offline: dropped $piece (too many pieces)"
 done
 echo "gpu_offline: packed into $dest; gpu_check exit $rc"

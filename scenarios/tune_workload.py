@@ -90,7 +90,10 @@ class TuneWorkload(Workload):
         if self.training:
             self.amp_tolerance = TRAIN_AMP_TOLERANCE
         model.train(self.training)
-        self.reference_model = model  # outputs() computes from the initial weights
+        # outputs() computes from the initial weights, on a copy of this model; a copy taken
+        # now, since make_graphed_callables (cuda_graphs when training) rebinds the model's
+        # forward to its own parameters, so a later copy's would stay unused
+        self.reference_model = copy.deepcopy(model) if "cuda_graphs" in self.knobs else model
         self.initial_state = copy.deepcopy(model.state_dict())
         self.batch = batch
         self.amp_dtype = getattr(torch, config.amp_dtype) if config.amp_dtype else None

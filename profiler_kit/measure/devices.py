@@ -100,18 +100,25 @@ def cuda_devices(devices: Iterable[Any]) -> list[torch.device]:
     return [found[i] for i in sorted(found)]
 
 
-def reset_peak_memory(devices: Iterable[Any]) -> None:
-    """Start a fresh peak for every CUDA device in ``devices``."""
+def reset_peak_memory(devices: Iterable[Any]) -> dict[str, int]:
+    """Start a fresh peak for every CUDA device in ``devices``; the bytes allocated then
+    (weights, optimizer state, workspaces: what the peak starts from)."""
+    held = {}
     for dev in cuda_devices(devices):
         torch.cuda.reset_peak_memory_stats(dev)
+        held[str(dev)] = int(torch.cuda.memory_allocated(dev))
+    return held
 
 
-def peak_memory(devices: Iterable[Any]) -> dict[str, dict[str, int]]:
-    """Peak allocated/reserved bytes per CUDA device since :func:`reset_peak_memory`."""
+def peak_memory(devices: Iterable[Any], held: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Peak allocated/reserved bytes per CUDA device since :func:`reset_peak_memory`, beside
+    what was allocated when the peak was reset (``held``, its answer): the step's own rise
+    is the difference."""
     return {
         str(dev): {
             "allocated_bytes": int(torch.cuda.max_memory_allocated(dev)),
             "reserved_bytes": int(torch.cuda.max_memory_reserved(dev)),
+            "allocated_at_start_bytes": held.get(str(dev), 0),
         }
         for dev in cuda_devices(devices)
     }

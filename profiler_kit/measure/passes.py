@@ -97,13 +97,13 @@ def measure(
     if options.profile:  # before the first call compiles: each kernel to its FX nodes' lines
         inductor_provenance.enable_if_compiling()
 
-    dev.reset_peak_memory(devices)
+    held = dev.reset_peak_memory(devices)
     contention_watch.mark_root()
     watch = contention_watch.Watch(devices)
     watch.start()
     samples = time_phases(phases, devices, options.iterations, options.warmup, progress, "timing")
     contention = watch.stop(torch.get_num_threads())
-    peak = dev.peak_memory(devices)
+    peak = dev.peak_memory(devices, held)
 
     trace_files: tuple[str, ...] = ()
     profiled: list[int] = []
