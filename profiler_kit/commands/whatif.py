@@ -21,15 +21,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the device's bf16/fp16 matrix rate (bounded by memory bandwidth)")
     p.add_argument("--channels-last", action="store_true",
                    help="4-D inputs in channels_last (with --measure: each hot op timed so)")
+    p.add_argument("--tf32", action="store_true",
+                   help="float32 matmuls and convolutions allowed TF32 (with --measure: each "
+                        "hot op timed so; NVIDIA GPUs only)")
     p.add_argument("--measure", action="store_true",
                    help="time each hot op of the trace on this machine from its recorded "
                         "shapes, as recorded and with the change (--precision, "
-                        "--channels-last), and replay the measured ratios instead of the "
+                        "--channels-last, --tf32), and replay the measured ratios instead of the "
                         "device's peak ratios (needs torch; a GPU trace needs a GPU)")
     p.add_argument("--repro", metavar="DIR",
                    help="write one standalone script per hot op into DIR (a new or empty "
                         "folder): its recorded inputs rebuilt, timed as recorded and with the "
-                        "change (--precision, --channels-last), for a bug report; needs torch")
+                        "change (--precision, --channels-last, --tf32), for a bug report; "
+                        "needs torch")
     p.add_argument("--cuda-graphs", nargs="?", const="", default=None, metavar="REGION",
                    help="the host's op and launch overhead collapses to one graph launch per "
                         "step, or per instance of REGION (a record_function or module name)")
@@ -77,8 +81,9 @@ def changes_of(args: argparse.Namespace) -> list:
                 raise UsageError(f"--kernels {spec}: not a class nor a regular expression "
                                  f"({exc})") from None
         out.append(c.Kernels(pattern, value))
-    if args.channels_last and not (args.measure or args.repro):
-        raise UsageError("--channels-last is measured, not modeled: add --measure")
+    for flag, on in (("--channels-last", args.channels_last), ("--tf32", args.tf32)):
+        if on and not (args.measure or args.repro):
+            raise UsageError(f"{flag} is measured, not modeled: add --measure")
     if args.precision and not args.measure:
         out.append(c.Precision(args.precision))
     if args.cuda_graphs is not None:
@@ -127,9 +132,10 @@ def _whatif(args: argparse.Namespace, changes: list, target: object) -> int:
         outputs.write(target, document(results))
     if args.json is None or target is not None:
         print("\n".join(report_lines(results, shutil.get_terminal_size((0, 0)).columns)))
-        if args.measure and args.precision and args.channels_last:
-            print(f"note: 'all together' adds the effects of {args.precision} and "
-                  f"channels_last as each was timed alone; the two were not timed together")
+        timed = _alternatives(args, "--measure") if args.measure else []
+        if len(timed) > 1:
+            print(f"note: 'all together' adds the effects of {' and '.join(timed)} as each "
+                  f"was timed alone; they were not timed together")
     return 0
 
 
@@ -137,9 +143,10 @@ def _alternatives(args: argparse.Namespace, option: str) -> list[str]:
     from profiler_kit.errors import UsageError
 
     wanted = ([args.precision] if args.precision else []) + \
-        (["channels_last"] if args.channels_last else [])
+        (["channels_last"] if args.channels_last else []) + (["tf32"] if args.tf32 else [])
     if not wanted:
-        raise UsageError(f"{option} times a change: add --precision or --channels-last")
+        raise UsageError(f"{option} times a change: add --precision, --channels-last or "
+                         f"--tf32")
     return wanted
 
 

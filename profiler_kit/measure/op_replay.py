@@ -12,6 +12,9 @@ trace recorded. The alternatives:
   gets every float input in the low dtype (what the autocast forward saved).
 - ``channels_last``: 4-D float inputs in channels_last, as after ``model.to(memory_format=
   torch.channels_last)`` and channels_last inputs.
+- ``tf32``: float32 matmuls and convolutions allowed TF32 (both ``allow_tf32`` flags set
+  for the call, restored after); as recorded, the flags are PyTorch's defaults. NVIDIA
+  GPUs only: elsewhere each op says so, unmeasured.
 
 On a GPU the host's time to issue each call is timed too, apart: autocast's casts cost
 host time that a host-bound step pays in full.
@@ -42,7 +45,8 @@ import torch.utils.benchmark as benchmark
 from profiler_kit.analysis.whatif.hot_ops import TENSOR_TYPES, OpGroup
 from profiler_kit.sources.measured_ops import MeasuredOp, OpMeasurements
 
-ALTERNATIVES = ("bf16", "fp16", "channels_last")
+ALTERNATIVES = ("bf16", "fp16", "channels_last", "tf32")
+NO_TF32 = "TF32 exists only on NVIDIA GPUs (Ampere and newer); this op ran elsewhere"
 LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
 IQR_TARGET = 0.1  # stop once the per-round ratios' IQR is under this share of their median
 MAX_RUN_S = 0.5  # per op group, both sides
@@ -198,7 +202,35 @@ def _call(op: Callable[..., Any], args: list[Any], alternative: str | None,
             with torch.autocast(device.type, dtype=dtype):
                 return op(*args)
         return run
+    if alternative == "tf32":
+        def tf32() -> Any:
+            with _tf32_allowed():
+                return op(*args)
+        return tf32
     return lambda: op(*args)
+
+
+def _changed(op: Callable[..., Any], args: list[Any], alternative: str, under: str | None,
+             device: torch.device) -> Callable[[], Any]:
+    """The call under ``alternative``: a layout or math-mode change keeps the autocast the
+    trace ran under (TF32 has no say in a low-precision op's math)."""
+    if alternative in LOW:
+        return _call(op, args, alternative, device)
+    return _call(op, args, "tf32" if alternative == "tf32" and not under else under, device)
+
+
+@contextlib.contextmanager
+def _tf32_allowed() -> Any:
+    """TF32 for float32 matmuls and cuDNN's convolutions, the flags restored after."""
+    matmul = torch.backends.cuda.matmul
+    saved = matmul.allow_tf32
+    matmul.allow_tf32 = True
+    try:
+        with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled,
+                                        allow_tf32=True):
+            yield
+    finally:
+        matmul.allow_tf32 = saved
 
 
 def _paired(recorded: Callable[[], Any], changed: Callable[[], Any],
@@ -249,8 +281,7 @@ def measure_group(g: OpGroup, alternative: str, device: torch.device,
             fn, args = _bind(op, args)
         alt_args = _alternative_args(args, alternative, g.name)
         recorded = _call(fn, args, under, device)
-        # a layout change keeps the autocast the trace ran under
-        changed = _call(fn, alt_args, alternative if alternative in LOW else under, device)
+        changed = _changed(fn, alt_args, alternative, under, device)
         recorded(), changed()  # the first call of each: kernels chosen, caches filled
         bs, alts = _paired(recorded, changed, max_run_s)
     except Unbuildable as e:
@@ -288,6 +319,10 @@ def measure(groups: Sequence[OpGroup], alternative: str, device: str) -> OpMeasu
         raise Unbuildable("the trace ran on a GPU: timing its ops needs one here, and torch "
                           "sees none (leave out --measure for the peak-ratio prediction)")
     torch.manual_seed(0)
+    if alternative == "tf32" and dev.type != "cuda":
+        return OpMeasurements(alternative, str(dev), str(torch.__version__),
+                              [MeasuredOp(key=g.key, name=g.name, count=g.count, reason=NO_TF32)
+                               for g in groups])
     ops = [measure_group(g, alternative, dev) for g in groups]
     return OpMeasurements(alternative, str(dev), str(torch.__version__), ops)
 
@@ -305,8 +340,8 @@ def main():
     with torch.autocast(device.type, dtype=LOW[under]) if under else _nothing():
         fn, args = _bind(op, args)
     recorded = _call(fn, args, under, device)
-    changed = _call(fn, _alternative_args(args, ALTERNATIVE, NAME),
-                    ALTERNATIVE if ALTERNATIVE in LOW else under, device)
+    changed = _changed(fn, _alternative_args(args, ALTERNATIVE, NAME), ALTERNATIVE, under,
+                       device)
     for label, run in (("as recorded", recorded), (ALTERNATIVE, changed)):
         run()
         m = benchmark.Timer(stmt="run()", globals={"run": run}).adaptive_autorange()
@@ -338,7 +373,8 @@ def repro_script(g: OpGroup, alternative: str, device: str) -> str:
              inspect.getsource(Unbuildable)]
     parts += [inspect.getsource(f) for f in (_number, _scalar, _tensor, build_args, _bind,
                                                _nothing, _recorded_under_autocast,
-                                               _alternative_args, _call)]
+                                               _alternative_args, _call, _changed,
+                                               _tf32_allowed)]
     return "\n\n".join(p.strip("\n") for p in parts) + "\n" + _REPRO_MAIN
 
 

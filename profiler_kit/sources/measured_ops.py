@@ -26,7 +26,8 @@ from profiler_kit.trace.table import EventTable
 
 # the alternative timed -> the change it stands for
 CHANGE_OF = {"bf16": "precision bf16", "fp16": "precision fp16",
-             "channels_last": "channels-last"}
+             "channels_last": "channels-last", "tf32": "tf32"}
+MODELED = ("bf16", "fp16")  # the alternatives the replay also models without measuring
 # on a GPU, a call whose host issue takes under this share of its wall time is GPU-bound
 DEVICE_BOUND = 0.5
 MEASURE_TIMEOUT_S = 900  # the measuring process of one command, at the most
@@ -169,8 +170,9 @@ def measure_tables(tables: Iterable[EventTable], alternative: str,
     missing = {o.key: f"{o.name}: {o.reason}" for o in ops if o.reason}
     if not effects:
         why = next(iter(missing.values()), "the trace has no op with time")
+        modeled = "; leave out --measure for the modeled one" if alternative in MODELED else ""
         raise UsageError(f"no op of the trace could be timed (e.g. {why}): no measured "
-                         f"prediction; leave out --measure for the modeled one")
+                         f"prediction{modeled}")
     return MeasuredOps(CHANGE_OF[alternative], device, effects, missing)
 
 

@@ -41,6 +41,8 @@ AMP_SUFFIX = "+amp"
 LOWER_BOUND_SHARE = 0.10
 # autocast's dtype as run.json records it -> the precision change's name
 DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
+# the changes the replay has no model of, only the ops timed under them -> the alternative
+MEASURED_ONLY = {"channels-last": "channels_last", "tf32": "tf32"}
 NOT_MODELED = ("no what-if models this strategy: the replay has no change for what it does "
                "differently from the baseline (running models at once in threads, on streams "
                "or devices is none: no change moves one trace's work onto another thread or "
@@ -48,7 +50,7 @@ NOT_MODELED = ("no what-if models this strategy: the replay has no change for wh
 # profkit tune's knobs that a change models, against the run's baseline
 TUNE_SCENARIO = "tune"
 TUNE_CHANGES = {"autocast": "precision", "autocast_bf16": "precision",
-                "channels_last": "channels-last",
+                "channels_last": "channels-last", "tf32": "tf32",
                 "cuda_graphs": "cuda-graphs", "compile_reduce_overhead": "cuda-graphs"}
 
 
@@ -71,8 +73,8 @@ def predict_run(result: RunResult, measure: Measure | None = None) -> RunResult:
         try:
             if change == "precision":
                 prediction = _precision(result, s, counterpart, tables, measure)
-            elif change == "channels-last":
-                prediction = _channels_last(result, s, counterpart, tables, measure)
+            elif change in MEASURED_ONLY:
+                prediction = _measured_only(result, s, counterpart, tables, measure, change)
             else:
                 prediction = _cuda_graphs(result, s, counterpart, tables)
         except Exception as exc:  # noqa: BLE001 - a trace the replay cannot take: the run stands
@@ -139,19 +141,21 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
     return _with(out, result, s, base, w, tables)
 
 
-def _channels_last(result: RunResult, s: StrategyResult, base: StrategyResult,
-                   tables: dict[str, EventTable | str], measure: Measure | None) -> Prediction:
-    """The baseline's trace with its hot ops timed in channels_last on this machine: a
-    layout the replay cannot model, only measure."""
+def _measured_only(result: RunResult, s: StrategyResult, base: StrategyResult,
+                   tables: dict[str, EventTable | str], measure: Measure | None,
+                   change: str) -> Prediction:
+    """The baseline's trace with its hot ops timed under the change on this machine: a
+    layout or a math mode the replay cannot model, only measure."""
     assert s.stats is not None
-    out = Prediction(change="channels-last", source=base.name, measured_ns=s.stats.median_ns)
+    alternative = MEASURED_ONLY[change]
+    out = Prediction(change=change, source=base.name, measured_ns=s.stats.median_ns)
     table = _table(result, base, tables)
     if isinstance(table, str):
         return replace(out, note=f"no prediction: {table}")
     if measure is None:
-        return replace(out, note="no prediction: channels_last is measured, not modeled, "
+        return replace(out, note=f"no prediction: {alternative} is measured, not modeled, "
                                  "and timing the ops needs torch")
-    found = _measured(out, result, s, base, table, tables, measure, "channels_last")
+    found = _measured(out, result, s, base, table, tables, measure, alternative)
     return found if isinstance(found, Prediction) else replace(
         out, note=f"no prediction: the ops could not be timed ({found})")
 

@@ -16,7 +16,7 @@ import pytest
 from msgspec.structs import replace
 from rich.console import Console
 
-from profiler_kit.analysis.whatif.changes import Precision
+from profiler_kit.analysis.whatif.changes import MeasuredOps, Precision
 from profiler_kit.analysis.whatif.replay import replay, what_if
 from profiler_kit.render.console import run as run_console
 from profiler_kit.render.html import report as html_report
@@ -198,6 +198,26 @@ def test_tune_knobs_are_predicted_from_the_eager_baseline(tmp_path) -> None:
     out = buf.getvalue()
     assert "Predicted by the what-if replay" in out and "cuda-graphs on eager" in out
     assert "precision fp16 on eager" in out and "channels_last: no prediction" in out
+
+
+def test_tune_tf32_is_measured_only(tmp_path) -> None:
+    """tune's tf32 knob has no model in the replay: without a way to time the ops it says
+    so; with one, its prediction is the baseline's ops timed with TF32 allowed."""
+    run = _run(tmp_path)
+    run = replace(run, scenario="tune", baseline="sequential", strategies=tuple(
+        replace(s, name="tf32") if s.name == "threads" else s for s in run.strategies))
+    tf32 = _by_name(predict_run(run))["tf32"]
+    assert tf32.change == "tf32" and tf32.source == "sequential" and tf32.predicted_ns is None
+    assert "tf32 is measured, not modeled" in tf32.note
+    asked = []
+
+    def measure(tables, alternative):
+        asked.append(alternative)
+        return MeasuredOps("tf32", "cpu", {}, {})
+
+    tf32 = _by_name(predict_run(run, measure))["tf32"]
+    assert asked.count("tf32") == 1 and tf32.change == "tf32 (measured)"
+    assert tf32.predicted_ns == tf32.source_step_ns  # nothing measured moves: no change
 
 
 def test_tune_autocast_on_the_cpu_says_why_there_is_no_prediction(cpu_run) -> None:

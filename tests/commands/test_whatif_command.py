@@ -150,12 +150,21 @@ def test_measure_times_the_ops_of_a_cpu_trace_and_says_how_much(capsys):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--measure"], "--measure times a change: add --precision or --channels-last"),
+    (["--measure"], "--measure times a change: add --precision, --channels-last or --tf32"),
     (["--channels-last"], "--channels-last is measured, not modeled: add --measure"),
+    (["--tf32"], "--tf32 is measured, not modeled: add --measure"),
 ])
 def test_measure_asks_for_what_it_needs(argv, says, capsys):
     assert cli.main(["whatif", str(CPU), *argv]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_tf32_on_a_cpu_trace_says_it_exists_only_on_nvidia_gpus(capsys):
+    """Nothing is timed: each op says why, and no modeled prediction is offered instead."""
+    pytest.importorskip("torch")
+    assert cli.main(["whatif", str(CPU), "--tf32", "--measure"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "TF32 exists only on NVIDIA GPUs" in err and "leave out --measure" not in err
 
 
 def test_measure_without_torch_says_so_in_one_line(monkeypatch, capsys):
@@ -205,4 +214,4 @@ def test_two_measured_changes_together_say_they_were_timed_apart(capsys):
                      "--measure"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "precision bf16 (measured)" in out and "channels-last (measured)" in out
-    assert "the two were not timed together" in out
+    assert "they were not timed together" in out
