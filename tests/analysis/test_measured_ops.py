@@ -194,3 +194,26 @@ def test_top_level_ops_by_hand_on_a_real_gpu_trace():
     for rows in group_rows(t, build_op_tree(t)).values():
         got[t.name_of(int(rows[0]))] += len(rows)
     assert {k: v for k, v in got.items() if k.startswith("aten::")} == dict(expected)
+
+
+def test_the_main_jobs_bf16_twin_is_predicted_within_a_fifth_of_its_run():
+    """The accuracy held, without timing anything here: the main job's float32 trace from a
+    real CPU run, its hot ops as they were timed in bf16 on that machine (the fixture says
+    how), replayed; the timed step predicted as profkit run predicts it (the counterpart's
+    timed median times the replay's ratio) against the bf16 twin's timed median of the
+    same run. The issue's target on this CPU is 20 %; that run's own prediction erred by
+    +6.9 %."""
+    import json
+
+    import msgspec
+
+    from profiler_kit.analysis.whatif.replay import what_if
+
+    doc = json.loads((DATA / "cpu_concurrent_bf16_measured.json").read_text())
+    change = msgspec.convert(doc["measured"], MeasuredOps)
+    w = what_if(load(DATA / "cpu_concurrent_sequential_measured.pt.trace.json.gz"),
+                changes=[change]).replay
+    base, twin = (doc["timed_median_ns"][n] for n in ("sequential", "sequential+amp"))
+    predicted = base * w.predicted_step_ns / w.measured_step_ns
+    assert predicted > base  # bf16 costs these small convolutions host time: slower
+    assert abs(predicted - twin) / twin < 0.20, (predicted, twin)
