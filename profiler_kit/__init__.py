@@ -13,4 +13,16 @@ The package is split in layers that never reach across:
   at a time, importing each when needed.
 """
 
-__version__ = "0.1.0"
+from profiler_kit.version import __version__
+
+# The notebook's entry points (``import profiler_kit as pk; pk.load(path)``), imported on
+# first use so that ``import profiler_kit`` stays light.
+_NOTEBOOK = ("load", "compare", "Trace", "Traces")
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module attribute hook
+    if name in _NOTEBOOK:
+        from profiler_kit import notebook
+
+        return getattr(notebook, name)
+    raise AttributeError(f"module 'profiler_kit' has no attribute {name!r}")

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from profiler_kit import __version__
+from profiler_kit.version import __version__
 from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
 from profiler_kit.process_memory import keep_freed_memory

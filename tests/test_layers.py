@@ -18,20 +18,23 @@ TORCH = ("torch", "torchvision")
 
 # layer -> layers (or top-level modules) it may import from profiler_kit; third-party
 # imports are free except torch, which only the measuring side and the scenarios load.
-# ("__init__" is the package root, which holds only the version.)
+# ("version" holds the version; the package root only re-exports it and, on first use,
+# the notebook's entry points.)
 MAY_IMPORT: dict[str, set[str]] = {
     "trace": {"trace", "errors"},
     "analysis": {"analysis", "trace", "errors"},
     "sources": {"sources", "analysis", "trace", "errors", "results", "path_kinds"},
     "ddp_benchmark": {"ddp_benchmark", "results", "noise", "contention", "errors", "artifacts",
-                      "path_kinds", "__init__"},
+                      "path_kinds", "version"},
     "render": {"render", "analysis", "results", "noise", "ddp_benchmark", "scenario_info",
-               "errors", "trace", "__init__"},
+               "errors", "trace", "version"},
     "noise": {"noise"},
     "contention": {"contention", "noise"},
     # profkit record: the parent (torch-free) and the recorded processes' hooks, which read
     # memory by category as the measuring side does
-    "record": {"record", "errors", "artifacts", "outputs", "__init__", "measure"},
+    "record": {"record", "errors", "artifacts", "outputs", "version", "measure"},
+    # the notebook: the traces' tables and the report's charts, computed as the commands do
+    "notebook": {"notebook", "analysis", "trace", "sources", "render", "errors", "api"},
 }
 NEVER_TORCH = {"trace", "analysis", "sources", "ddp_benchmark", "render", "results", "noise",
                "contention", "scenario", "path_kinds",

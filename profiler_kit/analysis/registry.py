@@ -104,9 +104,13 @@ class Registry:
     def analyze(self, table: EventTable, label: str | None = None, top: int = 5,
                 provenance: Provenance | None = None, min_gain_pct: float = 0.0) -> Any:
         """Every analysis on ``table``, as the Struct (see :class:`TraceContext`)."""
+        return self.fill(TraceContext(self, table, label=label, top=top,
+                                      provenance=provenance, min_gain_pct=min_gain_pct))
+
+    def fill(self, ctx: TraceContext) -> Any:
+        """Every analysis of ``ctx``, as the Struct: a caller that keeps the context (the
+        notebook's tables) reuses what the analyses computed on the way."""
         struct = self.struct()
-        ctx = TraceContext(self, table, label=label, top=top, provenance=provenance,
-                           min_gain_pct=min_gain_pct)
         return struct(**{a.name: ctx.result(a.name) for a in self._analyses.values()})
 
 

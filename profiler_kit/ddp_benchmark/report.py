@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from profiler_kit import __version__
+from profiler_kit.version import __version__
 from profiler_kit.artifacts import RUN_JSON, write_text_atomic
 from profiler_kit.errors import UsageError
 from profiler_kit.path_kinds import DDP_REPORT_NAME

@@ -436,7 +436,7 @@ def _saw(status: dict[str, Any]) -> str:
 def _record_json(target: Target, run_dir: Path, config: dict[str, Any],
                  statuses: list[dict[str, Any]], captures: list[Capture], code: int,
                  started: float, ended: float, lines: list[str]) -> dict[str, Any]:
-    from profiler_kit import __version__
+    from profiler_kit.version import __version__
 
     procs = _recording(statuses)
     lead = procs[0] if procs else {}

@@ -198,7 +198,7 @@ def _asset(name: str) -> str:
 
 
 def _version() -> str:
-    from profiler_kit import __version__
+    from profiler_kit.version import __version__
 
     return __version__
 
