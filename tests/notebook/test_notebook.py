@@ -180,4 +180,4 @@ def test_without_pandas_one_line_says_how_to_get_it(monkeypatch) -> None:
     t = pk.load(DATA / "cpu_concurrent_sequential.pt.trace.json.gz")
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(MissingDependency, match=r"pip install 'profkit\[notebook\]'"):
-        t.kernels
+        _ = t.kernels
