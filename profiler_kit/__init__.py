@@ -13,7 +13,7 @@ The package is split in layers that never reach across:
   at a time, importing each when needed.
 """
 
-from profiler_kit.version import __version__
+from profiler_kit.version import __version__ as __version__
 
 # The notebook's entry points (``import profiler_kit as pk; pk.load(path)``), imported on
 # first use so that ``import profiler_kit`` stays light.

@@ -15,10 +15,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from profiler_kit.version import __version__
 from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
 from profiler_kit.process_memory import keep_freed_memory
+from profiler_kit.version import __version__
 
 # the modules of profiler_kit.commands, in the order `profkit --help` lists them
 COMMAND_MODULES = ("analyze", "compare", "diff", "listing", "memory", "merge", "record", "report",

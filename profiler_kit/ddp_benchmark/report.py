@@ -29,7 +29,6 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from profiler_kit.version import __version__
 from profiler_kit.artifacts import RUN_JSON, write_text_atomic
 from profiler_kit.errors import UsageError
 from profiler_kit.path_kinds import DDP_REPORT_NAME
@@ -41,6 +40,7 @@ from profiler_kit.results import (
     scaling_efficiency,
     speedup,
 )
+from profiler_kit.version import __version__
 
 SCHEMA = "profkit.ddp_report/1"
 REPORT_NAME = DDP_REPORT_NAME
