@@ -100,7 +100,7 @@ def _readable(results: list, what: str) -> tuple[list, tuple]:
 
 def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
             top: int = 5, jobs: int | None = None,
-            min_gain_pct: float | None = None) -> Analyses:
+            min_gain_pct: float | None = None, ahead: Any = None) -> Analyses:
     """Analyze every trace at or below ``paths``: one ``TraceAnalysis`` per trace, labelled.
 
     Labels are short and unique (the strategy folder when it holds one trace, else
@@ -113,7 +113,8 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     thread), else one after another. Traces of the ranks of one job also get a job
     view (``.jobs`` of the returned list): collectives matched across ranks, waiting
     split from transferring, the straggler. A recommendation whose predicted gain is under
-    ``min_gain_pct`` (None: 2 %) is held back and named in a note.
+    ``min_gain_pct`` (None: 2 %) is held back and named in a note. ``ahead``: the trace
+    the command began to load ahead (``trace.load_ahead.prefetch``).
     """
     from profiler_kit.analysis.compare import label_traces, sides_of
     from profiler_kit.sources.trace_files import analyze_files
@@ -123,7 +124,7 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     files = trace_files(paths)
     given = {Path(p).resolve() for p in paths if Path(p).is_file()}
     labels = label_traces(files, [f.resolve() in given for f in files])
-    read, unreadable = _readable(analyze_files(files, labels, top, jobs, min_gain_pct),
+    read, unreadable = _readable(analyze_files(files, labels, top, jobs, min_gain_pct, ahead),
                                  "trace")
     ranks = [a.communication for a in read if a.communication is not None]
     job_views: tuple[JobView, ...] = ()
@@ -339,7 +340,7 @@ def _side_label(paths: list[Path], labels: list[str]) -> str:
 def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
            out: str | os.PathLike[str] | None = None, *, title: str | None = None,
            baseline: str | None = None, jobs: int | None = None,
-           force: bool = False) -> Path | None:
+           force: bool = False, ahead: Any = None) -> Path | None:
     """Write the HTML report of ``paths`` (run folders, traces, folders of traces, DDP
     benchmark reports) to ``out`` (``-``: stdout, then None is returned) and return its path.
 
@@ -360,7 +361,8 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     own = out is None and is_run_folder_report(paths)
     target = outputs.check(chosen, "-o" if out is not None else "report", inputs=paths,
                            force=force, own=own)
-    outputs.write(target, report_html(paths, title=title, baseline=baseline, jobs=jobs))
+    outputs.write(target, report_html(paths, title=title, baseline=baseline, jobs=jobs,
+                                      ahead=ahead))
     return target
 
 
@@ -436,10 +438,12 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
                 analyses: Sequence[TraceAnalysis] | None = None,
                 comparison: Comparison | None = None,
                 job_views: Sequence[JobView] | None = None,
-                unreadable: Sequence[Unreadable] = (), memory_report: Any = None) -> str:
+                unreadable: Sequence[Unreadable] = (), memory_report: Any = None,
+                ahead: Any = None) -> str:
     """The HTML report of ``paths`` as text. ``analyses`` (with their ``comparison``,
     ``job_views`` and ``unreadable`` traces) are used as given instead of analyzing the
-    traces again, as is ``memory_report`` (:func:`memory_section` of the same paths).
+    traces again, as is ``memory_report`` (:func:`memory_section` of the same paths);
+    ``ahead``: the trace the command began to load ahead.
     Traces it cannot read itself are left out, listed in the report, and each raises a
     ``LeftOutWarning``."""
     from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
@@ -464,7 +468,7 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
         else:
             trace_paths.append(p)
     if analyses is None:
-        analyses = analyze(trace_paths, jobs=jobs) if trace_paths else []
+        analyses = analyze(trace_paths, jobs=jobs, ahead=ahead) if trace_paths else []
         job_views = getattr(analyses, "jobs", ())
         unreadable = getattr(analyses, "unreadable", ())
         for u in unreadable:
@@ -684,13 +688,15 @@ def memory(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
 
 
 def whatif(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-           changes: Sequence[Any] = (), *, no_straggler: bool = False) -> list[Any]:
+           changes: Sequence[Any] = (), *, no_straggler: bool = False,
+           ahead: Any = None) -> list[Any]:
     """Replay every trace at or below ``paths`` (traces, strategy or run folders) and predict
     its step after ``changes`` (``profiler_kit.analysis.whatif.changes``), each alone and all
     together: one :class:`~profiler_kit.analysis.whatif.replay.TraceWhatIf` per trace, in
     order. ``no_straggler``: the traces that are ranks of one job also get the change in
     which no rank waits for another in a collective (matched across them by the job view).
-    A trace that cannot be read raises ``TraceError``. Does not import torch."""
+    ``ahead``: the trace the command began to load ahead. A trace that cannot be read
+    raises ``TraceError``. Does not import torch."""
     from profiler_kit.analysis.compare import label_traces
     from profiler_kit.analysis.whatif.changes import NoStraggler
     from profiler_kit.analysis.whatif.replay import TraceWhatIf, what_if
@@ -701,7 +707,7 @@ def whatif(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     files = trace_files(paths)
     given = {Path(p).resolve() for p in paths if Path(p).is_file()}
     labels = label_traces(files, [f.resolve() in given for f in files])
-    tables = [load(f) for f in files]
+    tables = [load(f, ahead=ahead) for f in files]
     per_trace: list[list[Any]] = [list(changes) for _ in files]
     if no_straggler:
         from profiler_kit.analysis.jobs.rank_summary import summarize_rank

@@ -9,7 +9,6 @@ imports torch.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
@@ -17,7 +16,7 @@ from collections.abc import Sequence
 
 from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
-from profiler_kit.process_memory import keep_freed_memory
+from profiler_kit.process_tuning import tune_data_process
 from profiler_kit.version import __version__
 
 # the modules of profiler_kit.commands, in the order `profkit --help` lists them
@@ -114,12 +113,7 @@ def _run(argv: list[str], console: bool = False) -> tuple[int, Command | None]:
     cmd = command(args.command)
     assert cmd is not None  # the parser knows only commands
     if console and cmd.data_only:
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # read when numpy loads
-            os.environ.setdefault(var, "1")
-        # Imports, loading and the analyses make hundreds of thousands of objects and no
-        # garbage cycles worth collecting; the collector's passes over them only cost time.
-        gc.disable()
-        keep_freed_memory()
+        tune_data_process()
     return _call(cmd, args), cmd
 
 

@@ -215,11 +215,12 @@ def analyze(args: argparse.Namespace) -> int:
     if args.summary_only:
         return summary_only(args)
     targets = output_targets(args)
-    with loading_ahead(args.paths, jobs(args)):  # one trace: loads while the analyses import
-        return _analyze(args, targets)
+    # one trace: loads while the analyses import
+    with loading_ahead(args.paths, jobs(args)) as ahead:
+        return _analyze(args, targets, ahead)
 
 
-def _analyze(args: argparse.Namespace, targets: dict[str, object]) -> int:
+def _analyze(args: argparse.Namespace, targets: dict[str, object], ahead: object) -> int:
     from profiler_kit import api
 
     if _only_summaries(args.paths):  # summaries written elsewhere: the job view only
@@ -233,7 +234,7 @@ def _analyze(args: argparse.Namespace, targets: dict[str, object]) -> int:
         raise UsageError("--scheduler: only with --summary-only, or to reduce summaries "
                          "files (the full analysis runs here)")
     analyses = api.analyze(args.paths, top=args.top, jobs=jobs(args),
-                           min_gain_pct=args.min_gain)
+                           min_gain_pct=args.min_gain, ahead=ahead)
     comparison = api.compare(analyses, args.baseline) if len(analyses) > 1 else None
     return emit(args, analyses, comparison, jobs=analyses.jobs, targets=targets)
 

@@ -41,10 +41,11 @@ def report(args: argparse.Namespace) -> int:
 
     rewrites = args.output is None and api.is_run_folder_report(args.paths) \
         and api.default_report_path(args.paths).exists()
-    with warnings.catch_warnings(record=True) as caught, loading_ahead(args.paths, jobs(args)):
+    with warnings.catch_warnings(record=True) as caught, \
+            loading_ahead(args.paths, jobs(args)) as ahead:
         warnings.simplefilter("always", LeftOutWarning)
         path = api.report(args.paths, args.output, title=args.title, baseline=args.baseline,
-                          jobs=jobs(args), force=args.force)
+                          jobs=jobs(args), force=args.force, ahead=ahead)
     left_out = [w for w in caught if issubclass(w.category, LeftOutWarning)]
     for w in caught:
         if w in left_out:

@@ -111,23 +111,23 @@ def whatif(args: argparse.Namespace) -> int:
 
     changes = changes_of(args)
     target = outputs.check(args.json, "--json", inputs=args.paths, force=args.force)
-    with loading_ahead(args.paths, None):  # one trace: loads while the replay imports
-        return _whatif(args, changes, target)
+    with loading_ahead(args.paths, None) as ahead:  # one trace: loads while the replay
+        return _whatif(args, changes, target, ahead)  # imports
 
 
-def _whatif(args: argparse.Namespace, changes: list, target: object) -> int:
+def _whatif(args: argparse.Namespace, changes: list, target: object, ahead: object) -> int:
     import shutil
 
     from profiler_kit import api, outputs
     from profiler_kit.render.console.whatif import report_lines
     from profiler_kit.render.json.whatif import document
 
-    tables = _tables(args) if args.repro or args.measure else []  # read once for both
+    tables = _tables(args, ahead) if args.repro or args.measure else []  # once for both
     if args.repro:
         _repros(args, tables)
     if args.measure:
         changes = _measured(args, tables) + changes
-    results = api.whatif(args.paths, changes, no_straggler=args.no_straggler)
+    results = api.whatif(args.paths, changes, no_straggler=args.no_straggler, ahead=ahead)
     if args.json is not None:
         outputs.write(target, document(results))
     if args.json is None or target is not None:
@@ -150,11 +150,11 @@ def _alternatives(args: argparse.Namespace, option: str) -> list[str]:
     return wanted
 
 
-def _tables(args: argparse.Namespace) -> list:
+def _tables(args: argparse.Namespace, ahead: object) -> list:
     from profiler_kit import api
     from profiler_kit.trace.loader import load
 
-    return [load(f) for f in api.trace_files(args.paths)]
+    return [load(f, ahead=ahead) for f in api.trace_files(args.paths)]  # type: ignore[arg-type]
 
 
 def _measured(args: argparse.Namespace, tables: list) -> list:

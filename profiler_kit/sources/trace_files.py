@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from profiler_kit.analysis.jobs.rank_summary import RankSummary
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.forking import cores, may_fork, worker_pool
 from profiler_kit.trace.source import Unreadable
+
+if TYPE_CHECKING:
+    from profiler_kit.trace.load_ahead import Pending
 
 T = TypeVar("T")
 
@@ -30,12 +33,15 @@ def split_unreadable(results: Sequence[T | Unreadable]) -> tuple[list[T], list[U
 
 
 def analyze_files(files: Sequence[Path], labels: Sequence[str], top: int,
-                  jobs: int | None = None, min_gain_pct: float | None = None
-                  ) -> list[TraceAnalysis | Unreadable]:
+                  jobs: int | None = None, min_gain_pct: float | None = None,
+                  ahead: Pending | None = None) -> list[TraceAnalysis | Unreadable]:
     """One analysis per file, in order, ``jobs`` files at a time (None: one per core,
     when this process may fork; else one at a time); an :class:`Unreadable` for a file
     that cannot be read. ``min_gain_pct``: the predicted gain under which a rule is held
-    back (None: the analysis' default)."""
+    back (None: the analysis' default); ``ahead``: the one trace the command began to
+    load ahead (used only when it is the one file, analyzed here)."""
+    if ahead is not None and len(files) == 1:
+        return [_analyze((files[0], labels[0], top, min_gain_pct, jobs), ahead)]
     return _map(_analyze, [(f, label, top, min_gain_pct)
                            for f, label in zip(files, labels, strict=True)], jobs)
 
@@ -69,15 +75,15 @@ def _map(fn: Callable[[tuple[Any, ...]], T], tasks: list[tuple[Any, ...]],
     return results
 
 
-def _analyze(task: tuple[Path, str, int, float | None, int | None]
-             ) -> TraceAnalysis | Unreadable:
+def _analyze(task: tuple[Path, str, int, float | None, int | None],
+             ahead: Pending | None = None) -> TraceAnalysis | Unreadable:
     from profiler_kit.analysis.predicted_gains import MIN_GAIN_PCT
     from profiler_kit.analysis.trace_analysis import analyze_table
     from profiler_kit.trace.loader import load
 
     path, label, top, min_gain_pct, parts = task
     try:
-        table = load(path, jobs=parts)
+        table = load(path, jobs=parts, ahead=ahead)
     except TraceError as exc:
         return _unreadable(path, exc)
     from profiler_kit.sources.inductor_provenance import read_provenance

@@ -2,11 +2,12 @@
 
 ``profkit analyze TRACE`` spends about a quarter of its time loading the trace and an
 eighth importing the analyses, and neither needs the other. So a command that will
-load one trace calls :func:`start` first: a forked child decodes the later part of the
-events (a part, as :mod:`~profiler_kit.trace.parallel` cuts them) while this process
-goes on importing; :func:`profiler_kit.trace.loader.load` then decodes the first part
-here and joins the child's to it, handed back pickled through a pipe. The child's part
-is the larger: this process has the imports to do first.
+load one trace calls :func:`prefetch` first (or enters :func:`loading_ahead`): a forked
+child decodes the later part of the events (a part, as :mod:`~profiler_kit.trace.parallel`
+cuts them) while this process goes on importing. The command passes the :class:`Pending`
+it got down to :func:`profiler_kit.trace.loader.load` (``ahead=``), which decodes the first
+part here and joins the child's to it, handed back pickled through a pipe. The child's
+part is the larger: this process has the imports to do first.
 
 Only where it pays and is safe: one trace of ``MIN_BYTES`` to ``parallel.WHOLE_BYTES``
 (a larger one is loaded in parts on every core anyway), a core idle at the start (on a
@@ -79,37 +80,75 @@ class _Child:
             pass
 
 
-_pending: dict[Path, _Child] = {}
+class Pending:
+    """The trace being loaded ahead: its later part decoded by a forked child. Hand it to
+    ``loader.load(path, ahead=...)``, which takes it once; :meth:`close` stops a child
+    whose part was not taken."""
+
+    def __init__(self, path: Path, child: _Child) -> None:
+        self.path = path.resolve()
+        self._child: _Child | None = child
+
+    @property
+    def child(self) -> _Child | None:
+        return self._child
+
+    def take(self, path: Path) -> EventTable | None:
+        """The table of ``path`` when it is this trace: the first part decoded here, joined
+        to the child's; None when it is another file, was taken already, changed since, or
+        the parts do not join up (load the file in one pass)."""
+        child = self._child
+        try:
+            if child is None or path.resolve() != self.path:
+                return None
+            self._child = None
+            if _identity(path) != child.file:
+                child.end()
+                return None
+        except OSError:
+            return None
+        try:
+            return PieceReader(path, PIECE_BYTES).read(split=child)
+        except Exception:  # noqa: BLE001 - any failure: the one-pass loader decides
+            return None
+        finally:
+            child.end()
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.end()
+            self._child = None
 
 
 @contextmanager
-def loading_ahead(paths: list[str], jobs: int | None) -> Iterator[None]:
-    """Within: the trace of ``paths`` loads ahead where :func:`start` allows; on leaving,
-    a child whose part was not taken (the command stopped first) is stopped."""
+def loading_ahead(paths: list[str], jobs: int | None) -> Iterator[Pending | None]:
+    """Within: the trace of ``paths`` loads ahead where :func:`prefetch` allows (the value
+    to pass to ``load``, or None); on leaving, a child whose part was not taken is
+    stopped."""
+    pending = prefetch(paths, jobs)
     try:
-        start(paths, jobs)
-        yield
+        yield pending
     finally:
-        while _pending:
-            _pending.popitem()[1].end()
+        if pending is not None:
+            pending.close()
 
 
-def start(paths: list[str], jobs: int | None) -> bool:
+def prefetch(paths: list[str], jobs: int | None) -> Pending | None:
     """Begin decoding the trace's later part in a forked child when ``paths`` name one
     trace file, ``jobs`` (the processes the user allows; None: one per core) is not 1,
-    and it pays and is safe; whether it began."""
+    and it pays and is safe; None where it did not begin."""
     if len(paths) != 1 or jobs == 1 or not may_fork() or idle_cores() < 1 \
             or signal.getsignal(signal.SIGCHLD) is signal.SIG_IGN:  # children reaped unseen
-        return False
+        return None
     path = Path(paths[0])
     try:
         size = _trace_size(path)
         if size is None:
-            return False
+            return None
         file = _identity(path)
         read_end, write_end = os.pipe()
     except OSError:
-        return False
+        return None
     _larger_pipe(write_end)
     stop = max(size // 10, (size - HEAD_START_BYTES) // 2)
     # Ctrl-C waits until the child is on record here, and in the child until it is ready
@@ -121,37 +160,13 @@ def start(paths: list[str], jobs: int | None) -> bool:
         except OSError:  # out of processes or memory: load it here
             os.close(read_end)
             os.close(write_end)
-            return False
+            return None
         if pid == 0:
             _child(path, stop, read_end, write_end)  # never returns
         os.close(write_end)
-        _pending[path.resolve()] = _Child(stop, pid, read_end, file)
-        return True
+        return Pending(path, _Child(stop, pid, read_end, file))
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupt)
-
-
-def take(path: Path) -> EventTable | None:
-    """The table of ``path`` when :func:`start` began it: the first part decoded here,
-    joined to the child's; None when it was not begun, the file changed since, or the
-    parts do not join up (load the file in one pass)."""
-    if not _pending:
-        return None
-    try:
-        child = _pending.pop(path.resolve(), None)
-        if child is None:
-            return None
-        if _identity(path) != child.file:
-            child.end()
-            return None
-    except OSError:
-        return None
-    try:
-        return PieceReader(path, PIECE_BYTES).read(split=child)
-    except Exception:  # noqa: BLE001 - any failure: the one-pass loader decides
-        return None
-    finally:
-        child.end()
 
 
 def _trace_size(path: Path) -> int | None:

@@ -2,8 +2,8 @@
 
 ``load`` reads ``.json`` and ``.json.gz`` (detected by content, not by name) and picks
 the way: a trace whose later part a forked child has been decoding since the command
-began (:mod:`~profiler_kit.trace.load_ahead`), a large trace in parts on several cores
-(:mod:`~profiler_kit.trace.parallel`), a small one decoded whole
+began (``ahead``, from :mod:`~profiler_kit.trace.load_ahead`), a large trace in parts on
+several cores (:mod:`~profiler_kit.trace.parallel`), a small one decoded whole
 (:mod:`~profiler_kit.trace.columns`), else in pieces (:mod:`~profiler_kit.trace.pieces`);
 ``load_simple`` is the per-event reference, and the last resort for files the faster ways
 cannot frame. All give the same table.
@@ -17,11 +17,11 @@ from __future__ import annotations
 import gc
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from profiler_kit.errors import TraceError
-from profiler_kit.trace import load_ahead
 from profiler_kit.trace.build import build_table, list_columns, list_memory, meta_from_header
 from profiler_kit.trace.normalize import Accumulator, accumulated_launches, join_launches
 from profiler_kit.trace.parallel import WHOLE_BYTES, load_in_parts
@@ -30,6 +30,9 @@ from profiler_kit.trace.schema import decode_whole, json_problem
 from profiler_kit.trace.source import looks_like_trace, read_all
 from profiler_kit.trace.table import EventTable
 
+if TYPE_CHECKING:
+    from profiler_kit.trace.load_ahead import Pending
+
 __all__ = ["load", "load_simple", "find_traces", "looks_like_trace", "TraceError"]
 
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -37,7 +40,8 @@ SMALL_PIECE_BYTES = 1 << 20
 
 
 def load(path: str | os.PathLike[str], *, chunk_bytes: int | None = None,
-         lenient: bool = False, jobs: int | None = None) -> EventTable:
+         lenient: bool = False, jobs: int | None = None,
+         ahead: Pending | None = None) -> EventTable:
     """Read one trace file into an event table (rows sorted by start time).
 
     A trace of up to ``WHOLE_BYTES`` (64 MB) is decoded in one process in pieces of 1 MB;
@@ -46,13 +50,14 @@ def load(path: str | os.PathLike[str], *, chunk_bytes: int | None = None,
     see :mod:`~profiler_kit.trace.forking`; ask for more than one only from a
     single-threaded process). With ``chunk_bytes`` every trace is read in pieces.
     ``lenient`` sends every piece through the per-event rules (same table, slower: it
-    exists to check the fast path against).
+    exists to check the fast path against). ``ahead``: the trace the command began to
+    load ahead (``load_ahead.prefetch``), taken when it is this file.
     """
     p = Path(path)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: collections only cost time
     try:
-        table = _load(p, chunk_bytes, lenient, jobs)
+        table = _load(p, chunk_bytes, lenient, jobs, ahead)
         return table if table is not None else load_simple(p)
     except (msgspec.DecodeError, RecursionError) as e:  # a safety net: never a traceback
         raise TraceError(f"{p}: {json_problem(e)}") from None
@@ -61,11 +66,11 @@ def load(path: str | os.PathLike[str], *, chunk_bytes: int | None = None,
             gc.enable()
 
 
-def _load(path: Path, chunk_bytes: int | None, lenient: bool,
-          jobs: int | None) -> EventTable | None:
+def _load(path: Path, chunk_bytes: int | None, lenient: bool, jobs: int | None,
+          ahead: Pending | None) -> EventTable | None:
     """The table by the fastest way that applies; None: decode the file whole."""
-    if chunk_bytes is None and not lenient:
-        table = load_ahead.take(path)  # its later part decoded since the command began
+    if ahead is not None and chunk_bytes is None and not lenient:
+        table = ahead.take(path)  # its later part decoded since the command began
         if table is not None:
             return table
     piece_bytes = chunk_bytes or DEFAULT_CHUNK_BYTES

@@ -305,30 +305,28 @@ def test_a_data_command_keeps_freed_memory_where_glibc_allows():
     trace's pieces are freed and allocated again); elsewhere nothing changes."""
     import platform
 
-    code = "from profiler_kit.process_memory import keep_freed_memory as k; print(k())"
+    code = "from profiler_kit.process_tuning import keep_freed_memory as k; print(k())"
     out = python_c(code)
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert out.strip() == str(glibc)
 
 
-def test_the_heap_asks_for_huge_pages_where_the_kernel_has_them():
-    """After ``keep_freed_memory`` the heap's next 256 MB are advised for transparent huge
-    pages (``hg`` in the mapping's flags): fewer, larger page faults as a trace loads."""
-    import platform
+@pytest.mark.parametrize("switch, tuned", [("", True), ("1", False)])
+def test_one_switch_turns_the_process_tuning_off(switch, tuned):
+    """A data command's process: one BLAS thread and no garbage collector, unless
+    PROFKIT_NO_PROCESS_TUNING is set; a thread count the user set stays."""
 
-    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-    if platform.libc_ver()[0] != "glibc" or not thp.exists() or "[never]" in thp.read_text():
-        pytest.skip("glibc on a kernel with transparent huge pages only")
-    code = ("from profiler_kit.process_memory import keep_freed_memory; keep_freed_memory()\n"
-            "name = None\n"
-            "for line in open('/proc/self/smaps'):\n"
-            "    head = line.split()\n"
-            "    if '-' in head[0] and not head[0].endswith(':'):\n"
-            "        span, name = head[0], head[-1]\n"
-            "    elif head[0] == 'VmFlags:' and name == '[heap]' and 'hg' in head:\n"
-            "        lo, hi = (int(x, 16) for x in span.split('-')); print(hi - lo)\n")
-    advised = [int(n) for n in python_c(code).split()]
-    assert len(advised) == 1 and advised[0] >= 256 << 20, advised
+    code = ("import gc, os\n"
+            "from profiler_kit.process_tuning import tune_data_process\n"
+            "tune_data_process()\n"
+            "print(gc.isenabled(), os.environ.get('OPENBLAS_NUM_THREADS'), "
+            "os.environ.get('OMP_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS",
+                                                             "PROFKIT_NO_PROCESS_TUNING")}
+    env.update(PROFKIT_NO_PROCESS_TUNING=switch, OMP_NUM_THREADS="3")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == (["False", "1", "3"] if tuned else ["True", "None", "3"])
 
 
 @pytest.mark.parametrize("command", [["analyze", "--json"], ["whatif", "--json", "-"]])
@@ -337,16 +335,17 @@ def test_one_trace_loads_ahead_and_gives_what_one_process_gives(command: list[st
     child while it imports the analyses: the console's path does fork, and the output is
     byte for byte what one process gives (no idle core: no fork)."""
     code = ("import sys; import profiler_kit.trace.load_ahead as la\n"
-            "start, take = la.start, la.take\n"
+            "prefetch, take = la.prefetch, la.Pending.take\n"
             "def spy(*a):\n"
-            "    began = start(*a); print('began' if began else 'not begun', file=sys.stderr)\n"
+            "    began = prefetch(*a)\n"
+            "    print('began' if began else 'not begun', file=sys.stderr)\n"
             "    return began\n"
-            "def spy_take(path):\n"
-            "    table = take(path)\n"
+            "def spy_take(self, path):\n"
+            "    table = take(self, path)\n"
             "    print('joined' if table is not None else 'one pass', file=sys.stderr)\n"
             "    return table\n"
             "idle = int(sys.argv[1]); la.idle_cores = lambda: idle\n"
-            "la.start, la.take = spy, spy_take\n"
+            "la.prefetch, la.Pending.take = spy, spy_take\n"
             "from profiler_kit.cli import entry\n"
             f"sys.argv = ['profkit', *{command!r}, {str(DDP)!r}]; entry()")
     # as the console sets it before numpy loads (numpy loads earlier here, with the spy)
@@ -358,6 +357,6 @@ def test_one_trace_loads_ahead_and_gives_what_one_process_gives(command: list[st
         assert r.returncode == 0, r.stderr
         runs[idle] = r
     assert runs[1].stderr.split() == ["began", "joined"]
-    assert runs[0].stderr.split() == ["not", "begun", "one", "pass"]
+    assert runs[0].stderr.split() == ["not", "begun"]  # nothing to take: one pass
     assert runs[1].stdout == runs[0].stdout
     assert json.loads(runs[1].stdout)["schema"].startswith("profkit.")

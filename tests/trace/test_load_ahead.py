@@ -28,25 +28,28 @@ def may_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(load_ahead, "idle_cores", lambda: 1)
 
 
-def started_child(path: Path) -> load_ahead._Child:
-    assert load_ahead.start([str(path)], None)
-    (child,) = load_ahead._pending.values()
-    return child
+def started(path: Path) -> load_ahead.Pending:
+    pending = load_ahead.prefetch([str(path)], None)
+    assert pending is not None and pending.child is not None
+    return pending
 
 
-def assert_reaped(child: load_ahead._Child) -> None:
-    assert not load_ahead._pending
+def assert_reaped(pending: load_ahead.Pending, child: load_ahead._Child) -> None:
+    assert pending.child is None  # taken or closed: nothing left to take
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, os.WNOHANG)
 
 
 def test_a_real_trace_loaded_ahead_is_the_one_pass_table() -> None:
-    child = started_child(DDP)
+    pending = started(DDP)
+    child = pending.child
     size = load_ahead.content_size(DDP)
     assert size / 10 <= child.stop < size / 2  # the parent's part is the smaller
-    table = load_ahead.take(DDP)  # what ``load`` returns when it is not None
+    assert pending.take(DATA / "a100_alexnet.json.gz") is None  # another file: not this
+    table = pending.take(DDP)  # what ``load`` returns when it is not None
     assert table is not None  # joined from the two parts, not loaded in one pass
-    assert_reaped(child)
+    assert_reaped(pending, child)
+    assert pending.take(DDP) is None  # taken once
     whole = load(DDP, jobs=1)
     assert_same(table, whole)
     assert table.meta == whole.meta
@@ -68,19 +71,21 @@ def test_a_cut_inside_a_string_falls_back_to_one_pass(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(load_ahead, "MIN_BYTES", 0)
     path = tricky_trace(tmp_path)
-    child = started_child(path)
-    assert load_ahead.take(path) is None  # the parts did not join: one pass decides
-    assert_reaped(child)
+    pending = started(path)
+    child = pending.child
+    assert pending.take(path) is None  # the parts did not join: one pass decides
+    assert_reaped(pending, child)
     table = load(path)
     assert_same(table, load_simple(path))
     assert len(table) == 37
 
 
 def test_a_child_killed_costs_only_the_time() -> None:
-    child = started_child(DDP)
+    pending = started(DDP)
+    child = pending.child
     os.kill(child.pid, signal.SIGKILL)
-    table = load(DDP)
-    assert_reaped(child)
+    table = load(DDP, ahead=pending)
+    assert_reaped(pending, child)
     assert_same(table, load(DDP, jobs=1))
 
 
@@ -99,10 +104,11 @@ def assert_the_one_pass_error(path: Path) -> None:
     """Loaded ahead, ``path`` fails with the error that one pass gives."""
     with pytest.raises(TraceError) as one_pass:
         load(path, jobs=1)
-    child = started_child(path)
+    pending = started(path)
+    child = pending.child
     with pytest.raises(TraceError) as ahead:
-        load(path)
-    assert_reaped(child)
+        load(path, ahead=pending)
+    assert_reaped(pending, child)
     assert str(ahead.value) == str(one_pass.value)
 
 
@@ -123,7 +129,8 @@ def test_a_file_changed_since_the_start_is_read_again(change: str, tmp_path: Pat
     path = tmp_path / "t.json.gz"
     original = DDP.read_bytes()
     path.write_bytes(original)
-    child = started_child(path)
+    pending = started(path)
+    child = pending.child
     if change == "other events":
         events = [ev(ts=i, dur=1) for i in range(5)]
         path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
@@ -132,15 +139,15 @@ def test_a_file_changed_since_the_start_is_read_again(change: str, tmp_path: Pat
         path.write_bytes(original)  # a write of the same size (here the same bytes)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
         assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
-    assert load_ahead.take(path) is None
-    assert_reaped(child)
+    assert pending.take(path) is None
+    assert_reaped(pending, child)
 
 
 def test_leaving_stops_a_child_whose_part_was_not_taken() -> None:
-    with pytest.raises(KeyError), load_ahead.loading_ahead([str(DDP)], None):
-        (child,) = load_ahead._pending.values()
+    with pytest.raises(KeyError), load_ahead.loading_ahead([str(DDP)], None) as pending:
+        child = pending.child
         raise KeyError("the command stopped before it loaded the trace")
-    assert_reaped(child)
+    assert_reaped(pending, child)
 
 
 @pytest.mark.parametrize("case", ["two paths", "one process", "folder", "small", "not a trace",
@@ -155,8 +162,7 @@ def test_not_started_where_it_does_not_pay(case: str, tmp_path: Path,
     paths, jobs = {"two paths": ([DDP, DDP], None), "one process": ([DDP], 1),
                    "folder": ([DATA / "two_ranks"], None), "small": ([small], None),
                    "not a trace": ([other], None), "no idle core": ([DDP], None)}[case]
-    assert not load_ahead.start([str(p) for p in paths], jobs)
-    assert not load_ahead._pending
+    assert load_ahead.prefetch([str(p) for p in paths], jobs) is None
 
 
 @pytest.mark.parametrize(("loadavg", "idle"), [("0.90 0.80 1.20 1/77 12365", 1),
@@ -182,7 +188,6 @@ def test_a_fork_refused_loads_here(monkeypatch: pytest.MonkeyPatch) -> None:
 
     fds = len(os.listdir("/proc/self/fd"))
     monkeypatch.setattr(load_ahead.os, "fork", refuse)
-    assert not load_ahead.start([str(DDP)], None)
-    assert not load_ahead._pending
+    assert load_ahead.prefetch([str(DDP)], None) is None
     assert len(os.listdir("/proc/self/fd")) == fds
     assert len(load(DDP)) > 0
