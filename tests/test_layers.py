@@ -8,6 +8,7 @@ covered, including the ones a test run never loads.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -16,26 +17,41 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "profiler_kit"
 TORCH = ("torch", "torchvision")
 
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+EVERYTHING = "everything"  # a row whose "may import" says so is not held to a list
+
+
+def _ticked(text: str) -> list[str]:
+    """The layer of each `name` in a cell of the table: ``trace/`` and ``trace.loader``
+    are ``trace``, ``api.py`` is ``api``."""
+    names = re.findall(r"`([^`]+)`", text)
+    return [n.removesuffix(".py").rstrip("/").split(".")[0].split("/")[0] for n in names]
+
+
+def _layer_table() -> dict[str, tuple[set[str] | None, set[str]]]:
+    """The table "Layers" of docs/architecture.md, the one statement of the layers: each
+    layer -> (what it may import, itself included; None: anything), what it never imports.
+    A row naming several layers ("top level: ...") whose "may import" says "each other"
+    lets them import one another."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    table = text.split("## Layers", 1)[1].split("\n#", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    found: dict[str, tuple[set[str] | None, set[str]]] = {}
+    for row in rows[1:]:  # the header first
+        package, _job, may, never = (c.strip() for c in row.strip("|").split(" | "))
+        names = _ticked(package.split(" (")[0])
+        allowed = None if EVERYTHING in may else set(_ticked(may))
+        if allowed is not None and "each other" in may:
+            allowed |= set(names)
+        for name in names:
+            found[name] = (None if allowed is None else allowed | {name}, set(_ticked(never)))
+    return found
+
+
+LAYERS = _layer_table()
 # layer -> layers (or top-level modules) it may import from profiler_kit; third-party
 # imports are free except torch, which only the measuring side and the scenarios load.
-# ("version" holds the version; the package root only re-exports it and, on first use,
-# the notebook's entry points.)
-MAY_IMPORT: dict[str, set[str]] = {
-    "trace": {"trace", "errors"},
-    "analysis": {"analysis", "trace", "errors"},
-    "sources": {"sources", "analysis", "trace", "errors", "results", "path_kinds"},
-    "ddp_benchmark": {"ddp_benchmark", "results", "noise", "contention", "errors", "artifacts",
-                      "path_kinds", "version"},
-    "render": {"render", "analysis", "results", "noise", "ddp_benchmark", "scenario_info",
-               "errors", "trace", "version"},
-    "noise": {"noise"},
-    "contention": {"contention", "noise"},
-    # profkit record: the parent (torch-free) and the recorded processes' hooks, which read
-    # memory by category as the measuring side does
-    "record": {"record", "errors", "artifacts", "outputs", "version", "measure"},
-    # the notebook: the traces' tables and the report's charts, computed as the commands do
-    "notebook": {"notebook", "analysis", "trace", "sources", "render", "errors", "api"},
-}
+MAY_IMPORT: dict[str, set[str]] = {k: may for k, (may, _) in LAYERS.items() if may is not None}
 NEVER_TORCH = {"trace", "analysis", "sources", "ddp_benchmark", "render", "results", "noise",
                "contention", "scenario", "path_kinds",
                "errors", "artifacts", "outputs", "scenario_info", "cli", "api", "commands"}
@@ -137,6 +153,19 @@ def test_torch_free_layers_never_import_torch(module):
 def test_only_commands_and_api_import_render(module):
     bad = sorted(i for i in GRAPH[module] if layer(i) == "render")
     assert not bad, f"{module} ({layer(module)} layer) imports the renderers {bad}"
+
+
+def test_every_layer_has_its_row_in_the_architecture_table():
+    assert {layer(m) for m in MODULES} - {"__init__"} <= set(LAYERS) | {"__main__"}, \
+        sorted({layer(m) for m in MODULES} - set(LAYERS))
+    assert set(LAYERS) <= {layer(m) for m in MODULES}, "a row names no module"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if LAYERS.get(layer(m), (0, ()))[1]))
+def test_layers_never_import_what_the_table_forbids(module):
+    never = LAYERS[layer(module)][1]
+    bad = sorted(i for i in GRAPH[module] if layer(i) in never)
+    assert not bad, f"{module} ({layer(module)} layer) never imports {sorted(never)}: {bad}"
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if layer(m) in MAY_IMPORT))
