@@ -23,3 +23,17 @@ def ns(us) -> int:
     """Microseconds as written in the trace to integer nanoseconds, through the decimal text
     of the number (exact: Kineto writes at most three decimals)."""
     return int(Decimal(str(us)) * 1000)
+
+
+def union_length(spans) -> int:
+    """The length of the union of (start, end) spans, by a sweep: the independent side of
+    every busy time."""
+    total, end = 0, None
+    for s, e in sorted(spans):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total

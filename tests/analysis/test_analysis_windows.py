@@ -7,7 +7,7 @@ import gzip
 import json
 
 import pytest
-from real_traces import DATA, analysis, ns
+from real_traces import DATA, analysis, ns, union_length
 
 ALL = sorted(p.name for p in DATA.glob("*.json.gz"))
 GPU = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -16,18 +16,6 @@ RUNTIME = {"cuda_runtime", "cuda_driver"}
 
 def raw(name: str) -> list[dict]:
     return json.loads(gzip.decompress((DATA / name).read_bytes()))["traceEvents"]
-
-
-def union_length(spans: list[tuple[int, int]]) -> int:
-    total, end = 0, None
-    for s, e in sorted(spans):
-        if end is None or s > end:
-            total += e - s
-            end = e
-        elif e > end:
-            total += e - end
-            end = e
-    return total
 
 
 @pytest.mark.parametrize("name", ALL)

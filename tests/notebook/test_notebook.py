@@ -8,9 +8,8 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-from real_traces import DATA, ns
+from real_traces import DATA, ns, union_length
 
 pd = pytest.importorskip("pandas")
 
@@ -37,19 +36,6 @@ def _raw_events(name: str) -> list[dict]:
         return json.load(fh)["traceEvents"]
 
 
-def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
-    """The length of the union of [start, end) intervals, by hand."""
-    total, reach = 0, None
-    for s, e in sorted(zip(starts.tolist(), ends.tolist(), strict=True)):
-        if reach is None or s > reach:
-            total += e - s
-            reach = e
-        elif e > reach:
-            total += e - reach
-            reach = e
-    return total
-
-
 @pytest.mark.parametrize("name", GPU_TRACES)
 def test_the_tables_give_the_figures_analyze_prints(name, traces, tmp_path) -> None:
     """Kernel totals by class, busy time per device, step times and idle time computed
@@ -63,8 +49,8 @@ def test_the_tables_give_the_figures_analyze_prints(name, traces, tmp_path) -> N
         c: int(v) for c, v in by_class.items() if v > 0}
     for device in doc["trace"]["timeline"]["devices"]:
         mine = k[k["device"] == device["device"]]
-        assert _union_ns(mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy()) \
-            == device["busy_ns"]
+        assert union_length(zip(mine["start_ns"].tolist(), mine["end_ns"].tolist(),
+                                strict=True)) == device["busy_ns"]
     steps = doc["steps"]
     if steps["source"] != "window":
         assert t.steps["dur_ns"].tolist() == [s["dur_ns"] for s in steps["steps"]]
