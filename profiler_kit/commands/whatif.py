@@ -21,6 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the device's bf16/fp16 matrix rate (bounded by memory bandwidth)")
     p.add_argument("--channels-last", action="store_true",
                    help="4-D inputs in channels_last (with --measure: each hot op timed so)")
+    p.add_argument("--compile", action="store_true",
+                   help="the trace's chains of elementwise ops fused by torch.compile (with "
+                        "--measure: each of the hottest chains compiled and timed)")
     p.add_argument("--tf32", action="store_true",
                    help="float32 matmuls and convolutions allowed TF32 (with --measure: each "
                         "hot op timed so; NVIDIA GPUs only)")
@@ -81,7 +84,8 @@ def changes_of(args: argparse.Namespace) -> list:
                 raise UsageError(f"--kernels {spec}: not a class nor a regular expression "
                                  f"({exc})") from None
         out.append(c.Kernels(pattern, value))
-    for flag, on in (("--channels-last", args.channels_last), ("--tf32", args.tf32)):
+    for flag, on in (("--channels-last", args.channels_last), ("--tf32", args.tf32),
+                     ("--compile", args.compile)):
         if on and not (args.measure or args.repro):
             raise UsageError(f"{flag} is measured, not modeled: add --measure")
     if args.precision and not args.measure:
@@ -143,10 +147,11 @@ def _alternatives(args: argparse.Namespace, option: str) -> list[str]:
     from profiler_kit.errors import UsageError
 
     wanted = ([args.precision] if args.precision else []) + \
-        (["channels_last"] if args.channels_last else []) + (["tf32"] if args.tf32 else [])
+        (["channels_last"] if args.channels_last else []) + (["tf32"] if args.tf32 else []) \
+        + (["compile"] if args.compile and option == "--measure" else [])
     if not wanted:
-        raise UsageError(f"{option} times a change: add --precision, --channels-last or "
-                         f"--tf32")
+        raise UsageError(f"{option} times a change: add --precision, --channels-last, "
+                         f"--tf32" + (" or --compile" if option == "--measure" else ""))
     return wanted
 
 

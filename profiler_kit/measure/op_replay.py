@@ -12,6 +12,9 @@ trace recorded. The alternatives:
   gets every float input in the low dtype (what the autocast forward saved).
 - ``channels_last``: 4-D float inputs in channels_last, as after ``model.to(memory_format=
   torch.channels_last)`` and channels_last inputs.
+- ``compile``: a chain of elementwise ops (:class:`~.hot_ops.OpChain`), each on the one
+  before's result, called one op at a time against ``torch.compile`` of the whole chain
+  (one fused kernel); the compile itself is timed apart and not counted.
 - ``tf32``: float32 matmuls and convolutions allowed TF32 (both ``allow_tf32`` flags set
   for the call, restored after); as recorded, the flags are PyTorch's defaults. NVIDIA
   GPUs only: elsewhere each op says so, unmeasured.
@@ -42,10 +45,10 @@ import msgspec
 import torch
 import torch.utils.benchmark as benchmark
 
-from profiler_kit.analysis.whatif.hot_ops import TENSOR_TYPES, OpGroup
+from profiler_kit.analysis.whatif.hot_ops import TENSOR_TYPES, OpChain, OpGroup
 from profiler_kit.sources.measured_ops import MeasuredOp, OpMeasurements
 
-ALTERNATIVES = ("bf16", "fp16", "channels_last", "tf32")
+ALTERNATIVES = ("bf16", "fp16", "channels_last", "tf32", "compile")
 NO_TF32 = "TF32 exists only on NVIDIA GPUs (Ampere and newer); this op ran elsewhere"
 LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
 IQR_TARGET = 0.1  # stop once the per-round ratios' IQR is under this share of their median
@@ -311,9 +314,65 @@ def _host_ns(fn: Callable[[], Any], calls: int = HOST_CALLS) -> float:
     return statistics.median(times)
 
 
+def chain_name(chain: OpChain) -> str:
+    return " → ".join(m.name for m in chain.members)
+
+
+def measure_chain(chain: OpChain, device: torch.device,
+                  max_run_s: float = MAX_RUN_S) -> MeasuredOp:
+    """Time one chain called op by op against ``torch.compile`` of it; the reason where
+    it cannot be."""
+    base = dict(key=chain.key, name=chain_name(chain), count=chain.count)
+    if chain.reason:
+        return MeasuredOp(**base, reason=chain.reason)
+    try:
+        links = []
+        for m in chain.members:
+            fn, args = _bind(_op(m.name), build_args(m, device))
+            links.append((fn, args[1:]))
+        first = build_args(chain.members[0], device)[0]
+
+        def run(x: Any) -> Any:
+            for fn, rest in links:  # each op on the result of the one before
+                x = fn(x, *rest)
+            return x
+
+        with torch.no_grad():
+            compiled = torch.compile(run, dynamic=False)
+            start = time.perf_counter()
+            compiled(first)  # compiles: not part of any step
+            compile_s = time.perf_counter() - start
+            recorded, changed = (lambda: run(first)), (lambda: compiled(first))
+            recorded()
+            bs, alts = _paired(recorded, changed, max_run_s)
+            host = (_host_ns(recorded), _host_ns(changed)) if device.type == "cuda" \
+                else (None, None)
+    except Unbuildable as e:
+        return MeasuredOp(**base, reason=str(e))
+    except Exception as e:  # noqa: BLE001 - the chain did not run or did not compile
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return MeasuredOp(**base, reason=f"it did not run or compile: {first_line[:200]}")
+    ratio = statistics.median(a / b for a, b in zip(alts, bs, strict=True))
+    b = statistics.median(bs)
+    return MeasuredOp(**base, base_ns=b, alt_ns=b * ratio, base_iqr_ns=_iqr(bs),
+                      alt_iqr_ns=_iqr(alts), rounds=len(bs), host_base_ns=host[0],
+                      host_alt_ns=host[1], compile_s=round(compile_s, 3))
+
+
+def measure_chains(chains: Sequence[OpChain], device: str) -> OpMeasurements:
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise Unbuildable("the trace ran on a GPU: timing its ops needs one here, and torch "
+                          "sees none")
+    torch.manual_seed(0)
+    return OpMeasurements("compile", str(dev), str(torch.__version__),
+                          [measure_chain(c, dev) for c in chains])
+
+
 def measure(groups: Sequence[OpGroup], alternative: str, device: str) -> OpMeasurements:
-    if alternative not in ALTERNATIVES:
-        raise ValueError(f"unknown alternative {alternative!r} (one of {ALTERNATIVES})")
+    if alternative not in ALTERNATIVES or alternative == "compile":
+        raise ValueError(f"unknown alternative {alternative!r} for single ops (one of "
+                         f"{ALTERNATIVES[:-1]}; compile times chains: measure_chains)")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise Unbuildable("the trace ran on a GPU: timing its ops needs one here, and torch "
@@ -407,7 +466,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--repro", action="store_true")
     a = p.parse_args(argv)
     with open(a.groups, "rb") as fh:
-        groups = msgspec.json.decode(fh.read(), type=list[OpGroup])
+        raw = fh.read()
+    if a.alternative == "compile":  # chains of ops, not ops
+        if a.repro:
+            print("profkit: --repro writes one op at a time, not compiled chains",
+                  file=sys.stderr)
+            return 2
+        try:
+            chained = measure_chains(msgspec.json.decode(raw, type=list[OpChain]), a.device)
+        except Unbuildable as e:
+            print(f"profkit: {e}", file=sys.stderr)
+            return 2
+        with open(a.out, "wb") as fh:
+            fh.write(msgspec.json.encode(chained))
+        return 0
+    groups = msgspec.json.decode(raw, type=list[OpGroup])
     if a.repro:
         print("\n".join(write_repros(groups, a.alternative, a.device, a.out)))
         return 0

@@ -20,13 +20,13 @@ import msgspec
 from profiler_kit.analysis.core.launch_links import attribute_gpu
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.whatif.changes import MeasuredOps
-from profiler_kit.analysis.whatif.hot_ops import OpGroup, hot_ops
+from profiler_kit.analysis.whatif.hot_ops import OpChain, OpGroup, elementwise_chains, hot_ops
 from profiler_kit.errors import ProfkitError, UsageError
 from profiler_kit.trace.table import EventTable
 
 # the alternative timed -> the change it stands for
 CHANGE_OF = {"bf16": "precision bf16", "fp16": "precision fp16",
-             "channels_last": "channels-last", "tf32": "tf32"}
+             "channels_last": "channels-last", "tf32": "tf32", "compile": "compile"}
 MODELED = ("bf16", "fp16")  # the alternatives the replay also models without measuring
 # on a GPU, a call whose host issue takes under this share of its wall time is GPU-bound
 DEVICE_BOUND = 0.5
@@ -50,6 +50,7 @@ class MeasuredOp(msgspec.Struct, frozen=True):
     host_base_ns: float | None = None  # on a GPU: the host's time to issue one call
     host_alt_ns: float | None = None
     reason: str = ""
+    compile_s: float | None = None  # compile: how long torch.compile took (not counted)
 
     def effect(self) -> tuple[float, float] | None:
         """What a call gains under the alternative: the host time it adds (negative: saves)
@@ -82,8 +83,10 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def time_groups(groups: list[OpGroup], alternative: str, device: str) -> list[MeasuredOp]:
-    """Each group timed in a fresh process (never inside a profiled run)."""
+def time_groups(groups: list[OpGroup] | list[OpChain], alternative: str, device: str
+                ) -> list[MeasuredOp]:
+    """Each group (each chain, for ``compile``) timed in a fresh process (never inside a
+    profiled run)."""
     if not torch_available():
         raise UsageError(NEEDS_TORCH)
     if not groups:
@@ -154,6 +157,19 @@ def _hot_groups(tables: Iterable[EventTable]) -> tuple[dict[str, OpGroup], str]:
     return groups, device
 
 
+def _hot_chains(tables: Iterable[EventTable]) -> tuple[dict[str, OpChain], str]:
+    """The tables' hottest chains of elementwise ops by key, and where they ran."""
+    chains: dict[str, OpChain] = {}
+    device = "cpu"
+    for table in tables:
+        tree = build_op_tree(table)
+        gpu = attribute_gpu(table, tree)
+        device = "cuda" if len(gpu) else device
+        for c in elementwise_chains(table, tree, gpu):
+            chains.setdefault(c.key, c)
+    return chains, device
+
+
 def measure_tables(tables: Iterable[EventTable], alternative: str,
                    timed: dict[tuple[str, str], MeasuredOp] | None = None) -> MeasuredOps:
     """One change for every table: their hot ops timed once per distinct op (a group's key
@@ -161,7 +177,7 @@ def measure_tables(tables: Iterable[EventTable], alternative: str,
     keeps what was timed by (alternative, key) across calls: an op timed for one trace
     is not timed again for the next."""
     timed = {} if timed is None else timed
-    groups, device = _hot_groups(tables)
+    groups, device = _hot_chains(tables) if alternative == "compile" else _hot_groups(tables)
     todo = [g for g in groups.values() if (alternative, g.key) not in timed]
     for o in time_groups(todo, alternative, device):
         timed[(alternative, o.key)] = o
@@ -169,11 +185,13 @@ def measure_tables(tables: Iterable[EventTable], alternative: str,
     effects = {o.key: effect for o in ops if (effect := o.effect()) is not None}
     missing = {o.key: f"{o.name}: {o.reason}" for o in ops if o.reason}
     if not effects:
-        why = next(iter(missing.values()), "the trace has no op with time")
+        why = next(iter(missing.values()), "the trace has no chain of elementwise ops"
+                   if alternative == "compile" else "the trace has no op with time")
         modeled = "; leave out --measure for the modeled one" if alternative in MODELED else ""
         raise UsageError(f"no op of the trace could be timed (e.g. {why}): no measured "
                          f"prediction{modeled}")
-    return MeasuredOps(CHANGE_OF[alternative], device, effects, missing)
+    return MeasuredOps(CHANGE_OF[alternative], device, effects, missing,
+                       chains=alternative == "compile")
 
 
 def measure_on_this_machine() -> Callable[[Sequence[EventTable], str], MeasuredOps] | None:

@@ -42,7 +42,8 @@ LOWER_BOUND_SHARE = 0.10
 # autocast's dtype as run.json records it -> the precision change's name
 DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
 # the changes the replay has no model of, only the ops timed under them -> the alternative
-MEASURED_ONLY = {"channels-last": "channels_last", "tf32": "tf32"}
+MEASURED_ONLY = {"channels-last": "channels_last", "tf32": "tf32",
+                 "compile": "compile"}  # compile: its chains of elementwise ops fused
 NOT_MODELED = ("no what-if models this strategy: the replay has no change for what it does "
                "differently from the baseline (running models at once in threads, on streams "
                "or devices is none: no change moves one trace's work onto another thread or "
@@ -50,7 +51,7 @@ NOT_MODELED = ("no what-if models this strategy: the replay has no change for wh
 # profkit tune's knobs that a change models, against the run's baseline
 TUNE_SCENARIO = "tune"
 TUNE_CHANGES = {"autocast": "precision", "autocast_bf16": "precision",
-                "channels_last": "channels-last", "tf32": "tf32",
+                "channels_last": "channels-last", "tf32": "tf32", "compile": "compile",
                 "cuda_graphs": "cuda-graphs", "compile_reduce_overhead": "cuda-graphs"}
 
 

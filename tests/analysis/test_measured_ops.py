@@ -217,3 +217,59 @@ def test_the_main_jobs_bf16_twin_is_predicted_within_a_fifth_of_its_run():
     predicted = base * w.predicted_step_ns / w.measured_step_ns
     assert predicted > base  # bf16 costs these small convolutions host time: slower
     assert abs(predicted - twin) / twin < 0.20, (predicted, twin)
+
+
+def elementwise(name: str, ts: int, dur: int, dims=None) -> Ev:
+    e = op(name, ts, dur, dims=dims if dims is not None else [[2, 8], [2, 8], []])
+    e.input_types = ["float", "float", "Scalar"]
+    return e
+
+
+def test_chains_of_elementwise_ops_are_runs_on_one_shape():
+    """add_ → relu_ on one shape is a chain; a conv breaks a run, as does a change of
+    shape; a lone elementwise op is none."""
+    from profiler_kit.analysis.whatif.hot_ops import chain_instances, elementwise_chains
+
+    t = make_table([step(200 * US),
+                    elementwise("aten::add_", 0, 10 * US),
+                    elementwise("aten::relu_", 10 * US, 5 * US),
+                    conv(20 * US, 30 * US),
+                    elementwise("aten::add_", 60 * US, 10 * US),
+                    elementwise("aten::relu_", 70 * US, 5 * US),
+                    elementwise("aten::mul", 80 * US, 5 * US, dims=[[4, 8], [4, 8], []]),
+                    conv(90 * US, 30 * US), elementwise("aten::relu_", 130 * US, 5 * US)])
+    tree = build_op_tree(t)
+    (instances,) = chain_instances(t, tree).values()
+    assert [[t.name_of(r) for r in rows] for rows in instances] == [
+        ["aten::add_", "aten::relu_"]] * 2
+    (chain,) = elementwise_chains(t, tree, None)
+    assert chain.count == 2 and chain.host_ns == 30 * US and not chain.reason
+    assert [m.name for m in chain.members] == ["aten::add_", "aten::relu_"]
+
+
+def test_a_compiled_chain_moves_the_cpu_step_by_its_measured_cost_shared_by_its_ops():
+    from profiler_kit.analysis.whatif.hot_ops import elementwise_chains
+
+    t = make_table([step(100 * US), elementwise("aten::add_", 0, 30 * US),
+                    elementwise("aten::relu_", 30 * US, 10 * US), conv(50 * US, 50 * US)])
+    tree = build_op_tree(t)
+    (chain,) = elementwise_chains(t, tree, None)
+    r = replay(t, changes=[MeasuredOps("compile", "cpu", {chain.key: (-20 * US, 1.0)},
+                                       chains=True)])
+    assert r.predicted_step_ns == 80 * US  # 15 µs off add_, 5 µs off relu_
+    assert "2 op calls in chains compiled and timed on cpu" in " ".join(r.notes)
+
+
+def test_a_real_chain_is_compiled_and_timed_against_its_ops_one_by_one():
+    """The real CPU trace's residual add_ → relu_ chain, compiled by torch.compile on this
+    machine: both sides timed, the compile apart."""
+    pytest.importorskip("torch")
+    from profiler_kit.analysis.whatif.hot_ops import elementwise_chains
+    from profiler_kit.measure.op_replay import measure_chains
+
+    t = load(DATA / "cpu_concurrent_sequential_measured.pt.trace.json.gz")
+    chain = elementwise_chains(t, build_op_tree(t), None)[0]
+    assert [m.name for m in chain.members] == ["aten::add_", "aten::relu_"]
+    (m,) = measure_chains([chain], "cpu").ops
+    assert m.reason == "" and m.base_ns > 0 and m.alt_ns > 0 and m.compile_s > 0
+    assert m.name == "aten::add_ → aten::relu_"

@@ -200,24 +200,26 @@ def test_tune_knobs_are_predicted_from_the_eager_baseline(tmp_path) -> None:
     assert "precision fp16 on eager" in out and "channels_last: no prediction" in out
 
 
-def test_tune_tf32_is_measured_only(tmp_path) -> None:
-    """tune's tf32 knob has no model in the replay: without a way to time the ops it says
-    so; with one, its prediction is the baseline's ops timed with TF32 allowed."""
+@pytest.mark.parametrize("knob", ["tf32", "compile"])
+def test_tune_knobs_measured_only(knob, tmp_path) -> None:
+    """tune's tf32 and compile knobs have no model in the replay: without a way to time
+    the ops they say so; with one, the prediction is the baseline's ops timed so (TF32
+    allowed; the chains of elementwise ops compiled)."""
     run = _run(tmp_path)
     run = replace(run, scenario="tune", baseline="sequential", strategies=tuple(
-        replace(s, name="tf32") if s.name == "threads" else s for s in run.strategies))
-    tf32 = _by_name(predict_run(run))["tf32"]
-    assert tf32.change == "tf32" and tf32.source == "sequential" and tf32.predicted_ns is None
-    assert "tf32 is measured, not modeled" in tf32.note
+        replace(s, name=knob) if s.name == "threads" else s for s in run.strategies))
+    found = _by_name(predict_run(run))[knob]
+    assert found.change == knob and found.source == "sequential" and found.predicted_ns is None
+    assert f"{knob} is measured, not modeled" in found.note
     asked = []
 
     def measure(tables, alternative):
         asked.append(alternative)
-        return MeasuredOps("tf32", "cpu", {}, {})
+        return MeasuredOps(knob, "cpu", {}, {}, chains=knob == "compile")
 
-    tf32 = _by_name(predict_run(run, measure))["tf32"]
-    assert asked.count("tf32") == 1 and tf32.change == "tf32 (measured)"
-    assert tf32.predicted_ns == tf32.source_step_ns  # nothing measured moves: no change
+    found = _by_name(predict_run(run, measure))[knob]
+    assert asked.count(knob) == 1 and found.change == f"{knob} (measured)"
+    assert found.predicted_ns == found.source_step_ns  # nothing measured moves: no change
 
 
 def test_tune_autocast_on_the_cpu_says_why_there_is_no_prediction(cpu_run) -> None:

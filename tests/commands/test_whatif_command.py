@@ -150,7 +150,8 @@ def test_measure_times_the_ops_of_a_cpu_trace_and_says_how_much(capsys):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--measure"], "--measure times a change: add --precision, --channels-last or --tf32"),
+    (["--measure"], "--measure times a change: add --precision, --channels-last, --tf32 "
+                    "or --compile"),
     (["--channels-last"], "--channels-last is measured, not modeled: add --measure"),
     (["--tf32"], "--tf32 is measured, not modeled: add --measure"),
 ])

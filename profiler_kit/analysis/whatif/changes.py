@@ -483,23 +483,19 @@ class MeasuredOps(Change, frozen=True):
     device: str
     effects: dict[str, tuple[float, float]]
     not_measured: dict[str, str] = msgspec.field(default_factory=dict)  # key -> reason
+    # the keys are chains of elementwise ops (``compile``: hot_ops.chain_instances), each
+    # call's effect shared by its members in proportion to their time
+    chains: bool = False
 
     def label(self) -> str:
         return f"{self.name} (measured)"
 
     def apply(self, ctx: Context, e: Edits) -> None:
-        from profiler_kit.analysis.whatif.hot_ops import group_rows, top_level_ops
+        from profiler_kit.analysis.whatif.hot_ops import top_level_ops
 
         t, g, tree = ctx.table, ctx.graph, ctx.tree
-        effect_of_row: dict[int, tuple[float, float]] = {}
-        op_ns = measured_ns = 0
         top = top_level_ops(t, tree)
-        for key, calls in group_rows(t, tree, top).items():
-            ns = int(t.dur_ns[calls].sum())
-            op_ns += ns
-            if key in self.effects:
-                measured_ns += ns
-                effect_of_row.update((int(r), self.effects[key]) for r in calls)
+        effect_of_row, op_ns, measured_ns = self._effects_by_row(t, tree, top)
         if not effect_of_row:
             e.notes.append(f"{self.label()}: none of the trace's ops was measured")
             return
@@ -530,9 +526,39 @@ class MeasuredOps(Change, frozen=True):
             e.dur[changed] = np.rint(e.dur[changed] * scale[changed]).astype(np.int64)
             kernels = f"; their kernels {_ms(before)} → {_ms(int(e.dur[changed].sum()))}"
         e.notes.append(
-            f"{self.label()}: {len(effect_of_row)} op calls timed on {self.device} from the "
-            f"trace's shapes, {'+' if added >= 0 else '−'}{_ms(abs(added))} of host time"
+            f"{self.label()}: {len(effect_of_row)} op calls "
+            f"{'in chains compiled and ' if self.chains else ''}timed on {self.device} from "
+            f"the trace's shapes, {'+' if added >= 0 else '−'}{_ms(abs(added))} of host time"
             f"{kernels}; measured {measured_ns / max(op_ns, 1):.0%} of the op time, the rest "
             f"kept as recorded"
             + (f" ({len(self.not_measured)} op groups not rebuilt, e.g. "
                f"{next(iter(self.not_measured.values()))})" if self.not_measured else ""))
+
+    def _effects_by_row(self, t: EventTable, tree: OpTree, top: np.ndarray
+                        ) -> tuple[dict[int, tuple[float, float]], int, int]:
+        """Each measured call's (host ns, kernel factor) by table row, the top-level ops'
+        time and the part of it measured."""
+        from profiler_kit.analysis.whatif.hot_ops import chain_instances, group_rows
+
+        effect_of_row: dict[int, tuple[float, float]] = {}
+        calls = group_rows(t, tree, top)
+        op_ns = sum(int(t.dur_ns[rows].sum()) for rows in calls.values())
+        measured_ns = 0
+        if not self.chains:
+            for key, rows in calls.items():
+                if key in self.effects:
+                    measured_ns += int(t.dur_ns[rows].sum())
+                    effect_of_row.update((int(r), self.effects[key]) for r in rows)
+            return effect_of_row, op_ns, measured_ns
+        for key, instances in chain_instances(t, tree, top).items():
+            if key not in self.effects:
+                continue
+            host_ns, factor = self.effects[key]
+            for rows in instances:
+                durations = t.dur_ns[rows].astype(np.float64)
+                total = float(durations.sum()) or 1.0
+                measured_ns += int(durations.sum())
+                effect_of_row.update((int(r), (host_ns * float(d) / total, factor))
+                                     for r, d in zip(rows.tolist(), durations.tolist(),
+                                                     strict=True))
+        return effect_of_row, op_ns, measured_ns

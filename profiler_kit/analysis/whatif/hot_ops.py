@@ -7,6 +7,10 @@ An op here is a *top-level* op: the outermost ``aten::`` op of its calls
 op of another kind with no ``aten::`` op beneath it (a custom op). Its time is its whole
 span on the host and the GPU time of every kernel launched beneath it. Calls with the
 same name, input shapes, dtypes, strides and scalar arguments form one group.
+
+A *chain* (:func:`elementwise_chains`) is a run of elementwise top-level ops called one
+after another on one thread, each on a tensor of the shape the one before it took: what
+``torch.compile`` fuses into one kernel. Chains with the same ops and inputs form one.
 Torch-free: the trace alone says all of this.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.trace.table import Cat, EventTable
@@ -153,3 +158,100 @@ def rebuild_reason(name: str, dims: list, types: list) -> str:
             continue
         return f"an input of type {t!r} it cannot make"
     return ""
+
+
+MAX_CHAINS = 5  # the hottest chains are compiled and timed (a compile takes seconds)
+
+
+class OpChain(msgspec.Struct, frozen=True):
+    """Calls of one chain of elementwise ops (``members``, in call order; each on the
+    result of the one before, as ``torch.compile`` would fuse them). ``key`` names it;
+    ``count`` its calls; times as :class:`OpGroup`'s, summed over its members."""
+
+    key: str
+    members: list[OpGroup]
+    count: int
+    host_ns: int
+    device_ns: int
+    reason: str = ""
+
+
+def _chain_link(table: EventTable, row: int) -> tuple[str, list] | None:
+    """(group key, first input's shape) of a call that can be a link of a chain: an
+    elementwise aten op whose first input is a recorded float tensor; else None."""
+    name = table.name_of(row)
+    if not name.startswith("aten::") or classify.classify_op(name) != classify.ELEMENTWISE:
+        return None
+    inputs = table.op_inputs(row)
+    if inputs is None or not inputs.dims or not inputs.types:
+        return None
+    first, kind = inputs.dims[0], inputs.types[0]
+    if not isinstance(first, list) or not first or TENSOR_TYPES.get(kind, "").startswith(
+            ("int", "uint", "bool")) or kind not in TENSOR_TYPES:
+        return None
+    return _key(table, row)[0], first
+
+
+def chain_instances(table: EventTable, tree: OpTree, top: np.ndarray | None = None
+                    ) -> dict[str, list[np.ndarray]]:
+    """Every chain's calls (each the table rows of its members, in order), by chain key:
+    runs of two or more consecutive top-level elementwise ops of one thread whose first
+    inputs have one shape."""
+    top = top_level_ops(table, tree) if top is None else top
+    nodes = np.flatnonzero(top == np.arange(len(tree)))
+    out: dict[str, list[np.ndarray]] = {}
+    run: list[tuple[int, str]] = []
+    shape: list | None = None
+
+    def close() -> None:
+        if len(run) >= 2:
+            key = _short_key("|".join(k for _, k in run))
+            out.setdefault(key, []).append(np.array([r for r, _ in run], dtype=np.int64))
+
+    thread = None
+    for i in nodes.tolist():  # by thread, then start: the tree's order
+        r = int(tree.row[i])
+        link = _chain_link(table, r)
+        same = link is not None and int(tree.thread[i]) == thread and link[1] == shape
+        if not same:
+            close()
+            run = []
+        if link is not None:
+            run.append((r, link[0]))
+            shape = link[1]
+        thread = int(tree.thread[i])
+    close()
+    return out
+
+
+def elementwise_chains(table: EventTable, tree: OpTree, gpu: GpuActivity | None,
+                       most: int = MAX_CHAINS) -> list[OpChain]:
+    """The ``most`` chains that hold the most op time (device time on a GPU trace), with
+    their members' groups."""
+    top = top_level_ops(table, tree)
+    calls = chain_instances(table, tree, top)
+    if not calls:
+        return []
+    node_of_row = {int(r): i for i, r in enumerate(tree.row.tolist())}
+    device = np.zeros(len(tree), dtype=np.int64)
+    if gpu is not None and len(gpu):
+        owner = np.where(gpu.node >= 0, top[np.maximum(gpu.node, 0)], -1)
+        linked = owner >= 0
+        np.add.at(device, owner[linked], table.dur_ns[gpu.row[linked]])
+    chains = []
+    for key, instances in calls.items():
+        members = []
+        for r in instances[0].tolist():
+            k, parts = _key(table, r)
+            members.append(OpGroup(k, parts[0], parts[1], parts[2], parts[3], parts[4],
+                                   len(instances), 0, 0, rebuild_reason(parts[0], parts[1],
+                                                                        parts[2])))
+        rows = np.concatenate(instances)
+        nodes = [node_of_row[int(r)] for r in rows.tolist()]
+        host = int((tree.end_ns[nodes] - tree.start_ns[nodes]).sum())
+        why = next((f"{m.name}: {m.reason}" for m in members if m.reason), "")
+        chains.append(OpChain(key, members, len(instances), host, int(device[nodes].sum()),
+                              why))
+    by_device = any(c.device_ns for c in chains)
+    chains.sort(key=lambda c: -(c.device_ns if by_device else c.host_ns))
+    return chains[:most]
