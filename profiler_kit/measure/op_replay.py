@@ -49,6 +49,13 @@ from profiler_kit.analysis.whatif.hot_ops import TENSOR_TYPES, OpChain, OpGroup
 from profiler_kit.sources.measured_ops import MeasuredOp, OpMeasurements
 
 ALTERNATIVES = ("bf16", "fp16", "channels_last", "tf32", "compile")
+# fused inference fast paths that nn.TransformerEncoder(Layer) and nn.MultiheadAttention
+# take only when autocast is off: under autocast the model runs its separate ops instead,
+# which the trace does not show, so timing the fused op in low precision would mislead
+AUTOCAST_LEAVES = {"aten::_transformer_encoder_layer_fwd", "aten::_native_multi_head_attention"}
+LEFT_UNDER_AUTOCAST = ("under autocast the model leaves this fused fast path for its "
+                       "separate ops (nn.TransformerEncoderLayer and nn.MultiheadAttention "
+                       "take it only with autocast off), which the trace does not show")
 NO_TF32 = "TF32 exists only on NVIDIA GPUs (Ampere and newer); this op ran elsewhere"
 LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
 IQR_TARGET = 0.1  # stop once the per-round ratios' IQR is under this share of their median
@@ -276,6 +283,8 @@ def measure_group(g: OpGroup, alternative: str, device: torch.device,
     base = dict(key=g.key, name=g.name, count=g.count)
     if g.reason:
         return MeasuredOp(**base, reason=g.reason)
+    if alternative in LOW and g.name in AUTOCAST_LEAVES:
+        return MeasuredOp(**base, reason=LEFT_UNDER_AUTOCAST)
     try:
         op = _op(g.name)
         args = build_args(g, device)
