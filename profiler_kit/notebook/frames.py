@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.code.view import kernel_lines
 from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.steps import cpu_steps, step_of_activities
 from profiler_kit.trace.table import Cat
@@ -80,7 +81,9 @@ def kernels(ctx: TraceContext) -> pd.DataFrame:
     ``stream``, ``start_ns``, ``dur_ns``, ``end_ns``, ``step`` (the ``ProfilerStep`` its
     launch call lies in), ``op`` (the CPU op that launched it, "" unlinked), ``launch_ns``
     (its runtime call's start), ``queued_ns`` (from that call's start to the activity's),
-    ``correlation`` and ``row`` (the event table's)."""
+    ``line`` (the user's line the code view charges it to, ``file:line (function)``, ""
+    where the trace has no Python frames for it), ``correlation`` and ``row`` (the event
+    table's)."""
     pd = pandas()
     t, g = ctx.table, ctx.gpu
     rows = g.row
@@ -104,6 +107,7 @@ def kernels(ctx: TraceContext) -> pd.DataFrame:
         "op": ops,
         "launch_ns": _nullable(launch_ns),
         "queued_ns": _nullable(np.where(launch_ns >= 0, start - launch_ns, -1)),
+        "line": [x or "" for x in kernel_lines(t, ctx.tree, g, ctx.provenance).tolist()],
         "correlation": _nullable(t.correlation[rows]),
         "row": rows,
     })

@@ -167,3 +167,16 @@ def test_without_pandas_one_line_says_how_to_get_it(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(MissingDependency, match=r"pip install 'profkit\[notebook\]'"):
         _ = t.kernels
+
+
+def test_kernels_name_the_users_line_the_code_view_charges_them_to(traces) -> None:
+    """Where the trace has Python frames, each kernel names its line; per line, their GPU
+    time is what ``profkit analyze`` lists for it (forward kernels only: backward work is
+    charged to its forward op's line in both)."""
+    t = pk.load(DATA / "h100_bert_small.json.gz")
+    k = t.kernels
+    assert (k["line"] != "").any()
+    by_line = k[k["line"] != ""].groupby("line")["dur_ns"].sum()
+    for line in t.analysis.code.lines[:5]:
+        assert by_line[line.site] == line.device_ns + line.backward_device_ns, line
+    assert (traces["a100_ddp_nccl_rank0.json.gz"].kernels["line"] == "").all()

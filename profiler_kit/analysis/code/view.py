@@ -157,20 +157,9 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
     elif table.call_from is None or not (table.call_from[frames] >= 0).any():
         notes.append(NO_STACKS_NOTE)
 
-    # kernels: anchored at their launch, or the forward op of their backward op
-    k_node = gpu.node
-    k_rows = np.where(gpu.launch_row >= 0, gpu.launch_row,
-                      np.where(gpu.op_row >= 0, gpu.op_row, gpu.row))
-    k_thread = thread_ids(table.pid[k_rows], table.tid[k_rows])
-    k_ts = table.ts_ns[k_rows].copy()
-    k_bwd = np.where(k_node >= 0, links.backward_node[np.maximum(k_node, 0)] >= 0, False) \
-        if len(tree) else np.zeros(len(gpu), dtype=bool)
-    k_fwd = np.where(k_node >= 0, links.forward_node[np.maximum(k_node, 0)], -1) \
-        if len(tree) else np.full(len(gpu), -1, dtype=np.int64)
     found: dict[str, KernelSource] = {}
-    k_prov = _compiled_sites(table, provenance, table.name[gpu.row], k_thread, k_ts, k_bwd,
-                             found)
-    _move_to_forward(table, tree, k_bwd, k_fwd, k_thread, k_ts)
+    k_thread, k_ts, k_bwd, k_fwd, k_prov = _kernel_anchors(table, tree, gpu, links,
+                                                           provenance, found)
     k_dur = table.dur_ns[gpu.row]
 
     # CPU ops: self time, anchored where they ran, or at their forward op
@@ -203,10 +192,8 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
         both = _sites(table, fr, np.concatenate([k_thread, o_thread]),
                       np.concatenate([k_ts, o_ts]))
         k_site, o_site = both[:len(k_ts)], both[len(k_ts):]
-        k_site = np.where(k_prov != None, k_prov, k_site)  # noqa: E711 - elementwise
-        o_site = np.where(o_prov != None, o_prov, o_site)  # noqa: E711
-        k_site[(k_bwd & (k_fwd < 0)) | k_comm] = None
-        o_site[o_bwd & (o_fwd < 0)] = None
+        k_site = _charged(k_site, k_prov, (k_bwd & (k_fwd < 0)) | k_comm)
+        o_site = _charged(o_site, o_prov, o_bwd & (o_fwd < 0))
         lines = _lines(table, tree, gpu, ops, k_site, k_bwd, k_dur, o_site, o_bwd, o_dur, top)
     coverage = _coverage(table, tree, gpu, ops, k_mod, k_bwd & (k_fwd < 0), k_bwd, k_dur,
                          k_graph, o_mod, o_bwd & (o_fwd < 0), o_bwd, o_dur) if len(mods) else None
@@ -216,6 +203,50 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
         compiled=_compiled(table, gpu, k_dur, tree, ops, o_dur, found),
         graph_replays=_graph(table, gpu, k_graph, k_dur, launch_name, top),
         notes=tuple(notes))
+
+
+def _kernel_anchors(table: EventTable, tree: OpTree, gpu: GpuActivity, links: BackwardLinks,
+                    provenance: Provenance | None, found: dict[str, KernelSource]) -> tuple:
+    """Where each GPU activity is charged: (thread, time) of its launch, or of the forward
+    op of its backward op; whether it is backward work, that forward op's node, and the
+    user's line Inductor's provenance gives a compiled kernel (None: none)."""
+    k_node = gpu.node
+    k_rows = np.where(gpu.launch_row >= 0, gpu.launch_row,
+                      np.where(gpu.op_row >= 0, gpu.op_row, gpu.row))
+    k_thread = thread_ids(table.pid[k_rows], table.tid[k_rows])
+    k_ts = table.ts_ns[k_rows].copy()
+    k_bwd = np.where(k_node >= 0, links.backward_node[np.maximum(k_node, 0)] >= 0, False) \
+        if len(tree) else np.zeros(len(gpu), dtype=bool)
+    k_fwd = np.where(k_node >= 0, links.forward_node[np.maximum(k_node, 0)], -1) \
+        if len(tree) else np.full(len(gpu), -1, dtype=np.int64)
+    k_prov = _compiled_sites(table, provenance, table.name[gpu.row], k_thread, k_ts, k_bwd,
+                             found)
+    _move_to_forward(table, tree, k_bwd, k_fwd, k_thread, k_ts)
+    return k_thread, k_ts, k_bwd, k_fwd, k_prov
+
+
+def _charged(site: np.ndarray, provenance: np.ndarray, none: np.ndarray) -> np.ndarray:
+    """The user's line of each anchor: Inductor's where it gives one; none where ``none``
+    (backward work with no forward op, collectives)."""
+    out = np.where(provenance != None, provenance, site)  # noqa: E711 - elementwise
+    out[none] = None
+    return out
+
+
+def kernel_lines(table: EventTable, tree: OpTree, gpu: GpuActivity,
+                 provenance: Provenance | None = None) -> np.ndarray:
+    """Per GPU activity (``gpu``'s order): the user's line (``file:line (function)``) the
+    code view charges it to, None where none; all None for a trace without Python frames."""
+    frames = frame_rows(table)
+    fr = Nesting(table, frames)
+    out = np.full(len(gpu), None, dtype=object)
+    if not len(fr) or not len(gpu):
+        return out
+    links = _with_accumulate_grad(table, tree, link_backward(table, tree))
+    k_thread, k_ts, k_bwd, k_fwd, k_prov = _kernel_anchors(table, tree, gpu, links,
+                                                           provenance, {})
+    k_comm = gpu.klass == classify.CLASS_INDEX[classify.COMMUNICATION]
+    return _charged(_sites(table, fr, k_thread, k_ts), k_prov, (k_bwd & (k_fwd < 0)) | k_comm)
 
 
 def _move_to_forward(table: EventTable, tree: OpTree, bwd: np.ndarray, fwd: np.ndarray,
