@@ -3,9 +3,12 @@
 An analysis is a function of one :class:`TraceContext`, registered under the name of the
 field it fills, with the field's type (and default): ``Registry.register`` is used as a
 decorator. The registrations make the result's Struct: one field per analysis, in
-registration order (:meth:`Registry.struct`), so adding an analysis is one module in its
-room plus one registration. :func:`profiler_kit.analysis.trace_analysis.analyze_table`
-runs the registry of ``TraceAnalysis``.
+registration order (:meth:`Registry.struct`). The Struct is also written out with its
+types (:meth:`Registry.declare`), so that an editor and a type checker know each field;
+while the registrations match it, it is the one used, and one registered beside it (a
+test's, a plugin's) gets a Struct made for it.
+:func:`profiler_kit.analysis.trace_analysis.analyze_table` runs the registry of
+``TraceAnalysis``.
 
 The context holds the inputs (the event table, the label, ``top``, Inductor's provenance)
 and computes what several analyses share (the op tree, the GPU activities and how they
@@ -59,6 +62,20 @@ class Registry:
         self._analyses: dict[str, Analysis] = {}
         # one Struct per set of registrations: the same registrations give the same type
         self._structs: dict[tuple[Analysis, ...], type[msgspec.Struct]] = {}
+        self._declared: type[msgspec.Struct] | None = None
+
+    def declare(self, struct: type[msgspec.Struct]) -> None:
+        """The Struct written out for the registrations as they are (so an editor knows
+        each field's type): :meth:`struct` gives it while the registrations match it."""
+        self._declared = struct
+
+    def declared_matches(self) -> bool:
+        """Whether the declared Struct has the registrations' fields: names in order, types
+        and defaults."""
+        if self._declared is None:
+            return False
+        fields = [(f.name, f.type, f.default) for f in msgspec.structs.fields(self._declared)]
+        return fields == [(a.name, a.type, a.default) for a in self._analyses.values()]
 
     def register(self, name: str, type_: Any, *, default: Any = msgspec.NODEFAULT
                  ) -> Callable[[Fn], Fn]:
@@ -91,6 +108,8 @@ class Registry:
         """The frozen Struct with one field per analysis, in registration order."""
         key = tuple(self._analyses.values())
         found = self._structs.get(key)
+        if found is None and self.declared_matches():
+            found = self._structs[key] = self._declared  # type: ignore[assignment]
         if found is None:
             fields = [(a.name, a.type) if a.default is msgspec.NODEFAULT
                       else (a.name, a.type, a.default) for a in key]

@@ -6,8 +6,9 @@ read. It holds raw numbers only (ns, bytes, fractions); renderers format them.
 
 Each field of ``TraceAnalysis`` is one analysis registered below (``@analysis(name,
 type)`` over a function of the shared :class:`~profiler_kit.analysis.registry.TraceContext`),
-in registration order: adding an analysis is its module in its room plus one registration
-here (see :mod:`profiler_kit.analysis.registry`).
+in registration order, and is written out with its type in the class at the end: adding an
+analysis is its module in its room plus its registration and its field here (see
+:mod:`profiler_kit.analysis.registry`; a test holds the two to each other).
 
 Windows: with ``ProfilerStep#`` spans, the GPU figures (``gpu``, ``timeline``,
 ``phases``, ``launches``) cover the GPU activities launched in the steps, over the
@@ -22,7 +23,7 @@ withheld, since the CPU-side durations of its launches are not GPU time.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -428,14 +429,58 @@ def _measured(ctx: TraceContext) -> tuple[PerfModel, Instances]:
                    device_time_missing=ctx.missing is not None)
 
 
-if TYPE_CHECKING:
-    class TraceAnalysis(TraceAnalysisBase, frozen=True):
-        """The Struct ``ANALYSES.struct()`` makes, as the type checker sees it: each field
-        is declared in its registration, so reading one here is ``Any``."""
+class TraceAnalysis(TraceAnalysisBase, frozen=True, kw_only=True):
+    """One trace, fully analyzed: the fields of the analyses registered above, declared
+    here with their types (in registration order: ``ANALYSES.struct()`` is this class
+    while the registrations match it, which ``tests/analysis/test_registry.py`` holds)."""
 
-        def __getattr__(self, name: str) -> Any: ...
-else:
-    TraceAnalysis = ANALYSES.struct()
+    # the trace itself
+    path: str
+    label: str
+    rank: int | None
+    world_size: int | None
+    devices: tuple[DeviceInfo, ...]
+    events: int
+    skipped: dict[str, int]  # reason -> events left out
+    normalized: dict[str, int]  # reason -> events kept after a fix
+    # the steps' window (the whole trace where it has no steps: ``window``)
+    gpu: Breakdown  # GPU time by class
+    gpu_by_device: tuple[tuple[int, Breakdown], ...]
+    cpu: Breakdown  # CPU op self time by class
+    kernels: tuple[NameTotal, ...]
+    attribution: Attribution  # how the kernels were linked to their ops
+    timeline: Timeline  # busy, idle and overlap per device
+    steps: Steps
+    precision: Precision
+    perf: PerfModel  # FLOPs, bytes, roofline and MFU
+    memory: Memory
+    phases: Phases  # record_function ranges
+    # findings
+    recommendations: tuple[Recommendation, ...]
+    held_back: tuple[Recommendation, ...] = ()  # predicted gain under the threshold
+    notes: tuple[str, ...]
+    memory_timeline: MemoryTimeline
+    step_timeline: StepTimeline
+    names: NameProfile  # op and kernel names, for the comparison
+    step_terms: StepTerms  # the step split term by term (the waterfall's input)
+    critical_path: CriticalPath | None
+    communication: RankSummary | None = None  # collectives, for the job view
+    window: str = "trace"  # "steps" or "trace": what the window figures cover
+    # the whole trace, where the window is the steps'
+    trace_gpu: Breakdown | None = None
+    trace_timeline: Timeline | None = None
+    trace_phases: Phases | None = None
+    launches: Launches | None = None  # the launch queue in the window
+    trace_launches: Launches | None = None
+    idle: IdleAttribution | None = None  # why the GPU idled
+    step_gpu_busy_share: float | None = None
+    step_device_ns: int | None = None
+    gpu_activity_missing: MissingGpuActivity | None = None
+    code: CodeView | None = None  # time by module and line
+    sm: SmOccupancy | None = None
+
+
+ANALYSES.declare(TraceAnalysis)
 
 
 def analyze_table(table: EventTable, label: str | None = None, top: int = 5,

@@ -155,3 +155,29 @@ def test_every_field_is_written_and_documented():
     assert not {n: k for n, k in missing.items() if k}, (
         "fields of TraceAnalysis whose JSON keys docs/analysis-json.md does not list")
     assert set(FIELD_KEYS) <= set(TraceAnalysis.__struct_fields__)  # none left behind
+
+
+def test_the_declared_struct_is_the_registrations():
+    """TraceAnalysis is written out with each field's type (an editor resolves ``a.sm`` to
+    SmOccupancy); the registrations fill it, field for field, type for type, default for
+    default; a registration it lacks gets a Struct made for it instead."""
+    import typing
+
+    assert ANALYSES.declared_matches() and ANALYSES.struct() is TraceAnalysis
+    hints = typing.get_type_hints(TraceAnalysis)
+    from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy
+
+    assert hints["sm"] == SmOccupancy | None
+    assert [a.name for a in ANALYSES] == list(TraceAnalysis.__struct_fields__)
+
+    @ANALYSES.register("events_twice", int, default=0)
+    def _events_twice(ctx: TraceContext) -> int:
+        return 2 * len(ctx.table)
+
+    try:
+        assert not ANALYSES.declared_matches()
+        made = ANALYSES.struct()
+        assert made is not TraceAnalysis and "events_twice" in made.__struct_fields__
+    finally:
+        ANALYSES.unregister("events_twice")
+    assert ANALYSES.struct() is TraceAnalysis
