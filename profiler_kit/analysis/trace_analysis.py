@@ -33,7 +33,7 @@ from profiler_kit.analysis.advice.perf_rules import perf_recommendations
 from profiler_kit.analysis.advice.recommend import Findings, recommend
 from profiler_kit.analysis.advice.sm_rules import sm_recommendations
 from profiler_kit.analysis.code.provenance import Provenance
-from profiler_kit.analysis.code.view import CodeView, analyze_code
+from profiler_kit.analysis.code.view import CodeView, analyze_code, with_idle_kernel_lines
 from profiler_kit.analysis.core.arrays import distinct
 from profiler_kit.analysis.core.recommendation import Recommendation
 from profiler_kit.analysis.core.steps import Steps
@@ -43,13 +43,8 @@ from profiler_kit.analysis.jobs.rank_summary import RankSummary, summarize_rank
 from profiler_kit.analysis.memory.over_time import MemoryTimeline, memory_timeline
 from profiler_kit.analysis.memory.usage import Memory, analyze_memory
 from profiler_kit.analysis.perf.precision import Precision, analyze_precision
-from profiler_kit.analysis.perf.roofline import Instances, MfuWindow, PerfModel, measure
-from profiler_kit.analysis.perf.sm_occupancy import (
-    SmOccupancy,
-    analyze_sm_occupancy,
-    plugin_steps,
-    plugin_window,
-)
+from profiler_kit.analysis.perf.roofline import Instances, PerfModel, measure, mfu_window
+from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy, sm_over_plugin_window
 from profiler_kit.analysis.predicted_gains import MIN_GAIN_PCT, Ranked, predict, ranked
 from profiler_kit.analysis.registry import Registry, TraceContext
 from profiler_kit.analysis.time.busy import Timeline, analyze_timeline
@@ -400,8 +395,10 @@ def _sm(ctx: TraceContext) -> SmOccupancy | None:
     """SM efficiency and achieved occupancy per device (as the TensorBoard plugin's, over
     its window) and step, per kernel name with its limiter, the kernels that idle the SMs
     with their line."""
-    sm = _sm_occupancy(ctx.table, ctx.gpu, ctx.in_steps, ctx.result("timeline"), ctx.steps)
-    return _with_sources(sm, ctx.result("code"))
+    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
+               for d in ctx.result("timeline").devices}
+    sm = sm_over_plugin_window(ctx.table, ctx.gpu, ctx.in_steps, windows, ctx.steps)
+    return with_idle_kernel_lines(sm, ctx.result("code"))
 
 
 def _ranked(ctx: TraceContext) -> Ranked:
@@ -424,7 +421,8 @@ def _findings(ctx: TraceContext) -> Findings:
 
 def _measured(ctx: TraceContext) -> tuple[PerfModel, Instances]:
     """The perf model and the op instances it counted."""
-    window = _mfu_window(ctx.steps, ctx.result("timeline"), ctx.result("step_device_ns"))
+    window = mfu_window(ctx.steps, len(ctx.result("timeline").devices),
+                        ctx.result("step_device_ns"))
     return measure(ctx.table, ctx.tree, ctx.gpu, window,
                    device_time_missing=ctx.missing is not None)
 
@@ -493,16 +491,6 @@ def analyze_table(table: EventTable, label: str | None = None, top: int = 5,
                             min_gain_pct=min_gain_pct)
 
 
-def _mfu_window(steps: Steps, timeline: Timeline, step_device_ns: int | None
-                ) -> MfuWindow | None:
-    """MFU's wall time: the steps' device-side time where the steps' GPU work is known
-    (their ops' FLOPs count); else None, and the perf model takes the trace's GPU window."""
-    if not step_device_ns or not timeline.devices:
-        return None
-    return MfuWindow("steps", step_device_ns, len(timeline.devices),
-                     tuple((st.start_ns, st.start_ns + st.dur_ns) for st in steps.steps))
-
-
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -524,39 +512,3 @@ def _busy_share(timeline: Timeline, step_device_ns: int | None) -> float | None:
     if not step_device_ns or not timeline.devices:
         return None
     return min(1.0, timeline.busy_ns / (len(timeline.devices) * step_device_ns))
-
-
-def _sm_occupancy(table: EventTable, gpu: Any, in_steps: np.ndarray | None, timeline: Timeline,
-                  steps: Steps) -> SmOccupancy:
-    """SM efficiency and occupancy of GPU busy's devices over the TensorBoard plugin's
-    window (its steps' device-side span; each device's GPU window where it has none); and
-    per step."""
-    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
-               for d in timeline.devices}
-    step_windows = tuple((st.number, st.device_start_ns, st.device_start_ns + st.device_dur_ns)
-                         for st in steps.steps if st.device_dur_ns > 0) \
-        if in_steps is not None else ()
-    span = plugin_window(table, gpu, steps)
-    left_out: tuple[int, ...] = ()
-    if span is not None and span[1] > span[0]:
-        windows = {d: span for d in windows}
-        kept = {st.number for st in plugin_steps(steps)}
-        left_out = tuple(st.number for st in steps.steps if st.number not in kept)
-    return analyze_sm_occupancy(table, gpu, in_steps, windows, step_windows, left_out)
-
-
-def _with_sources(sm: SmOccupancy, code: CodeView | None) -> SmOccupancy:
-    """The kernels that idle the SMs with the user's line that launched most of their
-    time, from the code view (traces recorded with stacks)."""
-    if code is None or not sm.idle_kernels or not code.lines:
-        return sm
-    best: dict[str, tuple[int, str]] = {}
-    for line in code.lines:
-        for k in line.kernels:
-            if k.name not in best or k.device_ns > best[k.name][0]:
-                best[k.name] = (k.device_ns, line.site)
-    if not best:
-        return sm
-    idle = tuple(msgspec.structs.replace(k, source=best[k.name][1]) if k.name in best else k
-                 for k in sm.idle_kernels)
-    return msgspec.structs.replace(sm, idle_kernels=idle)

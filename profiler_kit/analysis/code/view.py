@@ -40,6 +40,7 @@ from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.steps import cpu_steps
 from profiler_kit.analysis.memory.code_sites import is_library_file
+from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy
 from profiler_kit.trace.table import Cat, EventTable
 
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
@@ -574,3 +575,20 @@ def _graph(table, gpu, k_graph, k_dur, launch_name, top) -> GraphReplay | None:
     ranked = sorted(d.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top]
     return GraphReplay(launches, int(k_dur[k_graph].sum()),
                        tuple(Item(n, c, t, 0) for n, (c, t) in ranked))
+
+
+def with_idle_kernel_lines(sm: SmOccupancy, code: CodeView | None) -> SmOccupancy:
+    """The kernels that idle the SMs with the user's line that launched most of their
+    time, from the code view (traces recorded with stacks)."""
+    if code is None or not sm.idle_kernels or not code.lines:
+        return sm
+    best: dict[str, tuple[int, str]] = {}
+    for line in code.lines:
+        for k in line.kernels:
+            if k.name not in best or k.device_ns > best[k.name][0]:
+                best[k.name] = (k.device_ns, line.site)
+    if not best:
+        return sm
+    idle = tuple(msgspec.structs.replace(k, source=best[k.name][1]) if k.name in best else k
+                 for k in sm.idle_kernels)
+    return msgspec.structs.replace(sm, idle_kernels=idle)

@@ -35,6 +35,7 @@ from profiler_kit.analysis.core.arrays import dense_ids, distinct
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.op_tree import _nearest_self_or_ancestor as nearest_self_or_ancestor
+from profiler_kit.analysis.core.steps import Steps
 from profiler_kit.analysis.perf.device_specs import DevicePeak, compute_peak, device_of_table
 from profiler_kit.analysis.perf.perf_model import (
     BACKEND_MODELS,
@@ -162,6 +163,16 @@ class MfuWindow(msgspec.Struct, frozen=True):
     devices: int  # GPUs with activity in it
     # CPU-side step spans (start, end): the ops that start in one count; None: every op
     spans: tuple[tuple[int, int], ...] | None = None
+
+
+def mfu_window(steps: Steps, devices: int, step_device_ns: int | None) -> MfuWindow | None:
+    """MFU's wall time: the steps' device-side time on ``devices`` GPUs where the steps'
+    GPU work is known (their ops' FLOPs count); else None, and the perf model takes the
+    trace's GPU window."""
+    if not step_device_ns or not devices:
+        return None
+    return MfuWindow("steps", step_device_ns, devices,
+                     tuple((st.start_ns, st.start_ns + st.dur_ns) for st in steps.steps))
 
 
 class Instances(msgspec.Struct, frozen=True):

@@ -497,3 +497,20 @@ def _ops(table: EventTable, gpu: GpuActivity, korig: np.ndarray, inv: np.ndarray
     for g, (_, name) in best.items():
         out[g] = table.names[name]
     return out
+
+
+def sm_over_plugin_window(table: EventTable, gpu: GpuActivity, in_steps: np.ndarray | None,
+                          windows: dict[int, tuple[int, int]], steps: Steps) -> SmOccupancy:
+    """SM efficiency and occupancy of each device over the TensorBoard plugin's window (its
+    steps' device-side span; ``windows``, each device's GPU window, where it has none);
+    and per step."""
+    step_windows = tuple((st.number, st.device_start_ns, st.device_start_ns + st.device_dur_ns)
+                         for st in steps.steps if st.device_dur_ns > 0) \
+        if in_steps is not None else ()
+    span = plugin_window(table, gpu, steps)
+    left_out: tuple[int, ...] = ()
+    if span is not None and span[1] > span[0]:
+        windows = {d: span for d in windows}
+        kept = {st.number for st in plugin_steps(steps)}
+        left_out = tuple(st.number for st in steps.steps if st.number not in kept)
+    return analyze_sm_occupancy(table, gpu, in_steps, windows, step_windows, left_out)
