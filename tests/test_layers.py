@@ -318,3 +318,18 @@ def test_imports_in_functions_count_and_type_checking_imports_do_not():
     assert sorted(found, key=str) == sorted([("ImportFrom", "typing", "TYPE_CHECKING"),
                                              ("Import", None, "numpy"),
                                              ("ImportFrom", None, "sibling")], key=str)
+
+
+# the formats of render/: rich is the console's alone, and the other formats share words
+# (render/wording), never the console's modules
+RICH_FREE_RENDER = ("markdown", "html", "json", "wording")
+
+
+@pytest.mark.parametrize("module", sorted(
+    m for m in MODULES if m.startswith(f"{PACKAGE}.render.")
+    and m.split(".")[2] in RICH_FREE_RENDER))
+def test_only_the_console_renders_with_rich(module):
+    imported = imports_of(module)
+    assert not [i for i in imported if i == "rich" or i.startswith("rich.")], module
+    console = sorted(i for i in imported if i.startswith(f"{PACKAGE}.render.console"))
+    assert not console, f"{module} imports the console's modules: {console}"

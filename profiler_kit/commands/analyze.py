@@ -183,7 +183,7 @@ def memory_section(paths: list[str]) -> Any:
     if all(f.is_file() and not is_memory_file(f) for f in map(Path, paths)):
         return None
     from profiler_kit import api
-    from profiler_kit.render.console.memory import has_memory
+    from profiler_kit.render.wording.memory_lines import has_memory
 
     report = api.memory_section(paths)
     return report if report is not None and has_memory(report) else None
@@ -191,7 +191,7 @@ def memory_section(paths: list[str]) -> Any:
 
 def print_memory(console, report: Any) -> None:
     """The short memory section of ``memory_section``'s report (nothing for None)."""
-    from profiler_kit.render.console.memory import section_lines
+    from profiler_kit.render.wording.memory_lines import section_lines
 
     if report is None:
         return

@@ -55,7 +55,7 @@ def memory(args: argparse.Namespace) -> int:
 
     from profiler_kit import api, outputs
     from profiler_kit.errors import UsageError
-    from profiler_kit.render.console.memory import limits, notes, report_lines, shows_anything
+    from profiler_kit.render.wording.memory_lines import limits, notes, report_lines, shows_anything
 
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, not {args.top}")
@@ -83,7 +83,7 @@ def memory(args: argparse.Namespace) -> int:
 def _check_usable(report, problems: list[str]) -> None:
     """Nothing given could be used, only why not: bad input, one line (``UsageError``)."""
     from profiler_kit.errors import UsageError
-    from profiler_kit.render.console.memory import shows_anything
+    from profiler_kit.render.wording.memory_lines import shows_anything
 
     if not problems or any(shows_anything(s) or s.unrecorded for s in report.strategies):
         return

@@ -22,8 +22,6 @@ from profiler_kit.analysis.jobs.job_view import JobView
 from profiler_kit.analysis.memory.strategies import MemoryReport
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import MissingDependency
-from profiler_kit.render.console.analysis import recommendation_lines, value
-from profiler_kit.render.console.memory import has_memory, section_lines
 from profiler_kit.render.html import (
     code_charts,
     diff_charts,
@@ -37,6 +35,8 @@ from profiler_kit.render.html import (
 )
 from profiler_kit.render.html.figures import Chart, strategy_colors
 from profiler_kit.render.wording import prediction_checks, predictions, run_answer, units
+from profiler_kit.render.wording.memory_lines import has_memory, section_lines
+from profiler_kit.render.wording.trace_words import recommendation_lines, value
 from profiler_kit.results import RunResult
 from profiler_kit.trace.source import Unreadable
 

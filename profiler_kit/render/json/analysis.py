@@ -193,8 +193,7 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
     their categories and snapshots (the console's memory section), or None."""
     comp = None
     if comparison is not None:
-        # the console tables' module (rich): imported only when there is a comparison
-        from profiler_kit.render.wording.diff_views import verdict_line
+        from profiler_kit.render.wording.diff_views import verdict_line  # a comparison's
 
         comp = {
             "labels": list(comparison.labels),

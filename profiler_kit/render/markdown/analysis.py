@@ -8,7 +8,17 @@ from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.memory.allocated import IN_TRACE_ONLY
 from profiler_kit.analysis.time.hotspots import Breakdown
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render.console.analysis import (
+from profiler_kit.render.wording import perf_tables, units
+from profiler_kit.render.wording.diff_views import (
+    delta_cell,
+    per_step_cell,
+    signed_duration,
+    verdict_lines,
+)
+from profiler_kit.render.wording.names import short_name
+from profiler_kit.render.wording.recommendation_gain import gain_line
+from profiler_kit.render.wording.sm_figures import class_figures, limiter_text, sm_line
+from profiler_kit.render.wording.trace_words import (
     SUMMARY_METRICS,
     WHOLE_TRACE_NOTE,
     critical_path_shares,
@@ -22,16 +32,6 @@ from profiler_kit.render.console.analysis import (
     value,
     window_label,
 )
-from profiler_kit.render.wording import perf_tables, units
-from profiler_kit.render.wording.diff_views import (
-    delta_cell,
-    per_step_cell,
-    signed_duration,
-    verdict_lines,
-)
-from profiler_kit.render.wording.names import short_name
-from profiler_kit.render.wording.recommendation_gain import gain_line
-from profiler_kit.render.wording.sm_figures import class_figures, limiter_text, sm_line
 from profiler_kit.trace.source import Unreadable
 
 
