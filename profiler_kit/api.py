@@ -140,7 +140,7 @@ def _run_baseline(paths: Sequence[str | os.PathLike[str]], analyses: Sequence[An
                   ) -> str | None:
     """The folder of the baseline strategy of the first run folder among ``paths`` (its
     run.json says which), when one of ``analyses`` lies in it."""
-    from profiler_kit.path_kinds import PathKind, kind_of
+    from profiler_kit.util.path_kinds import PathKind, kind_of
 
     run_dirs = [p for p in map(Path, paths) if kind_of(p) is PathKind.RUN_FOLDER]
     if not run_dirs:  # traces only: the run records' module is not needed
@@ -228,17 +228,17 @@ def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     aligns them, matched collectives linked by flows (see
     ``profiler_kit.sources.merge``). ``out`` is checked before any work, as every
     output is; ``UsageError`` when the paths hold no job, or several."""
-    from profiler_kit import outputs
     from profiler_kit.analysis.job_analysis import analyze_jobs
     from profiler_kit.errors import UsageError
     from profiler_kit.sources.merge import merge_job
+    from profiler_kit.util import outputs
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     target = outputs.check(str(out), "-o", inputs=paths, force=force)
     if target is None:
         raise UsageError("-o: the merged trace goes to a file, not stdout")
-    from profiler_kit.path_kinds import is_merged_trace
+    from profiler_kit.util.path_kinds import is_merged_trace
 
     files = [f for f in trace_files(paths) if not is_merged_trace(f)]
     if target.resolve() in {f.resolve() for f in files}:
@@ -308,9 +308,9 @@ def diff(base: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 def _runs(side: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[Path]:
     """One side of a diff as report paths: a folder that holds no report itself but run
     folders that do stands for those runs, in name order."""
-    from profiler_kit.artifacts import RUN_JSON
     from profiler_kit.ddp_benchmark.report import REPORT_NAME
     from profiler_kit.errors import UsageError
+    from profiler_kit.util.artifacts import RUN_JSON
 
     paths = [Path(side)] if isinstance(side, (str, os.PathLike)) else [Path(p) for p in side]
     if not paths:
@@ -327,7 +327,7 @@ def _runs(side: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> li
 
 
 def _report_label(p: Path) -> str:
-    from profiler_kit.artifacts import RUN_JSON
+    from profiler_kit.util.artifacts import RUN_JSON
 
     return f"{p.parent.name}/{p.name}" if p.name in ("ddp_report.json", RUN_JSON) else (
         p.name or str(p))
@@ -345,14 +345,14 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     benchmark reports) to ``out`` (``-``: stdout, then None is returned) and return its path.
 
     ``out`` defaults to :func:`default_report_path`. It is checked before any work as
-    every output is (see ``profiler_kit.outputs``): never an input, a trace or a file
+    every output is (see ``profiler_kit.util.outputs``): never an input, a trace or a file
     profkit did not write; a report written earlier is replaced only with ``force``,
     except the run folder's own ``report.html`` (``out`` not given), which profkit wrote
     and rewrites. Needs plotly (``MissingDependency`` says how to install it); does not
     import torch.
     """
-    from profiler_kit import outputs
     from profiler_kit.render.html import report as html_report
+    from profiler_kit.util import outputs
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     html_report.plotly_js()  # before any work: say early when plotly is missing
@@ -368,7 +368,7 @@ def report(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
 
 def default_report_path(paths: Sequence[str | os.PathLike[str]]) -> Path:
     """``report.html`` in the folder when ``paths`` is one run or record folder, else here."""
-    from profiler_kit import artifacts
+    from profiler_kit.util import artifacts
 
     if is_run_folder_report(paths):
         return Path(paths[0]) / artifacts.REPORT_HTML
@@ -379,8 +379,8 @@ def is_run_folder_report(paths: Sequence[str | os.PathLike[str]]) -> bool:
     """Whether the report of ``paths`` goes, by default, into a run folder as its own
     ``report.html`` (the one ``profkit run`` or ``profkit record`` wrote), which ``report``
     rewrites."""
-    from profiler_kit.path_kinds import PathKind, kind_of
     from profiler_kit.record import RECORD_JSON
+    from profiler_kit.util.path_kinds import PathKind, kind_of
 
     if len(paths) != 1:
         return False
@@ -392,7 +392,7 @@ def is_run_folder_report(paths: Sequence[str | os.PathLike[str]]) -> bool:
 def _check_report_inputs(paths: Sequence[str | os.PathLike[str]]) -> None:
     """The inputs of ``report``, cheaply: a missing path, a folder without traces or a file
     that is none of what report reads raises one line about it."""
-    from profiler_kit.path_kinds import PathKind, kind_of
+    from profiler_kit.util.path_kinds import PathKind, kind_of
 
     for p in map(Path, paths):
         kind = kind_of(p)
@@ -448,9 +448,9 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
     ``LeftOutWarning``."""
     from profiler_kit.ddp_benchmark.report import REPORT_NAME, load_report
     from profiler_kit.errors import LeftOutWarning
-    from profiler_kit.path_kinds import PathKind, kind_of
     from profiler_kit.render.html import report as html_report
     from profiler_kit.results import read_run
+    from profiler_kit.util.path_kinds import PathKind, kind_of
 
     runs, reports, trace_paths = [], [], []
     for p in map(Path, paths):
@@ -575,9 +575,9 @@ def _after_run(result: RunResult) -> RunResult:
 def _predictions(result: RunResult) -> RunResult:
     """Each strategy predicted from its counterpart's trace (an AMP twin: ``precision``),
     or a record that no what-if change models it; run.json rewritten with them."""
-    from profiler_kit import artifacts
     from profiler_kit.sources.measured_ops import measure_on_this_machine
     from profiler_kit.sources.run_predictions import predict_run
+    from profiler_kit.util import artifacts
 
     result = predict_run(result, measure_on_this_machine())
     artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
@@ -589,7 +589,6 @@ def _verdicts(result: RunResult) -> RunResult:
     verdict line and the step-time change per term, kept in run.json."""
     from msgspec.structs import replace
 
-    from profiler_kit import artifacts
     from profiler_kit.analysis.compare import compare as compare_analyses
     from profiler_kit.errors import ProfkitError
     from profiler_kit.noise import explanation_conflict
@@ -597,6 +596,7 @@ def _verdicts(result: RunResult) -> RunResult:
     from profiler_kit.results import OK
     from profiler_kit.sources.trace_files import analyze_files
     from profiler_kit.trace.source import Unreadable
+    from profiler_kit.util import artifacts
 
     ok = [i for i, s in enumerate(result.strategies) if s.status == OK and s.trace_files]
     points: dict[str, list[int]] = {}
@@ -648,8 +648,8 @@ def _run_report(result: RunResult) -> RunResult:
     the run and its other files stand."""
     from msgspec.structs import replace
 
-    from profiler_kit import artifacts, outputs
     from profiler_kit.errors import MissingDependency, OutputError, ProfkitError
+    from profiler_kit.util import artifacts, outputs
 
     target = result.run_dir / artifacts.REPORT_HTML
     try:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from profiler_kit.commands import Command
 from profiler_kit.errors import ProfkitError
-from profiler_kit.process_tuning import tune_data_process
+from profiler_kit.util.process_tuning import tune_data_process
 from profiler_kit.version import __version__
 
 # the modules of profiler_kit.commands, in the order `profkit --help` lists them

@@ -21,10 +21,10 @@ import msgspec
 import numpy as np
 
 from profiler_kit import contention as _contention
-from profiler_kit.artifacts import RUN_JSON, RUN_SCHEMA, point_dir_name
 from profiler_kit.contention import RoundContention
 from profiler_kit.errors import UsageError
 from profiler_kit.noise import NoiseVerdict
+from profiler_kit.util.artifacts import RUN_JSON, RUN_SCHEMA, point_dir_name
 
 OK = "ok"
 FAILED = "failed"

@@ -44,7 +44,7 @@ class Param:
     sweep: bool = False  # accepts a comma-separated list; every value is one point of the run
     min_value: float | None = None  # smallest allowed value for numbers (inclusive)
     # a file the run writes (``str`` params): checked before the run starts, as every
-    # output path is (see profiler_kit.outputs); "" means none
+    # output path is (see profiler_kit.util.outputs); "" means none
     output: bool = False
 
     @property

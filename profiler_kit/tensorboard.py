@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from profiler_kit import child_processes
-from profiler_kit.artifacts import RUN_JSON
 from profiler_kit.errors import UsageError
-from profiler_kit.ports import LOOPBACK, free_port, port_in_use
 from profiler_kit.record import RECORD_JSON
+from profiler_kit.util import child_processes
+from profiler_kit.util.artifacts import RUN_JSON
+from profiler_kit.util.ports import LOOPBACK, free_port, port_in_use
 
 PLUGIN_NAME = "pytorch_profiler"  # the plugin's name in TensorBoard's URLs
 INSTALL_HINT = 'pip install "tensorboard>=2.21" "torch-tb-profiler==0.4.3"'

@@ -118,8 +118,8 @@ class DDP(Scenario):
 
     def finish_run(self, result: RunResult) -> None:
         """Write ``ddp_report.json`` into the run folder (and a copy to ``--json-report``)."""
-        from profiler_kit import outputs
         from profiler_kit.ddp_benchmark.report import write_for_run
+        from profiler_kit.util import outputs
 
         written = write_for_run(result)
         copy_to = str(result.params.get("json_report") or "")

@@ -39,6 +39,36 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         outside = re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)=\"(?:https?:)?//[^\"]*\"",
                              text)
         assert not outside, (page, outside)
+    _notebook_figures_draw_offline(site)
+
+
+def _notebook_figures_draw_offline(site: Path) -> None:
+    """The notebook pages' figures, in a real browser with every other host cut off: each
+    draws (plotly.js from the built guide itself)."""
+    from browser import chromium_path, require_browser
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.route("http*://**", lambda route: route.abort())
+            for name in ("quick_tour", "whatif"):
+                page.goto((site / "notebooks" / name / "index.html").as_uri())
+                page.wait_for_function(
+                    "Array.from(document.querySelectorAll('.notebook-figure'))"
+                    ".every(e => e.querySelector('svg.main-svg'))", timeout=30_000)
+                drawn = page.eval_on_selector_all(
+                    ".notebook-figure", "els => els.map(e => e.querySelectorAll("
+                    "'svg.main-svg').length > 0)")
+                assert drawn and all(drawn), (name, drawn)
+            assert not errors, errors
+        finally:
+            browser.close()
 
 
 def test_readme_is_a_front_page() -> None:

@@ -53,8 +53,8 @@ LAYERS = _layer_table()
 # imports are free except torch, which only the measuring side and the scenarios load.
 MAY_IMPORT: dict[str, set[str]] = {k: may for k, (may, _) in LAYERS.items() if may is not None}
 NEVER_TORCH = {"trace", "analysis", "sources", "ddp_benchmark", "render", "results", "noise",
-               "contention", "scenario", "path_kinds",
-               "errors", "artifacts", "outputs", "scenario_info", "cli", "api", "commands"}
+               "contention", "scenario", "util",
+               "errors", "scenario_info", "cli", "api", "commands"}
 # what workloads import from the launcher stays light: torch is imported by the workload
 TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
 # profkit record's parent side and the bootstrap that starts the script: torch is imported by
@@ -62,8 +62,8 @@ TORCH_FREE_MODULES = {"profiler_kit.measure.distributed"}
 TORCH_FREE_MODULES |= {"profiler_kit.record", "profiler_kit.record.command_line",
                        "profiler_kit.record.launch", "profiler_kit.record.bootstrap"}
 NEVER_RENDER = {"trace", "analysis", "sources", "ddp_benchmark", "measure", "results", "noise",
-                "contention", "scenario", "record", "path_kinds",
-                "errors", "artifacts", "outputs", "scenario_info"}
+                "contention", "scenario", "record", "util",
+                "errors", "scenario_info"}
 
 
 def _modules() -> dict[str, Path]:

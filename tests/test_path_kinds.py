@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from profiler_kit import api
-from profiler_kit.path_kinds import PathKind, kind_of
 from profiler_kit.sources import summary_files
+from profiler_kit.util.path_kinds import PathKind, kind_of
 
 DATA = Path(__file__).parent / "data"
 TRACE = DATA / "cpu_torch_profiler.pt.trace.json.gz"

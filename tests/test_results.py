@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiler_kit import api, artifacts, results
+from profiler_kit import api, results
 from profiler_kit.errors import UsageError
 from profiler_kit.measure.passes import MeasureOptions
+from profiler_kit.util import artifacts
 
 HERE = Path(__file__).parent
 TINY = MeasureOptions(repeats=1, iterations=3, warmup=1, profile_wait=0, profile_warmup=1,

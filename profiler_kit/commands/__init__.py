@@ -44,10 +44,10 @@ def json_before_an_input(argv: list[str], add_arguments: Callable[[argparse.Argu
                                                                   None],
                          is_input: Callable[..., bool] | None = None) -> list[str]:
     """``argv`` with ``--json WORD``, WORD an existing input, read as WORD and ``--json -``
-    (see ``profiler_kit.outputs.optional_value``). Kept as given where WORD would then
+    (see ``profiler_kit.util.outputs.optional_value``). Kept as given where WORD would then
     stand apart from the other paths (``A --top 3 --json B``: argparse takes paths in one
     run): the output check refuses it, saying how to write JSON to stdout."""
-    from profiler_kit import outputs
+    from profiler_kit.util import outputs
 
     rewritten = outputs.optional_value(argv, "--json", is_input)
     if rewritten == argv:

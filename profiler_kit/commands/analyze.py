@@ -72,8 +72,8 @@ OUTPUT_FLAGS = (("json", "--json"), ("markdown", "--markdown"), ("html", "--html
 
 def output_targets(args: argparse.Namespace) -> dict[str, object]:
     """Every output file the arguments name, checked before any work (see
-    ``profiler_kit.outputs``): attribute name -> path, or None for stdout."""
-    from profiler_kit import outputs
+    ``profiler_kit.util.outputs``): attribute name -> path, or None for stdout."""
+    from profiler_kit.util import outputs
 
     if args.top < 1:
         from profiler_kit.errors import UsageError
@@ -114,7 +114,7 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
     not be read are named in a warning line each (and in the reports); the exit status
     is then 1.
     """
-    from profiler_kit import outputs
+    from profiler_kit.util import outputs
 
     if targets is None:
         targets = output_targets(args)
@@ -178,7 +178,7 @@ def memory_section(paths: list[str]) -> Any:
     Trace files alone hold neither: nothing is read for them."""
     from pathlib import Path
 
-    from profiler_kit.path_kinds import is_memory_file
+    from profiler_kit.util.path_kinds import is_memory_file
 
     if all(f.is_file() and not is_memory_file(f) for f in map(Path, paths)):
         return None
@@ -276,9 +276,10 @@ def summary_only(args: argparse.Namespace) -> int:
     """Write the rank summaries (schema ``profkit.rank-summaries/1``) and say where."""
     import sys
 
-    from profiler_kit import api, outputs
+    from profiler_kit import api
     from profiler_kit.errors import UsageError
     from profiler_kit.sources import summary_files
+    from profiler_kit.util import outputs
 
     if args.markdown or getattr(args, "html", None):
         raise UsageError("--summary-only writes JSON only (--json FILE), not --markdown/--html")

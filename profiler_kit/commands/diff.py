@@ -50,8 +50,9 @@ DIFF_SCHEMA = "profkit.diff/1"
 
 
 def diff(args: argparse.Namespace) -> int:
-    from profiler_kit import api, outputs
+    from profiler_kit import api
     from profiler_kit.errors import UsageError
+    from profiler_kit.util import outputs
 
     if args.test_runs is not None:
         base, test = args.base, args.test_runs

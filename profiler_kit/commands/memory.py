@@ -53,9 +53,10 @@ def memory(args: argparse.Namespace) -> int:
 
     import msgspec
 
-    from profiler_kit import api, outputs
+    from profiler_kit import api
     from profiler_kit.errors import UsageError
     from profiler_kit.render.wording.memory_lines import limits, notes, report_lines, shows_anything
+    from profiler_kit.util import outputs
 
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, not {args.top}")
@@ -101,7 +102,7 @@ def json_to_stdout_before_an_input(argv: list[str]) -> list[str]:
     """``--json trace.json.gz``: the trace (a folder, a snapshot pickle, a categories file)
     is an input and the JSON goes to stdout; argparse would take it as the file to write."""
     from profiler_kit.commands import json_before_an_input
-    from profiler_kit.path_kinds import is_memory_file
+    from profiler_kit.util.path_kinds import is_memory_file
 
     return json_before_an_input(argv, add_arguments, is_memory_file)
 

@@ -218,9 +218,10 @@ class _View:
         print_memory(console, memory_section([str(self.run_dir)]))
 
     def _write(self, analyses: Any, comparison: Any) -> None:
-        from profiler_kit import api, artifacts, outputs
+        from profiler_kit import api
         from profiler_kit.errors import MissingDependency, ProfkitError
         from profiler_kit.render.markdown.analysis import render as markdown
+        from profiler_kit.util import artifacts, outputs
 
         self.markdown = markdown(analyses, comparison, top=self.args.top,
                                  unreadable=getattr(analyses, "unreadable", ()))
@@ -237,8 +238,8 @@ class _View:
             self.failed.append(f"{artifacts.REPORT_HTML}: {exc}")
 
     def finish(self, recording: Any) -> None:
-        from profiler_kit import artifacts, outputs
         from profiler_kit.errors import ProfkitError
+        from profiler_kit.util import artifacts, outputs
 
         head = [f"# profkit record: {self.target.script}", "",
                 f"- command: `{' '.join(recording.target.given)}`",

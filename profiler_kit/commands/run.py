@@ -160,16 +160,16 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
 
 def _writes_to_stdout(scenario: Any, params: dict[str, Any]) -> bool:
     """Whether an output parameter of the scenario (``--json-report -``) names stdout."""
-    from profiler_kit.outputs import STDOUT
+    from profiler_kit.util.outputs import STDOUT
 
     return any(p.output and params.get(p.name) == STDOUT for p in scenario.params)
 
 
 def _charts_line(result: Any) -> str:
     """Where report.html is, or how to get it (a report that failed is a report error)."""
-    from profiler_kit.artifacts import REPORT_HTML
     from profiler_kit.errors import MissingDependency
     from profiler_kit.render.html.report import plotly_js
+    from profiler_kit.util.artifacts import REPORT_HTML
 
     html = result.run_dir / REPORT_HTML
     if html.exists():

@@ -233,7 +233,7 @@ def _knob(s: Any) -> dict[str, Any]:
 
 
 def _write_answer(result: Any, answer: dict[str, Any]) -> None:
-    from profiler_kit import artifacts
+    from profiler_kit.util import artifacts
 
     artifacts.write_json_atomic(result.run_dir / "tune.json", answer)
 

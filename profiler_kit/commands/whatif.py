@@ -110,8 +110,8 @@ def changes_of(args: argparse.Namespace) -> list:
 
 
 def whatif(args: argparse.Namespace) -> int:
-    from profiler_kit import outputs
     from profiler_kit.trace.load_ahead import loading_ahead
+    from profiler_kit.util import outputs
 
     changes = changes_of(args)
     target = outputs.check(args.json, "--json", inputs=args.paths, force=args.force)
@@ -122,9 +122,10 @@ def whatif(args: argparse.Namespace) -> int:
 def _whatif(args: argparse.Namespace, changes: list, target: object, ahead: object) -> int:
     import shutil
 
-    from profiler_kit import api, outputs
+    from profiler_kit import api
     from profiler_kit.render.console.whatif import report_lines
     from profiler_kit.render.json.whatif import document
+    from profiler_kit.util import outputs
 
     tables = _tables(args, ahead) if args.repro or args.measure else []  # once for both
     if args.repro:

@@ -29,9 +29,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from profiler_kit.artifacts import RUN_JSON, write_text_atomic
 from profiler_kit.errors import UsageError
-from profiler_kit.path_kinds import DDP_REPORT_NAME
 from profiler_kit.results import (
     OK,
     SKIPPED,
@@ -40,6 +38,8 @@ from profiler_kit.results import (
     scaling_efficiency,
     speedup,
 )
+from profiler_kit.util.artifacts import RUN_JSON, write_text_atomic
+from profiler_kit.util.path_kinds import DDP_REPORT_NAME
 from profiler_kit.version import __version__
 
 SCHEMA = "profkit.ddp_report/1"

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from profiler_kit.artifacts import write_text_atomic
-from profiler_kit.path_kinds import MEMORY_CATEGORIES_SUFFIX
+from profiler_kit.util.artifacts import write_text_atomic
+from profiler_kit.util.path_kinds import MEMORY_CATEGORIES_SUFFIX
 
 SUFFIX = MEMORY_CATEGORIES_SUFFIX
 FORMAT = 1

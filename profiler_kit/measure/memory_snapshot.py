@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from profiler_kit.artifacts import write_bytes_atomic
+from profiler_kit.util.artifacts import write_bytes_atomic
 
 SUFFIX = ".memory_snapshot.pickle"
 # allocator actions kept (a ring buffer): about 10 MB of pickle, read in well under a second

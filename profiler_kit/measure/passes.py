@@ -20,7 +20,6 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
-from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.contention import RoundContention
 from profiler_kit.measure import (
     contention_watch,
@@ -31,6 +30,7 @@ from profiler_kit.measure import (
 from profiler_kit.measure import devices as dev
 from profiler_kit.measure.timing import Progress, time_phases
 from profiler_kit.scenario import Workload
+from profiler_kit.util.artifacts import write_text_atomic
 
 DEFAULT_WORKER = "main"
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from msgspec.structs import replace
 
-from profiler_kit import artifacts, outputs, results
+from profiler_kit import results
 from profiler_kit.analysis import hotspot_summary
 from profiler_kit.errors import OutputError, UsageError
 from profiler_kit.measure import devices, distributed, equivalence
@@ -38,6 +38,7 @@ from profiler_kit.results import (
     StrategyResult,
 )
 from profiler_kit.scenario import RunConfig, Scenario, Strategy
+from profiler_kit.util import artifacts, outputs
 
 __all__ = ["RunObserver", "resolve_params", "run", "select_strategies", "validate_options"]
 
@@ -258,7 +259,7 @@ def run(
     folder (the other ranks write their traces into rank 0's strategy folders, see
     :mod:`profiler_kit.measure.distributed`). Output paths (``out`` and the scenario's
     output parameters) are checked before anything runs; an existing file among the
-    latter is replaced only with ``force`` (see :mod:`profiler_kit.outputs`). A report
+    latter is replaced only with ``force`` (see :mod:`profiler_kit.util.outputs`). A report
     the scenario cannot write after the run is recorded in ``report_errors``, as are a
     rank's traces that never reached rank 0's run folder (``FILES_LOST``).
     """

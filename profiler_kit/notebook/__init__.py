@@ -127,7 +127,8 @@ class Trace:
         from profiler_kit.render.wording import units
 
         s = a.steps
-        parts = [f"{s.count} steps, median {units.duration(s.headline_median_ns)}"
+        parts = [f"{s.count} step{'s' if s.count != 1 else ''}, median "
+                 f"{units.duration(s.headline_median_ns)}"
                  if s.count else f"no steps: window {units.duration(s.median_ns)}"]
         if a.step_gpu_busy_share is not None:
             parts.append(f"GPU busy {units.percent(a.step_gpu_busy_share)}")

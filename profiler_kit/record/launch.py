@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from profiler_kit import artifacts, outputs
 from profiler_kit.errors import UsageError
 from profiler_kit.record import (
     ENV_CONFIG,
@@ -33,6 +32,7 @@ from profiler_kit.record import (
     STATUS_DIR,
 )
 from profiler_kit.record.command_line import Target
+from profiler_kit.util import artifacts, outputs
 
 # how long a stopped script may take to end before its capture is analyzed anyway
 STOP_GRACE_S = 20.0

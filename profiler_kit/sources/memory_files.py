@@ -13,8 +13,8 @@ from profiler_kit.analysis.memory.explained import StrategyMemory
 from profiler_kit.analysis.memory.strategies import MemoryReport, combine
 from profiler_kit.analysis.memory.usage import WHY_PROFILE_MEMORY_OFF, WHY_THREADED
 from profiler_kit.errors import TraceError
-from profiler_kit.path_kinds import PathKind, kind_of
 from profiler_kit.sources.strategy_memory import explain
+from profiler_kit.util.path_kinds import PathKind, kind_of
 
 _NOT_A_MEMORY_FILE = ("not a trace, a memory categories file (*.memory_categories.json) or "
                         "an allocator snapshot pickle")

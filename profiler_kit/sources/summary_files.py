@@ -17,8 +17,8 @@ import msgspec
 
 from profiler_kit.analysis.jobs.rank_summary import RankSummary
 from profiler_kit.errors import TraceError
-from profiler_kit.path_kinds import PathKind, kind_of
 from profiler_kit.trace.source import Unreadable
+from profiler_kit.util.path_kinds import PathKind, kind_of
 
 SCHEMA = "profkit.rank-summaries/1"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from msgspec.structs import asdict, replace
 
-from profiler_kit.artifacts import write_json_atomic
 from profiler_kit.errors import ProfkitError
+from profiler_kit.util.artifacts import write_json_atomic
 
 from .bubble import CPU_BASIS, GPU_BASIS, trace_bubbles
 

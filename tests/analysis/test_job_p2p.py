@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from profiler_kit import api
-from profiler_kit.ports import free_port
+from profiler_kit.util.ports import free_port
 
 SCRIPT = """
 import os, sys, time, torch, torch.distributed as dist

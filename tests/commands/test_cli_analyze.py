@@ -305,7 +305,7 @@ def test_a_data_command_keeps_freed_memory_where_glibc_allows():
     trace's pieces are freed and allocated again); elsewhere nothing changes."""
     import platform
 
-    code = "from profiler_kit.process_tuning import keep_freed_memory as k; print(k())"
+    code = "from profiler_kit.util.process_tuning import keep_freed_memory as k; print(k())"
     out = python_c(code)
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert out.strip() == str(glibc)
@@ -317,7 +317,7 @@ def test_one_switch_turns_the_process_tuning_off(switch, tuned):
     PROFKIT_NO_PROCESS_TUNING is set; a thread count the user set stays."""
 
     code = ("import gc, os\n"
-            "from profiler_kit.process_tuning import tune_data_process\n"
+            "from profiler_kit.util.process_tuning import tune_data_process\n"
             "tune_data_process()\n"
             "print(gc.isenabled(), os.environ.get('OPENBLAS_NUM_THREADS'), "
             "os.environ.get('OMP_NUM_THREADS'))")

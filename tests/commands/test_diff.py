@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 from scipy import stats as scipy_stats
 
-from profiler_kit import api, artifacts
+from profiler_kit import api
 from profiler_kit.cli import main
 from profiler_kit.ddp_benchmark import report as ddp_report
 from profiler_kit.ddp_benchmark.diff import diff_reports
@@ -27,6 +27,7 @@ from profiler_kit.noise import (
 )
 from profiler_kit.render.console.diff import render
 from profiler_kit.results import RunResult, StrategyResult
+from profiler_kit.util import artifacts
 
 
 def _brute_force_p(a: list[float], b: list[float]) -> float:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler_kit import outputs
 from profiler_kit.errors import OutputError, UsageError
+from profiler_kit.util import outputs
 
 DATA = Path(__file__).parents[1] / "data"
 A = DATA / "a100_simple_add.json.gz"

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from profiler_kit import artifacts, cli, outputs
+from profiler_kit import cli
 from profiler_kit.measure import runner
 from profiler_kit.measure.passes import MeasureOptions
 from profiler_kit.measure.runner import RunRequest
 from profiler_kit.scenario import from_file
+from profiler_kit.util import artifacts, outputs
 
 HERE = Path(__file__).parents[1]
 SCENARIO = HERE / "user_scenarios" / "reporting.py"

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats as scipy_stats
 from test_diff import _rounds, _run_record, _single_runs, _write
 
-from profiler_kit import api, artifacts
+from profiler_kit import api
 from profiler_kit.analysis.compare import sides_of
 from profiler_kit.cli import main
 from profiler_kit.commands import regression_gate as regression
@@ -35,6 +35,7 @@ from profiler_kit.noise import (
     percentile_verdict,
 )
 from profiler_kit.results import RunResult, StrategyResult, read_run
+from profiler_kit.util import artifacts
 
 DATA = Path(__file__).parents[1] / "data"
 SLOW = DATA / "cpu_only_gloo.json.gz"  # 210 ms a step (CPU side)

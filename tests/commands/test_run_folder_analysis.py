@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from profiler_kit import api, artifacts
+from profiler_kit import api
 from profiler_kit.results import RunResult, StrategyResult
+from profiler_kit.util import artifacts
 
 DATA = Path(__file__).parents[1] / "data"
 TRACE = DATA / "cpu_torch_profiler.pt.trace.json.gz"

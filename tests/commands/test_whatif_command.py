@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler_kit import artifacts, cli
+from profiler_kit import cli
 from profiler_kit.results import RunResult, StrategyResult
+from profiler_kit.util import artifacts
 
 DATA = Path(__file__).parents[1] / "data"
 OWL = DATA / "h100_owlv2_dataloader.json.gz"

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler_kit import artifacts
 from profiler_kit.errors import UsageError
 from profiler_kit.measure import runner
 from profiler_kit.measure.passes import MeasureOptions, measure
 from profiler_kit.measure.runner import RunRequest
 from profiler_kit.results import read_run
 from profiler_kit.scenario import Param, RunConfig, Scenario, Strategy, Workload, from_file
+from profiler_kit.util import artifacts
 
 HERE = Path(__file__).parents[1]
 TINY = MeasureOptions(repeats=1, iterations=3, warmup=1, profile_wait=0, profile_warmup=1,

@@ -16,8 +16,8 @@ from profiler_kit.ddp_benchmark.report import load_report
 from profiler_kit.errors import UsageError
 from profiler_kit.measure import runner
 from profiler_kit.measure.passes import MeasureOptions
-from profiler_kit.ports import free_port
 from profiler_kit.scenario import RunConfig
+from profiler_kit.util.ports import free_port
 
 TINY = {"model": "resnet18", "batch_size": 2, "image_size": 32, "world_size": 2}
 

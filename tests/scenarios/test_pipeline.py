@@ -17,7 +17,6 @@ from analysis_tables import make_table, op
 from torch import nn
 
 from profiler_kit.errors import UsageError
-from profiler_kit.ports import free_port
 from profiler_kit.scenario import RunConfig, builtin
 from profiler_kit.scenarios.pipeline import (
     PipelineScenario,
@@ -36,6 +35,7 @@ from profiler_kit.scenarios.pipeline.models import (
 )
 from profiler_kit.scenarios.pipeline.schedule import B, F, list_schedule
 from profiler_kit.trace.table import Cat
+from profiler_kit.util.ports import free_port
 
 STEPS = 3  # k: training steps before the losses are compared
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from profiler_kit import outputs
 from profiler_kit.scenario import CUDA, Param, RunConfig, Scenario, Strategy, Workload
+from profiler_kit.util import outputs
 
 
 class Linear(Workload):

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from profiler_kit import child_processes
 from profiler_kit.measure.distributed import (
     WORKER_ENV,
     RankFailure,
@@ -36,6 +35,7 @@ from profiler_kit.measure.distributed.rank import own_files
 from profiler_kit.measure.distributed.watchdog import STARTUP_S, ProgressTimers, rank_output, watch
 from profiler_kit.measure.passes import Measurement, MeasureOptions
 from profiler_kit.scenario import RunConfig, Scenario, Strategy
+from profiler_kit.util import child_processes
 
 if TYPE_CHECKING:
     from torch.distributed import Store

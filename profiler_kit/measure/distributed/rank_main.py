@@ -28,7 +28,6 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 from torch.distributed.elastic.timer import FileTimerClient
 
-from profiler_kit.child_processes import exit_with_parent
 from profiler_kit.measure.distributed import backend_for, rank_device
 from profiler_kit.measure.distributed.rank import measure_rank, set_threads
 from profiler_kit.measure.distributed.watchdog import (
@@ -38,6 +37,7 @@ from profiler_kit.measure.distributed.watchdog import (
     STARTUP_S,
     TIMER_FIFO,
 )
+from profiler_kit.util.child_processes import exit_with_parent
 
 if TYPE_CHECKING:  # the launcher imports this module to fork it: no import back
     from profiler_kit.measure.distributed.launch import RankJob

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, TypeVar
 
-from profiler_kit.artifacts import write_text_atomic
 from profiler_kit.errors import OutputError, UsageError
+from profiler_kit.util.artifacts import write_text_atomic
 
 STDOUT = "-"
 T = TypeVar("T")
@@ -93,7 +93,7 @@ def optional_value(argv: list[str], flag: str,
 
 
 def _names_an_input(path: Path, is_input: Callable[[Path], bool] | None) -> bool:
-    from profiler_kit.path_kinds import PathKind, kind_of
+    from profiler_kit.util.path_kinds import PathKind, kind_of
 
     kind = kind_of(path)
     if kind is PathKind.MISSING:
@@ -116,7 +116,7 @@ def check_distinct(flags_and_paths: Iterable[tuple[str, Path | None]]) -> None:
 
 
 def _check_existing(target: Path, flag: str, force: bool, own: bool = False) -> None:
-    from profiler_kit.path_kinds import PathKind, kind_of
+    from profiler_kit.util.path_kinds import PathKind, kind_of
 
     kind = kind_of(target)
     if kind is PathKind.MERGED_TRACE:

@@ -13,8 +13,8 @@ import os
 import zlib
 from pathlib import Path
 
-from profiler_kit.artifacts import RUN_JSON, RUN_SCHEMA
 from profiler_kit.trace.loader import looks_like_trace
+from profiler_kit.util.artifacts import RUN_JSON, RUN_SCHEMA
 
 SNIFF_BYTES = 1 << 16
 # the start of a merged trace (``profkit merge``), which is also a trace
