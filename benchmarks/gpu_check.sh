@@ -128,8 +128,11 @@ run() {  # run NAME SCENARIO ARGS...: one profkit run on the device, kept
 
 step_main() { run main concurrent --amp --streams; }
 step_pytest_gpu() {
+    # GPU_CHECK_PYTEST_K: a -k expression (the GPU tests to run, spaces and all)
+    local only=()
+    [ -n "${GPU_CHECK_PYTEST_K:-}" ] && only=(-k "$GPU_CHECK_PYTEST_K")
     [ "$device" = cuda ] && step pytest-gpu 300 env PYTHONPATH=benchmarks python -m pytest -v -m gpu -rs \
-        -p pytest_failures_now -o faulthandler_timeout=90 ${GPU_CHECK_PYTEST_ARGS:-}
+        -p pytest_failures_now -o faulthandler_timeout=90 "${only[@]}"
 }
 step_multimodel() { run multimodel multimodel --amp; }
 step_ddp() { run ddp ddp --bucket-cap-mb 25,1; }
