@@ -481,27 +481,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("profkit: --repro writes one op at a time, not compiled chains",
                   file=sys.stderr)
             return 2
-        try:
-            chained = measure_chains(msgspec.json.decode(raw, type=list[OpChain]), a.device)
-        except Unbuildable as e:
-            print(f"profkit: {e}", file=sys.stderr)
-            return 2
-        with open(a.out, "wb") as fh:
-            fh.write(msgspec.json.encode(chained))
-        return 0
-    groups = msgspec.json.decode(raw, type=list[OpGroup])
-    if a.repro:
-        print("\n".join(write_repros(groups, a.alternative, a.device, a.out)))
-        return 0
+        chains = msgspec.json.decode(raw, type=list[OpChain])
+
+        def timed() -> OpMeasurements:
+            return measure_chains(chains, a.device)
+    else:
+        groups = msgspec.json.decode(raw, type=list[OpGroup])
+        if a.repro:
+            print("\n".join(write_repros(groups, a.alternative, a.device, a.out)))
+            return 0
+
+        def timed() -> OpMeasurements:
+            return measure(groups, a.alternative, a.device)
     try:
-        result = measure(groups, a.alternative, a.device)
+        result = timed()
     except Unbuildable as e:
         print(f"profkit: {e}", file=sys.stderr)
         return 2
     with open(a.out, "wb") as fh:
         fh.write(msgspec.json.encode(result))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
