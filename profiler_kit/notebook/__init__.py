@@ -141,9 +141,12 @@ class Trace:
 
     def _repr_html_(self) -> str:
         from profiler_kit.notebook.figures import NAMES
+        from profiler_kit.render.wording.recommendation_gain import gain_line
 
         a = self.analysis
-        rows = "".join(f"<li>{html.escape(r.title)}</li>" for r in a.recommendations[:5])
+        rows = "".join(f"<li>{html.escape(r.title)}"
+                       + (f"<br><small>{html.escape(g)}</small>" if (g := gain_line(r)) else "")
+                       + "</li>" for r in a.recommendations[:5])
         return (f"<div><strong>{html.escape(self.label)}</strong> "
                 f"<code>{html.escape(str(self.path))}</code><br>"
                 f"<strong>{html.escape(self.answer())}</strong>"
