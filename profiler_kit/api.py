@@ -552,93 +552,18 @@ def run(scenario: str | Scenario, params: Mapping[str, Any] | None = None, *,
     from profiler_kit.render.markdown.run import render_markdown
     from profiler_kit.scenario import Scenario as _Scenario
     from profiler_kit.scenario import load
+    from profiler_kit.sources.after_run import after_run
 
     sc = scenario if isinstance(scenario, _Scenario) else load(str(scenario))
     request = runner.RunRequest(sc, params or {}, device=device, strategies=strategies,
                                 opt_in=opt_in, amp=amp, options=options or MeasureOptions(),
                                 out=out, seed=seed, argv=argv, force=force)
     result = runner.run(request, observer=observer, summary=render_markdown,
-                        verdicts=_after_run)
+                        verdicts=after_run)
     from profiler_kit.measure.distributed import is_output_rank
 
     if is_output_rank() and not result.nothing_ran:  # the rank that keeps the run folder
         result = _run_report(result)
-    return result
-
-
-def _after_run(result: RunResult) -> RunResult:
-    """What the traces say once the run is measured: each strategy's verdict against the
-    baseline, then the what-if replay's prediction of it (kept in run.json)."""
-    return _predictions(_verdicts(result))
-
-
-def _predictions(result: RunResult) -> RunResult:
-    """Each strategy predicted from its counterpart's trace (an AMP twin: ``precision``),
-    or a record that no what-if change models it; run.json rewritten with them."""
-    from profiler_kit.sources.measured_ops import measure_on_this_machine
-    from profiler_kit.sources.run_predictions import predict_run
-    from profiler_kit.util import artifacts
-
-    result = predict_run(result, measure_on_this_machine())
-    artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
-    return result
-
-
-def _verdicts(result: RunResult) -> RunResult:
-    """Each strategy against its point's baseline, from their first traces (rank 0): the
-    verdict line and the step-time change per term, kept in run.json."""
-    from msgspec.structs import replace
-
-    from profiler_kit.analysis.compare import compare as compare_analyses
-    from profiler_kit.errors import ProfkitError
-    from profiler_kit.noise import explanation_conflict
-    from profiler_kit.render.wording.diff_views import verdict_line, withheld_line
-    from profiler_kit.results import OK
-    from profiler_kit.sources.trace_files import analyze_files
-    from profiler_kit.trace.source import Unreadable
-    from profiler_kit.util import artifacts
-
-    ok = [i for i, s in enumerate(result.strategies) if s.status == OK and s.trace_files]
-    points: dict[str, list[int]] = {}
-    for i in ok:
-        points.setdefault(result.strategies[i].point, []).append(i)
-    points = {p: idx for p, idx in points.items() if len(idx) > 1 and any(
-        result.strategies[i].name == result.baseline for i in idx)}
-    if not points:
-        return result
-    chosen = [i for idx in points.values() for i in idx]
-    try:
-        analyses = dict(zip(chosen, analyze_files(
-            [result.run_dir / result.strategies[i].trace_files[0] for i in chosen],
-            [result.strategies[i].name for i in chosen], top=5), strict=True))
-    except ProfkitError:  # a trace that cannot be read: the run keeps its other results
-        return result
-    strategies = list(result.strategies)
-    for idx in points.values():
-        # an unreadable trace leaves its strategy without a verdict (the baseline's: all)
-        idx = [i for i in idx if not isinstance(analyses[i], Unreadable)]
-        if len(idx) < 2 or not any(strategies[i].name == result.baseline for i in idx):
-            continue
-        base = next(k for k, i in enumerate(idx) if strategies[i].name == result.baseline)
-        steps = compare_analyses([analyses[i] for i in idx], base).steps
-        timed_base = strategies[idx[base]].stats
-        for i, w in zip(idx, steps.waterfalls if steps else (), strict=True):
-            if w is None:
-                continue
-            timed = strategies[i].stats
-            conflict = (explanation_conflict(timed.median_ns / timed_base.median_ns,
-                                             w.after_ns / w.before_ns)
-                        if timed and timed_base and w.before_ns > 0 else None)
-            if conflict:  # never print the reason for the opposite of what was timed
-                strategies[i] = replace(strategies[i],
-                                        verdict=withheld_line(strategies[i].name, conflict))
-                continue
-            change = {t.name: t.delta_ns for t in w.terms}
-            change["step"] = w.delta_ns
-            strategies[i] = replace(strategies[i], verdict=verdict_line(w),
-                                    step_change_ns=change)
-    result = replace(result, strategies=tuple(strategies))
-    artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
     return result
 
 

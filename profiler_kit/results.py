@@ -209,10 +209,16 @@ class StrategyResult(msgspec.Struct, frozen=True):
     world_size: int = 1  # ranks (processes) the strategy ran on
     # aggregate throughput / (world size x the single-process baseline's throughput)
     scaling_efficiency: float | None = None
-    # against its point's baseline, from their traces: the verdict line and the change in
-    # step time per term (a class's busy time, "overlap", "idle"; "step": the total), ns
-    verdict: str | None = None
+    # against its point's baseline, from their traces: the change in step time term by
+    # term with its evidence (the fields of analysis.diffs.step_diff.Waterfall; the
+    # renderers word it), or why the profiled steps cannot explain the timing
+    # (noise.explanation_conflict); and the change per term (a class's busy time,
+    # "overlap", "idle"; "step": the total), ns. ``verdict``: the line that run.json files
+    # written before ``explanation`` held instead
+    explanation: dict[str, Any] | None = None
+    explanation_withheld: str | None = None
     step_change_ns: dict[str, float] = msgspec.field(default_factory=dict)
+    verdict: str | None = None
     # what competed with each timed round, in the order of the rounds (see contention.py)
     contention: tuple[RoundContention, ...] = ()
     # the what-if replay's prediction of this strategy from its counterpart's trace
@@ -280,8 +286,10 @@ class StrategyResult(msgspec.Struct, frozen=True):
             "repeat_samples_ns": [list(s) for s in self.repeat_samples_ns],
             "world_size": self.world_size,
             "scaling_efficiency": self.scaling_efficiency,
-            "verdict": self.verdict,
+            "explanation": self.explanation,
+            "explanation_withheld": self.explanation_withheld,
             "step_change_ns": dict(self.step_change_ns),
+            **({"verdict": self.verdict} if self.verdict is not None else {}),
             "contention": msgspec.json.decode(msgspec.json.encode(self.contention)),
             "prediction": self.prediction.to_json() if self.prediction else None,
         }

@@ -322,7 +322,7 @@ def test_imports_in_functions_count_and_type_checking_imports_do_not():
 
 # the formats of render/: rich is the console's alone, and the other formats share words
 # (render/wording), never the console's modules
-RICH_FREE_RENDER = ("markdown", "html", "json", "wording")
+RICH_FREE_RENDER = ("markdown", "html", "json", "wording", "sections")
 
 
 @pytest.mark.parametrize("module", sorted(

@@ -57,6 +57,7 @@ from profiler_kit.analysis.time.hotspots import (
     kernel_table,
 )
 from profiler_kit.analysis.time.idle_causes import IdleAttribution, attribute_idle
+from profiler_kit.analysis.time.idle_gaps import IdleGaps, idle_gaps
 from profiler_kit.analysis.time.launches import Launches, analyze_launches
 from profiler_kit.analysis.time.phases import Phases, analyze_phases
 from profiler_kit.analysis.time.step_timeline import StepTimeline, step_timeline
@@ -358,6 +359,17 @@ def _idle(ctx: TraceContext) -> IdleAttribution | None:
                           ctx.steps.start_ns if ctx.in_steps is not None else None)
 
 
+@analysis("idle_gaps", IdleGaps | None, default=None)
+def _idle_gaps(ctx: TraceContext) -> IdleGaps | None:
+    """Each device's idle time by the length of its gaps, in ``window`` (None: no GPU
+    activity)."""
+    devices = ctx.result("timeline").devices
+    if not devices:
+        return None
+    return idle_gaps(ctx.table, ctx.gpu, ctx.in_steps, {
+        d.device: (d.window_start_ns, d.window_start_ns + d.window_ns) for d in devices})
+
+
 @analysis("step_gpu_busy_share", float | None, default=None)
 def _step_gpu_busy_share(ctx: TraceContext) -> float | None:
     """The steps' GPU busy time (per device, averaged) over their device-side time: a
@@ -471,6 +483,7 @@ class TraceAnalysis(TraceAnalysisBase, frozen=True, kw_only=True):
     launches: Launches | None = None  # the launch queue in the window
     trace_launches: Launches | None = None
     idle: IdleAttribution | None = None  # why the GPU idled
+    idle_gaps: IdleGaps | None = None  # the idle time by the length of its gaps
     step_gpu_busy_share: float | None = None
     step_device_ns: int | None = None
     gpu_activity_missing: MissingGpuActivity | None = None

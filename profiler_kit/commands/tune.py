@@ -204,8 +204,11 @@ def _recommend(console: Any, best: Any, rows: Any, code: str) -> None:
         console.print(f"Recommended settings ({best.name}, {best.speedup:.2f}× eager_fp32):",
                       markup=False, highlight=False)
         console.print(code, markup=False, highlight=False)
-        if best.verdict:
-            why = best.verdict.removeprefix(f"{best.name}: ")
+        from profiler_kit.render.wording.diff_views import strategy_verdict
+
+        verdict = strategy_verdict(best)
+        if verdict:
+            why = verdict.removeprefix(f"{best.name}: ")
             console.print(f"Why {best.name} wins: {why}", markup=False, highlight=False)
 
 

@@ -11,10 +11,11 @@ from profiler_kit.render.html import (
     code_charts,
     diff_charts,
     roofline_charts,
-    sm_charts,
     trace_charts,
 )
 from profiler_kit.render.html.figures import Chart, class_color
+from profiler_kit.render.sections import Page
+from profiler_kit.render.sections.sm_occupancy import SmOccupancyPresenter
 
 NEEDS_PLOTLY = "the notebook's figures need plotly: pip install 'profkit[notebook]'"
 TIMELINE_MAX_ACTIVITIES = 20_000  # a browser draws this many bars at ease
@@ -37,7 +38,7 @@ CHARTS: dict[str, Callable[[Any], Chart | None]] = {
     "idle": lambda a: trace_charts.idle_causes_chart([a]),
     "memory": lambda a: _first(trace_charts.memory_charts([a], _colors(a))),
     "roofline": lambda a: _first(roofline_charts.roofline_charts([a])),
-    "sm": lambda a: _first(sm_charts.sm_charts([a], _colors(a))),
+    "sm": lambda a: _first(SmOccupancyPresenter().charts(Page([a], trace_colors=_colors(a)))),
     "modules": lambda a: _first(code_charts.module_charts([a])),
 }
 NAMES = (*CHARTS, "timeline")

@@ -13,6 +13,7 @@ from profiler_kit.analysis.compare import compare
 from profiler_kit.render.console import analysis as analysis_console
 from profiler_kit.render.json import analysis as analysis_json
 from profiler_kit.render.markdown import analysis as analysis_markdown
+from profiler_kit.render.wording.names import short_name
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -57,10 +58,10 @@ def test_bracketed_names_are_printed_not_taken_as_markup():
 
 def test_short_names_drop_arguments_but_keep_meaning():
     n = "void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float)"
-    assert analysis_console.short_name(n) == "at::native::max_pool_forward_nchw<float, float>"
-    assert analysis_console.short_name("Memcpy DtoD (Device -> Device)") == \
+    assert short_name(n) == "at::native::max_pool_forward_nchw<float, float>"
+    assert short_name("Memcpy DtoD (Device -> Device)") == \
         "Memcpy DtoD (Device -> Device)"
-    assert analysis_console.short_name("x" * 100, 10) == "x" * 9 + "…"
+    assert short_name("x" * 100, 10) == "x" * 9 + "…"
 
 
 def test_json_document_follows_the_schema(analyses):

@@ -265,7 +265,11 @@ def test_no_fields_no_figures(tmp_path):
 
 
 def test_html_report_draws_the_figures_over_time():
-    from profiler_kit.render.html.sm_charts import sm_charts
+    from profiler_kit.render.sections import Page
+    from profiler_kit.render.sections.sm_occupancy import SmOccupancyPresenter
+
+    def sm_charts(analyses):
+        return SmOccupancyPresenter().charts(Page(analyses))
 
     (chart,) = sm_charts([analysis("h100_bert_small.json.gz")])
     assert [d["name"] for d in chart.data] == ["h100_bert_small gpu:0 SM efficiency",

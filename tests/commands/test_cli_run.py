@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from profiler_kit.cli import main
+from profiler_kit.render.wording.diff_views import strategy_verdict
+from profiler_kit.results import read_run
 
 HERE = Path(__file__).parents[1]
 QUICK = ["--iterations", "2", "--warmup", "0", "--profile-wait", "0", "--profile-warmup", "1",
@@ -63,30 +65,36 @@ def test_user_scenario_file_runs_like_a_builtin(capsys, tmp_path) -> None:
 
 
 def _check_verdicts(out_dir: Path, console: str) -> None:
-    """Every strategy but the baseline ends with a verdict from the traces, in run.json,
-    summary.md and on the console, and its terms add up to the change in step time; or,
-    where the profiled steps contradict the timing, the explanation is withheld."""
+    """Every strategy but the baseline ends with a verdict from the traces: in run.json as
+    figures (its step change term by term, the terms adding up to the change in step
+    time; or, where the profiled steps contradict the timing, the reason the explanation
+    is withheld), and worded alike in summary.md and on the console."""
     (run_dir,) = (p for p in out_dir.rglob("run.json"))
     doc = json.loads(run_dir.read_text())
+    run = read_run(run_dir)
     summary = (run_dir.parent / "summary.md").read_text()
     flat = " ".join(console.split())
-    for s in doc["strategies"]:
+    for s, strategy in zip(doc["strategies"], run.strategies, strict=True):
         if s["status"] != "ok":
             continue
+        assert "verdict" not in s  # figures, not a line
         if s["name"] == doc["scenario"]["baseline"]:
-            assert s["verdict"] is None and s["step_change_ns"] == {}
-            continue
-        assert s["verdict"].startswith(f"{s['name']}: ")
-        if s["verdict"].startswith(f"{s['name']}: explanation withheld: "):
-            # the profiled steps told another story than the timing (a busy machine)
-            assert "where the timed medians say" in s["verdict"]
+            assert s["explanation"] is None and s["explanation_withheld"] is None
             assert s["step_change_ns"] == {}
+            continue
+        line = strategy_verdict(strategy)
+        assert line.startswith(f"{s['name']}: ")
+        if s["explanation_withheld"] is not None:
+            # the profiled steps told another story than the timing (a busy machine)
+            assert "where the timed medians say" in s["explanation_withheld"]
+            assert s["explanation"] is None and s["step_change_ns"] == {}
         else:
             change = dict(s["step_change_ns"])
             total = change.pop("step")
             assert sum(change.values()) == pytest.approx(total, abs=1e-3)
-        assert f"- {s['verdict']}" in summary
-        assert " ".join(s["verdict"].split()) in flat
+            assert s["explanation"]["delta_ns"] == pytest.approx(total)
+        assert f"- {line}" in summary
+        assert " ".join(line.split()) in flat
 
 
 @pytest.mark.slow
@@ -150,8 +158,8 @@ def test_concurrent_end_to_end(capsys, tmp_path) -> None:
     _check_verdicts(tmp_path, out)
     amp = next(s for s in doc["strategies"] if s["name"] == "sequential+amp")
     # or, where the profiled steps contradict the timing (a busy machine), withheld
-    assert ("CPU step" in amp["verdict"] or "device step" in amp["verdict"]
-            or "explanation withheld: " in amp["verdict"])
+    assert (amp["explanation"] is not None and amp["explanation"]["side"] in ("cpu", "device")
+            or amp["explanation_withheld"] is not None)
     _check_predictions(run_dir, doc, summary)
 
 

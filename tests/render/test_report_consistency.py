@@ -27,8 +27,9 @@ from profiler_kit.render.html import diff_charts, figures, trace_charts, whatif_
 from profiler_kit.render.html import report as html_report
 from profiler_kit.render.markdown.run import render_markdown
 from profiler_kit.render.wording import record_answer, units
-from profiler_kit.render.wording.diff_views import signed_duration
+from profiler_kit.render.wording.diff_views import signed_duration, strategy_verdict
 from profiler_kit.results import RunResult, read_run
+from profiler_kit.sources import after_run
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parents[1] / "data"
@@ -62,13 +63,13 @@ def judged(tmp_path_factory) -> tuple[Path, RunResult]:
     into its run.json): the profiled steps of threads say -99.3 % where its timed medians
     say -95.9 %, so its explanation is withheld."""
     where = concurrent_run(tmp_path_factory.mktemp("judged"))
-    result = api._verdicts(msgspec.structs.replace(read_run(where), run_dir=where))
+    result = after_run.step_changes(msgspec.structs.replace(read_run(where), run_dir=where))
     return where, result
 
 
 def test_the_run_withholds_threads_explanation(judged) -> None:
-    _, result = judged
-    by = {s.name: s.verdict for s in result.strategies}
+    where, result = judged
+    by = {s.name: strategy_verdict(s) for s in result.strategies}
     assert by["threads"] == (
         "threads: explanation withheld: the profiled steps say -99.3% where the timed "
         "medians say -95.9%; rerun with more --profile-active steps (or on a quieter "
@@ -77,12 +78,28 @@ def test_the_run_withholds_threads_explanation(judged) -> None:
     assert by["threads+amp"].startswith("threads+amp: CPU step −3.44 s")
 
 
+def test_run_json_keeps_the_figures_and_the_formats_word_them(judged) -> None:
+    """run.json holds each strategy's step change term by term (or the reason it is
+    withheld), never a rendered line; read back, it words as before."""
+    where, result = judged
+    doc = {s["name"]: s for s in json.loads((where / "run.json").read_text())["strategies"]}
+    assert "verdict" not in doc["threads"] and "verdict" not in doc["threads+amp"]
+    assert doc["threads"]["explanation"] is None
+    assert doc["threads"]["explanation_withheld"].startswith("the profiled steps say -99.3%")
+    fall = doc["threads+amp"]["explanation"]
+    assert fall["side"] == "cpu" and fall["delta_ns"] == pytest.approx(
+        doc["threads+amp"]["step_change_ns"]["step"])
+    assert sum(t["delta_ns"] for t in fall["terms"]) == pytest.approx(fall["delta_ns"])
+    again = {s.name: strategy_verdict(s) for s in read_run(where).strategies}
+    assert again == {s.name: strategy_verdict(s) for s in result.strategies}
+
+
 def test_the_report_withholds_it_with_the_same_sentence(judged) -> None:
     """The waterfall of threads is not drawn; the sentence run.json, the console and
     summary.md carry stands in its section; the other strategies' waterfalls stay."""
     where, result = judged
     text = api.report_html([where])
-    sentence = next(s.verdict for s in result.strategies if s.name == "threads")
+    sentence = next(strategy_verdict(s) for s in result.strategies if s.name == "threads")
     titles = [c["title"] for c in charts_of(text) if c["section"] == diff_charts.STEP_CHANGE]
     assert titles == ["sequential+amp against sequential", "threads+amp against sequential"]
     body = body_of(text)
@@ -100,7 +117,7 @@ def test_a_run_recorded_before_verdicts_is_withheld_alike(page, judged) -> None:
     """run.json as tests/data has it (no verdict): the report compares the profiled steps
     with the timed medians itself, as the run does, and says the same sentence."""
     _, result = judged
-    sentence = next(s.verdict for s in result.strategies if s.name == "threads")
+    sentence = next(strategy_verdict(s) for s in result.strategies if s.name == "threads")
     assert f'<p class="withheld">{html.escape(sentence)}</p>' in page
     assert "threads against sequential" not in {c["title"] for c in charts_of(page)}
 
@@ -113,7 +130,8 @@ def test_run_json_decides_for_the_runs_own_comparison(folder, judged) -> None:
     analyses = api._in_run_order(list(analyses), result, where)
     comparison = compare(analyses)
     explained = msgspec.structs.replace(result, strategies=tuple(
-        msgspec.structs.replace(s, verdict="threads: CPU step −3.44 s (-99.3 %)")
+        msgspec.structs.replace(s, explanation_withheld=None,
+                                verdict="threads: CPU step −3.44 s (-99.3 %)")
         if s.name == "threads" else s for s in result.strategies))
     assert diff_charts.withheld_explanations(comparison, analyses, [explained]) == {}
     assert list(diff_charts.withheld_explanations(comparison, analyses, [result])) == [

@@ -258,12 +258,13 @@ def test_an_explanation_that_contradicts_the_timing_is_withheld(tmp_path) -> Non
 
     from concurrent_run import concurrent_run
 
-    from profiler_kit import api
+    from profiler_kit.render.wording.diff_views import strategy_verdict
+    from profiler_kit.sources import after_run
 
     folder = concurrent_run(tmp_path)
     run = msgspec.structs.replace(results.read_run(folder), run_dir=folder)
-    judged = {s.name: s for s in api._verdicts(run).strategies}
-    line = judged["threads"].verdict
+    judged = {s.name: s for s in after_run.step_changes(run).strategies}
+    line = strategy_verdict(judged["threads"])
     found = re.fullmatch(r"threads: explanation withheld: the profiled steps say "
                          r"([-+][\d.]+)% where the timed medians say ([-+][\d.]+)%; rerun "
                          r"with more --profile-active steps \(or on a quieter machine\)", line)
@@ -280,8 +281,8 @@ def test_an_explanation_that_contradicts_the_timing_is_withheld(tmp_path) -> Non
             s["repeat_samples_ns"] = []
             s["stats"] = results.stats(s["samples_ns"]).to_json()
     (folder / "run.json").write_text(json.dumps(doc))
-    again = {s.name: s for s in api._verdicts(msgspec.structs.replace(
+    again = {s.name: s for s in after_run.step_changes(msgspec.structs.replace(
         results.read_run(folder), run_dir=folder)).strategies}
-    assert again["threads"].verdict.startswith("threads: CPU step ")
-    assert "withheld" not in again["threads"].verdict
+    assert strategy_verdict(again["threads"]).startswith("threads: CPU step ")
+    assert again["threads"].explanation_withheld is None
     assert again["threads"].step_change_ns["step"] < 0

@@ -25,10 +25,14 @@ from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
 
-WHOLE = "whole"  # never broken: figures, speedups with their marks, status words
-WORDS = "words"  # broken at spaces only: every word (a name, a number and its unit) whole
-NAMES = "names"  # also between names joined by + . / # (``channels_last+compile``), each whole
-TEXT = "text"  # prose or names: at spaces, then a too-long word at its parts, then folded
+from profiler_kit.render.sections.blocks import NAMES, TEXT, WHOLE, WORDS
+
+__all__ = ["NAMES", "TEXT", "WHOLE", "WORDS", "FitTable", "wrap"]
+
+# WHOLE: never broken: figures, speedups with their marks, status words; WORDS: broken at
+# spaces only: every word (a name, a number and its unit) whole; NAMES: also between names
+# joined by + . / # (``channels_last+compile``), each whole; TEXT: prose or names: at
+# spaces, then a too-long word at its parts, then folded
 
 _UNIT = re.compile(r"[^\w\s]|[a-zA-Zµ/]{1,6}")  # "%", "ms", "MiB", "×", "~", "/", "steps"
 _NUMBER = re.compile(r"[-+−±]?[\d.,]+")

@@ -14,8 +14,8 @@ from rich.text import Text
 
 from profiler_kit.analysis.core.recommendation import Evidence
 from profiler_kit.analysis.jobs.job_view import JobView, PipelineView, Straggler
-from profiler_kit.analysis.jobs.rank_summary import KindTotal
 from profiler_kit.render.wording import units
+from profiler_kit.render.wording.units import link_bandwidth
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
           "title_style": "bold", "caption_justify": "left"}
@@ -23,17 +23,6 @@ _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
 # steps show the slowest and the fastest rank and the skew
 STEP_COLUMNS_WIDTH = 40
 MAX_RANK_ROWS = 16  # beyond this many ranks, the per-rank table shows the telling ones
-
-
-def bandwidth(bytes_per_s: float | None) -> str:
-    """Bytes per second with a decimal prefix (GB/s as nccl-tests prints, MB/s and kB/s
-    below 1 GB/s, so a cell stays short)."""
-    if bytes_per_s is None:
-        return "-"
-    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if bytes_per_s >= scale:
-            return f"{units.significant(bytes_per_s / scale, 3)} {unit}"
-    return f"{units.significant(bytes_per_s, 3)} B/s"
 
 
 def size_bucket(low: int, high: int) -> str:
@@ -96,8 +85,8 @@ def job_view(j: JobView) -> Panel:
         for k in j.kinds:
             kinds.add_row(k.kind, size_bucket(k.size_low_bytes, k.size_high_bytes),
                           f"{k.count:,}", units.duration(k.wait_ns), units.duration(k.transfer_ns),
-                          bandwidth(k.median_algbw_bytes_per_s),
-                          bandwidth(k.median_busbw_bytes_per_s))
+                          link_bandwidth(k.median_algbw_bytes_per_s),
+                          link_bandwidth(k.median_busbw_bytes_per_s))
         kinds.caption = "algbw: bytes / transfer time; busbw: algbw scaled to compare with " \
                         "the link (nccl-tests)"
         parts.append(kinds)
@@ -161,7 +150,7 @@ def _evidence(ev: tuple[Evidence, ...]) -> str:
         if e.unit == "ns":
             return units.duration(e.value)  # type: ignore[arg-type]
         if e.unit == "bytes/s":
-            return bandwidth(e.value)  # type: ignore[arg-type]
+            return link_bandwidth(e.value)  # type: ignore[arg-type]
         if e.unit == "fraction":
             return units.percent(e.value)  # type: ignore[arg-type]
         return f"{e.value:,}" if isinstance(e.value, int) else str(e.value)
@@ -174,7 +163,7 @@ def _pipeline(p: PipelineView) -> list:
     line = Text("Send/recv (pipeline stages): ", style="bold")
     line.append(f"{len(p.transfers):,} sends matched with their recvs"
                 + (f" ({p.unmatched_calls:,} calls unmatched)" if p.unmatched_calls else "")
-                + f"; median bandwidth {bandwidth(p.median_busbw_bytes_per_s)}")
+                + f"; median bandwidth {link_bandwidth(p.median_busbw_bytes_per_s)}")
     out.append(line)
     if p.bubble_share is not None:
         out.append(Text(f"Pipeline bubble (all ranks on one timeline, per step from the first "
@@ -231,17 +220,3 @@ def _steps(j: JobView) -> Table:
             skew += f" ({units.duration(s.device_skew_ns)})"
         t.add_row(*cells, skew)
     return t
-
-
-def rank_communication(totals: tuple[KindTotal, ...], exposed_ns: int, on_device: bool) -> Group:
-    """What one trace alone says of its communication: sizes, bandwidth, exposed time."""
-    where = "GPU kernels" if on_device else "backend spans on the CPU"
-    t = Table(title=f"Communication ({where}; bandwidth over each call's own time, "
-                    "waiting included)", **_TABLE)
-    for col in ("type", "calls", "bytes", "time", "busbw (median)"):
-        t.add_column(col, justify="left" if col == "type" else "right")
-    for k in totals:
-        t.add_row(k.kind, f"{k.count:,}", units.nbytes(k.size_bytes), units.duration(k.time_ns),
-                  bandwidth(k.median_busbw_bytes_per_s))
-    return Group(t, Text(f"exposed communication (no computation beside it): "
-                         f"{units.duration(exposed_ns)}"))

@@ -15,6 +15,7 @@ from profiler_kit import results
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render.console.fit import WORDS, FitTable
 from profiler_kit.render.wording import run_answer, speedup_noise, units
+from profiler_kit.render.wording.diff_views import strategy_verdict
 from profiler_kit.render.wording.predictions import HEAD as PREDICTION_HEAD
 from profiler_kit.render.wording.predictions import TITLE as PREDICTION_TITLE
 from profiler_kit.render.wording.predictions import prediction_rows
@@ -260,7 +261,7 @@ def render(console: Console, result: RunResult, charts: str = "") -> None:
             heading("Ranks (from the traces; profkit analyze the folder for more)")
             for line in jobs:
                 console.print(line, highlight=False, markup=False)
-        verdicts = [s.verdict for s in result.at(point) if s.verdict]
+        verdicts = [v for v in map(strategy_verdict, result.at(point)) if v]
         if verdicts:
             heading("Why (the profiled steps' traces against the baseline's, mean per step)")
             for line in verdicts:

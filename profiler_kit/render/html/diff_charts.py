@@ -12,7 +12,12 @@ from profiler_kit.noise import explanation_conflict
 from profiler_kit.render.html.figures import Chart, axis, ms
 from profiler_kit.render.html.run_charts import trace_owners
 from profiler_kit.render.wording import units
-from profiler_kit.render.wording.diff_views import is_withheld, signed_duration, withheld_line
+from profiler_kit.render.wording.diff_views import (
+    is_withheld,
+    signed_duration,
+    strategy_verdict,
+    withheld_line,
+)
 from profiler_kit.results import RunResult
 
 STEP_CHANGE = "Why the step time differs"
@@ -79,10 +84,11 @@ def withheld_explanations(comparison: Comparison | None, analyses: Sequence[Trac
         if mine is None or base is None:
             continue
         (run, s), (base_run, b) = mine, base
+        verdict = strategy_verdict(s)
         if (base_run is run and b.name == run.baseline and b.point == s.point
-                and s.verdict is not None):  # the run's own comparison: as run.json says
-            if is_withheld(s.name, s.verdict):
-                found[fall.label] = s.verdict
+                and verdict is not None):  # the run's own comparison: as run.json says
+            if is_withheld(s):
+                found[fall.label] = verdict
             continue
         if s.stats and b.stats and b.stats.median_ns > 0 and fall.before_ns > 0:
             conflict = explanation_conflict(s.stats.median_ns / b.stats.median_ns,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from profiler_kit.analysis.hotspot_summary import CLASSES
 from profiler_kit.render.wording import run_answer, speedup_noise, units
+from profiler_kit.render.wording.diff_views import strategy_verdict
 from profiler_kit.render.wording.predictions import HEAD as PREDICTION_HEAD
 from profiler_kit.render.wording.predictions import TITLE as PREDICTION_TITLE
 from profiler_kit.render.wording.predictions import prediction_rows
@@ -146,7 +147,7 @@ def render_markdown(result: RunResult) -> str:
         jobs = job_lines(result, point)
         if jobs:
             lines += ["Ranks (from the traces):", ""] + [f"- {line}" for line in jobs] + [""]
-        verdicts = [s.verdict for s in result.at(point) if s.verdict]
+        verdicts = [v for v in map(strategy_verdict, result.at(point)) if v]
         if verdicts:
             lines += ["Why (the profiled steps' traces against the baseline's, mean per "
                       "step):", ""]

@@ -10,6 +10,7 @@ from profiler_kit.analysis.diffs.op_diff import DiffRow
 from profiler_kit.analysis.diffs.step_diff import Evidence, Waterfall
 from profiler_kit.render.wording import units
 from profiler_kit.render.wording.names import short_name
+from profiler_kit.results import StrategyResult
 
 _STATUS_TAG = {"added": " new", "removed": " gone", "changed": "", "same": " =", "absent": "",
                "baseline": ""}
@@ -58,9 +59,22 @@ def withheld_line(name: str, conflict: str) -> str:
             "steps (or on a quieter machine)")
 
 
-def is_withheld(name: str, verdict: str | None) -> bool:
-    """Whether ``verdict`` (run.json's) is ``withheld_line``'s for ``name``."""
-    return bool(verdict) and str(verdict).startswith(f"{name}: explanation withheld: ")
+def is_withheld(s: StrategyResult) -> bool:
+    """Whether run.json withholds the strategy's explanation (in a file written before
+    ``explanation_withheld``: whether its line is ``withheld_line``'s)."""
+    return s.explanation_withheld is not None or bool(s.verdict) and str(s.verdict).startswith(
+        f"{s.name}: explanation withheld: ")
+
+
+def strategy_verdict(s: StrategyResult) -> str | None:
+    """A run's strategy against its point's baseline in a line, from run.json's figures:
+    its step change term by term, or why the explanation is withheld (a file written
+    before the figures: its line as written; None: no verdict)."""
+    if s.explanation_withheld is not None:
+        return withheld_line(s.name, s.explanation_withheld)
+    if s.explanation is not None:
+        return verdict_line(msgspec.convert(s.explanation, Waterfall))
+    return s.verdict
 
 
 def unpaired_line(c: Comparison) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from profiler_kit import results
 from profiler_kit.noise import NOT_JUDGED
 from profiler_kit.render.wording import speedup_noise, units
+from profiler_kit.render.wording.diff_views import strategy_verdict
 from profiler_kit.results import OK, RunResult, StrategyResult
 
 QUIET_ADVICE = ("rerun on a quiet machine, or give profkit cores of its own "
@@ -40,9 +41,8 @@ def contention_line(result: RunResult) -> str | None:
 
 
 def _why(s: StrategyResult) -> str:
-    if not s.verdict:
-        return ""
-    return s.verdict.removeprefix(f"{s.name}: ")
+    verdict = strategy_verdict(s)
+    return verdict.removeprefix(f"{s.name}: ") if verdict else ""
 
 
 def answer(result: RunResult, point: str) -> str:

@@ -94,3 +94,14 @@ def speedup(factor: float | None) -> str:
     if factor is None or (isinstance(factor, float) and math.isnan(factor)):
         return "-"
     return f"{factor:.2f}×"
+
+
+def link_bandwidth(bytes_per_s: float | None) -> str:
+    """Bytes per second with a decimal prefix (GB/s as nccl-tests prints, MB/s and kB/s
+    below 1 GB/s, so a cell stays short)."""
+    if bytes_per_s is None:
+        return "-"
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bytes_per_s >= scale:
+            return f"{significant(bytes_per_s / scale, 3)} {unit}"
+    return f"{significant(bytes_per_s, 3)} B/s"

@@ -1,0 +1,86 @@
+"""A presenter: how one analysis reads in every format.
+
+An analysis is two units: a module in its room of ``analysis/`` that computes a typed
+result, and one presenter here that says how that result reads: its console blocks, its
+Markdown lines, its charts and page sections for the HTML report, its JSON keys. Every
+format walks the one ordered list of :data:`profiler_kit.render.sections.PRESENTERS`;
+none keeps a list of sections of its own.
+
+A presenter never imports rich: the console gets plain :mod:`.blocks` and
+``render/console/blocks`` turns them into rich renderables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from profiler_kit.analysis.compare import Comparison
+    from profiler_kit.analysis.jobs.job_view import JobView
+    from profiler_kit.analysis.memory.strategies import MemoryReport
+    from profiler_kit.analysis.trace_analysis import TraceAnalysis
+    from profiler_kit.render.html.figures import Chart
+    from profiler_kit.render.sections.blocks import Block
+    from profiler_kit.results import RunResult
+    from profiler_kit.trace.source import Unreadable
+
+
+class View(NamedTuple):
+    """How much a text format shows: the rows of a top-N table, the console's width."""
+
+    top: int = 10
+    width: int = 120
+
+
+@dataclass(frozen=True)
+class Page:
+    """Everything one HTML report shows: the traces' analyses and the rest of the page."""
+
+    analyses: Sequence[TraceAnalysis] = ()
+    runs: Sequence[RunResult] = ()
+    comparison: Comparison | None = None
+    jobs: Sequence[JobView] = ()
+    ddp_reports: Sequence[Mapping[str, Any]] = ()
+    unreadable: Sequence[Unreadable] = ()
+    memory: MemoryReport | None = None
+    strategy_colors: Mapping[str, str] = field(default_factory=dict)  # by strategy name
+    trace_colors: Mapping[str, str] = field(default_factory=dict)  # by trace path
+
+
+class Body(NamedTuple):
+    """A section of the report's page that is no chart: its anchor (None: numbered with
+    the chart sections), its title, its HTML."""
+
+    anchor: str | None
+    title: str
+    html: str
+
+
+class Presenter:
+    """How one analysis (``fields``: the ``TraceAnalysis`` fields it presents) reads in
+    every format. Each hook returns nothing by default: a presenter fills the formats its
+    analysis shows in."""
+
+    fields: tuple[str, ...] = ()
+
+    def console(self, a: TraceAnalysis, view: View) -> list[Block]:
+        """The console's blocks for one trace."""
+        return []
+
+    def markdown(self, a: TraceAnalysis, view: View) -> list[str]:
+        """The Markdown lines for one trace."""
+        return []
+
+    def json(self, a: TraceAnalysis) -> dict[str, Any]:
+        """The keys of one trace's JSON object (``docs/analysis-json.md`` lists each)."""
+        return {}
+
+    def charts(self, page: Page) -> list[Chart]:
+        """The report's charts (each names its section)."""
+        return []
+
+    def body(self, page: Page) -> Body | None:
+        """A section of the report that is no chart (a table, a list)."""
+        return None

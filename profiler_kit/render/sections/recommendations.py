@@ -1,0 +1,67 @@
+"""The rules that fired, ranked by predicted gain, each with its evidence, and the notes:
+the rules that could not run and why, and those held back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profiler_kit.analysis.trace_analysis import TraceAnalysis
+from profiler_kit.render.html import trace_charts
+from profiler_kit.render.html.markup import e
+from profiler_kit.render.json.plain import plain
+from profiler_kit.render.sections.base import Body, Page, Presenter, View
+from profiler_kit.render.sections.blocks import Block, Lines, Styled
+from profiler_kit.render.wording.recommendation_gain import gain_line
+from profiler_kit.render.wording.trace_words import recommendation_lines
+
+
+def _notes(a: TraceAnalysis) -> list[str]:
+    """The notes under the recommendations (the missing GPU work is said at the top)."""
+    shown = a.gpu_activity_missing.line if a.gpu_activity_missing is not None else None
+    return [n for n in a.notes if n != shown]
+
+
+class Recommendations(Presenter):
+    fields = ("recommendations", "held_back", "notes")
+
+    def console(self, a: TraceAnalysis, view: View) -> list[Block]:
+        pieces = [Styled("Recommendations\n" if a.recommendations
+                         else "Recommendations: none fired.\n", "bold")]
+        for i, r in enumerate(a.recommendations, 1):
+            head, body = recommendation_lines(r)
+            pieces.append(Styled(f"{i}. {head}\n", "yellow"))
+            gain = gain_line(r)
+            if gain is not None:
+                pieces.append(Styled(f"   {gain}\n", "bold"))
+            pieces.append(Styled(f"   {body}\n"))
+        pieces += [Styled(f"note: {n}\n", "dim") for n in _notes(a)]
+        return [Lines(tuple(pieces))]
+
+    def markdown(self, a: TraceAnalysis, view: View) -> list[str]:
+        out = ["### Recommendations", ""]
+        if not a.recommendations:
+            out.append("None fired.")
+        for r in a.recommendations:
+            head, body = recommendation_lines(r)
+            gain = gain_line(r)
+            out.append(f"- **{head}**  \n  " + (f"_{gain}_  \n  " if gain else "") + body)
+        return out + [f"- _note: {n}_" for n in _notes(a)] + [""]
+
+    def json(self, a: TraceAnalysis) -> dict[str, Any]:
+        return {"recommendations": plain(a.recommendations),
+                "held_back": plain(a.held_back), "notes": list(a.notes)}
+
+    def body(self, page: Page) -> Body | None:
+        parts = []
+        for a in page.analyses:
+            items = []
+            for r in a.recommendations:
+                head, body = recommendation_lines(r)
+                items.append(f'<li><div class="head">{e(head)}</div>'
+                             f'<div class="evidence">{e(body)}</div></li>')
+            items += [f'<li class="muted">note: {e(n)}</li>' for n in a.notes]
+            if not items:
+                items = ['<li class="muted">None fired.</li>']
+            parts.append(f"<h3>{e(trace_charts.name_of(a))}</h3>"
+                         f"<ul class=\"recs\">{''.join(items)}</ul>")
+        return Body("recommendations", "Recommendations", "\n".join(parts))
