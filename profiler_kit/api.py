@@ -24,23 +24,16 @@ if TYPE_CHECKING:
     from profiler_kit.results import RunResult
     from profiler_kit.scenario import Scenario
     from profiler_kit.scenario_info import ScenarioInfo
+    from profiler_kit.sources.inputs import Inputs
     from profiler_kit.sources.merge import MergeReport
     from profiler_kit.trace.source import Unreadable
 
 
 def trace_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """Every trace file at or below ``paths`` (files, strategy or run folders, logdirs), once."""
-    from profiler_kit.trace.loader import find_traces
+    from profiler_kit.sources.inputs import resolve
 
-    files: list[Path] = []
-    seen: set[Path] = set()
-    for p in paths:
-        for f in find_traces(p):
-            key = f.resolve()
-            if key not in seen:
-                seen.add(key)
-                files.append(f)
-    return files
+    return resolve(paths).traces()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,14 +109,13 @@ def analyze(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     ``min_gain_pct`` (None: 2 %) is held back and named in a note. ``ahead``: the trace
     the command began to load ahead (``trace.load_ahead.prefetch``).
     """
-    from profiler_kit.analysis.compare import label_traces, sides_of
+    from profiler_kit.analysis.compare import sides_of
+    from profiler_kit.sources.inputs import resolve
     from profiler_kit.sources.trace_files import analyze_files
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = trace_files(paths)
-    given = {Path(p).resolve() for p in paths if Path(p).is_file()}
-    labels = label_traces(files, [f.resolve() in given for f in files])
+    files, labels = resolve(paths).labelled_traces()
     read, unreadable = _readable(analyze_files(files, labels, top, jobs, min_gain_pct, ahead),
                                  "trace")
     ranks = [a.communication for a in read if a.communication is not None]
@@ -140,9 +132,9 @@ def _run_baseline(paths: Sequence[str | os.PathLike[str]], analyses: Sequence[An
                   ) -> str | None:
     """The folder of the baseline strategy of the first run folder among ``paths`` (its
     run.json says which), when one of ``analyses`` lies in it."""
-    from profiler_kit.util.path_kinds import PathKind, kind_of
+    from profiler_kit.sources.inputs import resolve
 
-    run_dirs = [p for p in map(Path, paths) if kind_of(p) is PathKind.RUN_FOLDER]
+    run_dirs = resolve(paths).runs
     if not run_dirs:  # traces only: the run records' module is not needed
         return None
     from profiler_kit.errors import UsageError
@@ -171,8 +163,8 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
 
     ``scheduler``: a Dask client (``profiler_kit.sources.dask_tasks.client``) whose
     workers summarize the traces instead of this machine's process pool."""
-    from profiler_kit.analysis.compare import label_traces
     from profiler_kit.sources import summary_files
+    from profiler_kit.sources.inputs import resolve
     from profiler_kit.sources.trace_files import summarize_files
 
     if isinstance(paths, (str, os.PathLike)):
@@ -186,13 +178,11 @@ def summarize(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
         from profiler_kit.errors import TraceError
 
         try:
-            files = trace_files(trace_paths)
+            files, labels = resolve(trace_paths).labelled_traces()
         except TraceError:
             if not summaries:
                 raise
-            files = []
-        given = {Path(p).resolve() for p in trace_paths if Path(p).is_file()}
-        labels = label_traces(files, [f.resolve() in given for f in files])
+            files, labels = [], []
         if scheduler is not None:
             from profiler_kit.sources import dask_tasks
             results = dask_tasks.summarize_files(scheduler, files, labels)
@@ -379,23 +369,19 @@ def is_run_folder_report(paths: Sequence[str | os.PathLike[str]]) -> bool:
     """Whether the report of ``paths`` goes, by default, into a run folder as its own
     ``report.html`` (the one ``profkit run`` or ``profkit record`` wrote), which ``report``
     rewrites."""
-    from profiler_kit.record import RECORD_JSON
-    from profiler_kit.util.path_kinds import PathKind, kind_of
+    from profiler_kit.sources.inputs import resolve
 
-    if len(paths) != 1:
-        return False
-    kind = kind_of(paths[0])
-    return kind is PathKind.RUN_FOLDER or (
-        kind is PathKind.FOLDER and (Path(paths[0]) / RECORD_JSON).is_file())
+    return resolve(paths).one_run_or_record
 
 
 def _check_report_inputs(paths: Sequence[str | os.PathLike[str]]) -> None:
     """The inputs of ``report``, cheaply: a missing path, a folder without traces or a file
     that is none of what report reads raises one line about it."""
-    from profiler_kit.util.path_kinds import PathKind, kind_of
+    from profiler_kit.sources.inputs import resolve
+    from profiler_kit.util.path_kinds import PathKind
 
-    for p in map(Path, paths):
-        kind = kind_of(p)
+    inputs = resolve(paths)
+    for p, kind in zip(inputs.paths, inputs.kinds, strict=True):
         if kind is PathKind.DDP_REPORT:
             _check_ddp_report(p)
         elif kind in (PathKind.FOLDER, PathKind.MISSING):
@@ -450,11 +436,12 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
     from profiler_kit.errors import LeftOutWarning
     from profiler_kit.render.html import report as html_report
     from profiler_kit.results import read_run
-    from profiler_kit.util.path_kinds import PathKind, kind_of
+    from profiler_kit.sources.inputs import resolve
+    from profiler_kit.util.path_kinds import PathKind
 
+    inputs = resolve(paths)
     runs, reports, trace_paths = [], [], []
-    for p in map(Path, paths):
-        kind = kind_of(p)
+    for p, kind in zip(inputs.paths, inputs.kinds, strict=True):
         if kind is PathKind.RUN_FOLDER:
             runs.append(read_run(p))
             if (p / REPORT_NAME).is_file():
@@ -485,25 +472,20 @@ def report_html(paths: Sequence[str | os.PathLike[str]], *, title: str | None = 
         analyses, comparison, runs=runs, ddp_reports=reports, jobs=job_views,
         subtitle=html_report.default_subtitle(runs, analyses), unreadable=unreadable,
         memory=memory_report if memory_report is not None else memory_section(paths),
-        answers=_record_answers(paths, analyses))
+        answers=_record_answers(inputs, analyses))
 
 
-def _record_answers(paths: Sequence[str | os.PathLike[str]],
-                    analyses: Sequence[TraceAnalysis]) -> list[str]:
-    """The answer line of each ``profkit record`` folder among ``paths`` (one holding
-    record.json, or, while the recording runs, its ``.record`` folder), from its traces,
-    as a run folder's report starts with the run's."""
-    from profiler_kit.record import RECORD_JSON, STATUS_DIR
+def _record_answers(inputs: Inputs, analyses: Sequence[TraceAnalysis]) -> list[str]:
+    """The answer line of each ``profkit record`` folder among the inputs, from its
+    traces, as a run folder's report starts with the run's."""
     from profiler_kit.render.wording.record_answer import answer
 
     lines = []
-    for folder in (Path(p) for p in paths):
-        if not ((folder / RECORD_JSON).is_file() or (folder / STATUS_DIR).is_dir()):
-            continue
+    alone = len(inputs.paths) == 1
+    for folder in inputs.records:
         root = folder.resolve()
         mine = [a for a in analyses if root in Path(a.path).resolve().parents]
-        line = answer(mine or (analyses if len(paths) == 1 else []),
-                      folder.name if len(paths) > 1 else "")
+        line = answer(mine or (analyses if alone else []), "" if alone else folder.name)
         if line:
             lines.append(line)
     return lines
@@ -622,16 +604,12 @@ def whatif(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     which no rank waits for another in a collective (matched across them by the job view).
     ``ahead``: the trace the command began to load ahead. A trace that cannot be read
     raises ``TraceError``. Does not import torch."""
-    from profiler_kit.analysis.compare import label_traces
     from profiler_kit.analysis.whatif.changes import NoStraggler
     from profiler_kit.analysis.whatif.replay import TraceWhatIf, what_if
+    from profiler_kit.sources.inputs import resolve
     from profiler_kit.trace.loader import load
 
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    files = trace_files(paths)
-    given = {Path(p).resolve() for p in paths if Path(p).is_file()}
-    labels = label_traces(files, [f.resolve() in given for f in files])
+    files, labels = resolve(paths).labelled_traces()
     tables = [load(f, ahead=ahead) for f in files]
     per_trace: list[list[Any]] = [list(changes) for _ in files]
     if no_straggler:

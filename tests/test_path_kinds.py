@@ -59,3 +59,28 @@ def made(tmp_path_factory) -> dict[str, Path]:
     ("other", PathKind.OTHER), ("missing", PathKind.MISSING)])
 def test_each_kind_is_told_apart(made, name, kind):
     assert kind_of(made[name]) is kind
+
+
+def test_the_inputs_of_a_command_are_sorted_once(made, tmp_path):
+    """``sources.inputs.resolve``: each path with its kind, grouped as the commands read
+    them; the traces at or below the paths found once each, labelled."""
+    from profiler_kit.sources.inputs import resolve
+
+    record = tmp_path / "rec"
+    (record / ".record").mkdir(parents=True)  # a recording under way
+    names = ["trace", "run folder", "run record", "ddp report", "categories", "folder"]
+    inputs = resolve([*(made[n] for n in names), record])
+    assert inputs.kinds[:len(names)] == tuple(kind_of(made[n]) for n in names)
+    assert inputs.runs == (made["run folder"],)
+    assert inputs.reports == (made["run record"], made["ddp report"])
+    assert inputs.records == (record,)
+    assert inputs.may_hold_memory and not inputs.only_summaries
+    assert not inputs.one_run_or_record and resolve([record]).one_run_or_record
+    only_traces = resolve([made["trace"], made["plain trace"]])
+    assert not only_traces.may_hold_memory
+    files, labels = resolve([made["trace"], made["folder"], made["trace"]]).labelled_traces()
+    assert files[0] == made["trace"] and len(files) == len(set(files)) == 1 + len(
+        list(made["folder"].rglob("*.json.gz")))
+    assert len(set(labels)) == len(labels)
+    assert resolve(made["summaries"]).only_summaries
+    assert not resolve([made["summaries"], made["trace"]]).only_summaries

@@ -176,11 +176,9 @@ def memory_section(paths: list[str]) -> Any:
     """The memory report of ``paths`` where a run kept memory categories or a snapshot,
     else None: what the console's memory section and ``--json``'s ``memory_explained`` show.
     Trace files alone hold neither: nothing is read for them."""
-    from pathlib import Path
+    from profiler_kit.sources.inputs import resolve
 
-    from profiler_kit.util.path_kinds import is_memory_file
-
-    if all(f.is_file() and not is_memory_file(f) for f in map(Path, paths)):
+    if not resolve(paths).may_hold_memory:
         return None
     from profiler_kit import api
     from profiler_kit.render.wording.memory_lines import has_memory
@@ -222,8 +220,9 @@ def analyze(args: argparse.Namespace) -> int:
 
 def _analyze(args: argparse.Namespace, targets: dict[str, object], ahead: object) -> int:
     from profiler_kit import api
+    from profiler_kit.sources.inputs import resolve
 
-    if _only_summaries(args.paths):  # summaries written elsewhere: the job view only
+    if resolve(args.paths).only_summaries:  # summaries written elsewhere: the job view only
         with _scheduler(args) as client:
             found = api.summarize(args.paths, jobs=jobs(args), scheduler=client)
             views = api.job_view(found, scheduler=client)
@@ -248,28 +247,6 @@ def _scheduler(args: argparse.Namespace):
         return nullcontext()
     from profiler_kit.sources import dask_tasks
     return dask_tasks.client(dask_tasks.check_scheduler(address))
-
-
-def _only_summaries(paths: list[str]) -> bool:
-    """Whether every path is a rank-summaries file, or a folder of them without traces."""
-    from pathlib import Path
-
-    from profiler_kit.errors import TraceError
-    from profiler_kit.sources.summary_files import find_summary_files, is_summary_file
-    from profiler_kit.trace.loader import find_traces
-
-    for p in map(Path, paths):
-        if p.is_dir():
-            if not find_summary_files([p]):
-                return False
-            try:
-                find_traces(p)
-            except TraceError:
-                continue
-            return False
-        if not is_summary_file(p):
-            return False
-    return True
 
 
 def summary_only(args: argparse.Namespace) -> int:

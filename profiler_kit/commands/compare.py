@@ -74,14 +74,15 @@ def _same_inputs(paths: list[str]) -> str | None:
 
 def _timed_gate(paths: list[str], limit: float) -> TimedGate:
     """The gate on the timed steps where the two paths are run folders, else nothing."""
-    from pathlib import Path
 
     from profiler_kit.commands import regression_gate as regression
-    from profiler_kit.results import RUN_JSON, read_run
+    from profiler_kit.results import read_run
+    from profiler_kit.sources.inputs import resolve
 
-    if len(paths) != 2 or not all((Path(p) / RUN_JSON).is_file() for p in paths):
+    runs = resolve(paths).runs
+    if len(paths) != 2 or len(runs) != 2:
         return regression.TimedGate((), (), ())
-    base, test = (read_run(p) for p in paths)
+    base, test = (read_run(p) for p in runs)
     return regression.timed_regressions(base, test, limit)
 
 

@@ -10,9 +10,12 @@ and small JSON files in the run folder's hidden ``.record/`` folder (what each p
 
 from __future__ import annotations
 
+from profiler_kit.util.artifacts import RECORD_JSON as RECORD_JSON
+from profiler_kit.util.artifacts import RECORD_STATUS_DIR
+
+STATUS_DIR = RECORD_STATUS_DIR  # hidden: trace finders never look inside
+
 RECORD_SCHEMA = "profkit.record/1"
-RECORD_JSON = "record.json"
-STATUS_DIR = ".record"  # hidden: trace finders never look inside
 ENV_DIR = "PROFKIT_RECORD_DIR"
 ENV_CONFIG = "PROFKIT_RECORD_CONFIG"
 ENV_HOME = "PROFKIT_RECORD_HOME"  # the folder holding the profiler_kit package

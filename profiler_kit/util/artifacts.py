@@ -19,6 +19,10 @@ RUN_SCHEMA = "profkit.run/1"
 RUN_JSON = "run.json"
 SUMMARY_MD = "summary.md"
 REPORT_HTML = "report.html"
+# a ``profkit record`` folder: its record, and the hidden folder where the recorded
+# processes report while the recording runs (trace finders never look inside)
+RECORD_JSON = "record.json"
+RECORD_STATUS_DIR = ".record"
 
 
 def new_run_dir(out: str | Path, scenario_name: str) -> Path:
