@@ -254,8 +254,8 @@ def _notes(ctx: TraceContext) -> tuple[str, ...]:
     held = ctx.memo(_ranked).note
     if held is not None:
         notes.append(held)
-    if missing is not None:  # the line says why the GPU rules did not run
-        notes = [missing.line] + [n for n in notes if not n.startswith("CPU-only trace")]
+    if missing is not None:  # gpu_activity_missing says why the GPU rules did not run
+        notes = [n for n in notes if not n.startswith("CPU-only trace")]
     if ctx.steps.source == "window":
         notes.insert(0, "no ProfilerStep# spans: step and GPU figures describe the whole "
                         "trace window")

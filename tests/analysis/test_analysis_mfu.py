@@ -16,6 +16,8 @@ from rich.console import Console
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.render.console import analysis as analysis_console
 from profiler_kit.render.markdown import analysis as analysis_markdown
+from profiler_kit.render.sections.recommendations import notes
+from profiler_kit.render.wording.trace_words import missing_gpu_line
 from profiler_kit.trace.loader import load
 
 V100_FP32 = 15.7e12
@@ -173,8 +175,9 @@ def test_a_trace_without_its_gpu_activity_is_named_and_nothing_uses_host_time(dr
     assert m.launch_calls == len(launches) == 205
     assert m.launch_names[:3] == ("cudaLaunchKernel", "cudaMemsetAsync", "cuLaunchKernel")
     assert m.devices == ("NVIDIA H100 80GB HBM3",)
-    assert a.notes[0] == m.line
-    assert m.line.startswith("GPU activity missing: 205 launch calls (cudaLaunchKernel, "
+    line = missing_gpu_line(m)  # the analysis gives figures; the words are the renderers'
+    assert notes(a)[0] == line and line not in a.notes
+    assert line.startswith("GPU activity missing: 205 launch calls (cudaLaunchKernel, "
                              "cudaMemsetAsync, cuLaunchKernel, …) but no kernel, memcpy or "
                              "memset (likely cause: CUPTI dropped its activity buffer, or "
                              "CUDA activity was not enabled: "
@@ -203,12 +206,13 @@ def test_the_console_and_markdown_name_it_and_print_no_mfu(dropped):
     console = Console(width=100, record=True, color_system=None, file=open("/dev/null", "w"))
     console.print(analysis_console.trace_view(a, top=5, width=100))
     text = " ".join(console.export_text().replace("│", " ").split())
-    assert a.gpu_activity_missing.line in text
+    line = missing_gpu_line(a.gpu_activity_missing)
+    assert line in text
     assert text.count("GPU activity missing") == 1  # at the top, not again among the notes
     assert "Model FLOP utilization" not in text and "% of peak:" not in text
     assert "no GPU time recorded" in text and "Step time:" not in text
     md = analysis_markdown.render([a])
-    assert f"**{a.gpu_activity_missing.line}.**" in md and md.count("GPU activity missing") == 1
+    assert f"**{line}.**" in md and md.count("GPU activity missing") == 1
 
 
 def test_analyze_json_of_a_trace_without_its_gpu_activity(dropped):
@@ -245,10 +249,11 @@ def test_cuda_activity_not_enabled(tmp_path):
     on_gpu = [e for e in doc["traceEvents"] if e.get("name") == "[memory]"
               and e["args"].get("Device Type") == 1]
     assert m.device_memory_events == len(on_gpu) > 0 and m.gpu_only_ops > 0
-    assert m.line.startswith("GPU activity missing: deviceProperties (NVIDIA H100 80GB "
-                             "HBM3), GPU memory events")
+    line = missing_gpu_line(m)
+    assert line.startswith("GPU activity missing: deviceProperties (NVIDIA H100 80GB "
+                           "HBM3), GPU memory events")
     assert "likely cause: CUDA activity was not recorded: activities=[ProfilerActivity.CUDA] " \
-           "missing, or CUPTI dropped its buffer" in m.line
+           "missing, or CUPTI dropped its buffer" in line
     assert a.perf.model_flops_utilization is None and a.perf.device_time_missing
 
 

@@ -32,7 +32,6 @@ _LAUNCH = re.compile(r"Launch|Memcpy|Memset", re.IGNORECASE)
 _GPU_ONLY_OP = re.compile(
     r"^aten::(_?cudnn_|miopen_|_flash_attention_|_efficient_attention_|"
     r"_scaled_dot_product_(flash|efficient|cudnn)_attention(_backward)?$)|^nccl:")
-NAMED_LAUNCHES = 3  # launch call names named in the line, most frequent first
 
 
 class MissingGpuActivity(msgspec.Struct, frozen=True):
@@ -44,7 +43,6 @@ class MissingGpuActivity(msgspec.Struct, frozen=True):
     devices: tuple[str, ...]  # the deviceProperties names
     device_memory_events: int  # [memory] events on a GPU
     gpu_only_ops: int  # op instances of ops that run on a GPU only
-    line: str  # the one line that names it, with the likely cause
 
 
 def missing_gpu_activity(table: EventTable, gpu: GpuActivity) -> MissingGpuActivity | None:
@@ -67,29 +65,7 @@ def missing_gpu_activity(table: EventTable, gpu: GpuActivity) -> MissingGpuActiv
                   if _GPU_ONLY_OP.search(table.names[int(n)]))
     if not n_launch and not (props and (len(runtime) or on_device or gpu_ops)):
         return None
-    found = MissingGpuActivity(
+    return MissingGpuActivity(
         launch_calls=n_launch, launch_names=tuple(n for n, _ in launches),
         runtime_calls=len(runtime), devices=devices, device_memory_events=on_device,
-        gpu_only_ops=gpu_ops, line="")
-    return msgspec.structs.replace(found, line=_line(found))
-
-
-def _line(m: MissingGpuActivity) -> str:
-    if m.launch_calls:
-        named = ", ".join(m.launch_names[:NAMED_LAUNCHES])
-        more = ", …" if len(m.launch_names) > NAMED_LAUNCHES else ""
-        evidence = f"{m.launch_calls:,} launch calls ({named}{more})"
-        cause = ("CUPTI dropped its activity buffer, or CUDA activity was not enabled: "
-                 "activities=[ProfilerActivity.CUDA] missing")
-    else:
-        signs = [f"{what} {n:,}" for what, n in (
-            ("runtime calls", m.runtime_calls), ("GPU memory events", m.device_memory_events),
-            ("GPU-only ops", m.gpu_only_ops)) if n]
-        evidence = "deviceProperties" + (f" ({', '.join(sorted(set(m.devices)))})"
-                                         if m.devices else "") + ", " + ", ".join(signs)
-        cause = ("CUDA activity was not recorded: activities=[ProfilerActivity.CUDA] "
-                 "missing, or CUPTI dropped its buffer")
-    return (f"GPU activity missing: {evidence} but no kernel, memcpy or memset (likely "
-            f"cause: {cause}); GPU shares, % of peak, MFU, the GPU rules and the critical "
-            f"path withheld: the CPU-side durations of asynchronous launches are not GPU "
-            f"time")
+        gpu_only_ops=gpu_ops)

@@ -12,13 +12,14 @@ from profiler_kit.render.json.plain import plain
 from profiler_kit.render.sections.base import Body, Page, Presenter, View
 from profiler_kit.render.sections.blocks import Block, Lines, Styled
 from profiler_kit.render.wording.recommendation_gain import gain_line
-from profiler_kit.render.wording.trace_words import recommendation_lines
+from profiler_kit.render.wording.trace_words import missing_gpu_line, recommendation_lines
 
 
-def _notes(a: TraceAnalysis) -> list[str]:
-    """The notes under the recommendations (the missing GPU work is said at the top)."""
-    shown = a.gpu_activity_missing.line if a.gpu_activity_missing is not None else None
-    return [n for n in a.notes if n != shown]
+def notes(a: TraceAnalysis) -> list[str]:
+    """Every note, the line of GPU work gone unrecorded first (which the console and
+    Markdown say at the top instead)."""
+    m = a.gpu_activity_missing
+    return ([missing_gpu_line(m)] if m is not None else []) + list(a.notes)
 
 
 class Recommendations(Presenter):
@@ -34,7 +35,7 @@ class Recommendations(Presenter):
             if gain is not None:
                 pieces.append(Styled(f"   {gain}\n", "bold"))
             pieces.append(Styled(f"   {body}\n"))
-        pieces += [Styled(f"note: {n}\n", "dim") for n in _notes(a)]
+        pieces += [Styled(f"note: {n}\n", "dim") for n in a.notes]
         return [Lines(tuple(pieces))]
 
     def markdown(self, a: TraceAnalysis, view: View) -> list[str]:
@@ -45,11 +46,11 @@ class Recommendations(Presenter):
             head, body = recommendation_lines(r)
             gain = gain_line(r)
             out.append(f"- **{head}**  \n  " + (f"_{gain}_  \n  " if gain else "") + body)
-        return out + [f"- _note: {n}_" for n in _notes(a)] + [""]
+        return out + [f"- _note: {n}_" for n in a.notes] + [""]
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
         return {"recommendations": plain(a.recommendations),
-                "held_back": plain(a.held_back), "notes": list(a.notes)}
+                "held_back": plain(a.held_back), "notes": notes(a)}
 
     def body(self, page: Page) -> Body | None:
         parts = []
@@ -59,7 +60,7 @@ class Recommendations(Presenter):
                 head, body = recommendation_lines(r)
                 items.append(f'<li><div class="head">{e(head)}</div>'
                              f'<div class="evidence">{e(body)}</div></li>')
-            items += [f'<li class="muted">note: {e(n)}</li>' for n in a.notes]
+            items += [f'<li class="muted">note: {e(n)}</li>' for n in notes(a)]
             if not items:
                 items = ['<li class="muted">None fired.</li>']
             parts.append(f"<h3>{e(trace_charts.name_of(a))}</h3>"

@@ -9,6 +9,7 @@ from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render.json.plain import plain
 from profiler_kit.render.sections.base import Presenter, View
 from profiler_kit.render.sections.blocks import Block, Lines
+from profiler_kit.render.wording.trace_words import missing_gpu_line
 
 
 def _fixes(a: TraceAnalysis) -> list[str]:
@@ -26,17 +27,19 @@ class TraceNotes(Presenter):
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         out = []
         if a.gpu_activity_missing is not None:
-            out.append(Lines.of(a.gpu_activity_missing.line, "yellow"))
+            out.append(Lines.of(missing_gpu_line(a.gpu_activity_missing), "yellow"))
         return out + [Lines.of(line, "yellow") for line in _fixes(a)]
 
     def markdown(self, a: TraceAnalysis, view: View) -> list[str]:
         out = []
         if a.gpu_activity_missing is not None:
-            out += [f"**{a.gpu_activity_missing.line}.**", ""]
+            out += [f"**{missing_gpu_line(a.gpu_activity_missing)}.**", ""]
         for line in _fixes(a):
             out += [line + ".", ""]
         return out
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
+        m = a.gpu_activity_missing
         return {"skipped": dict(a.skipped), "normalized": dict(a.normalized),
-                "gpu_activity_missing": plain(a.gpu_activity_missing)}
+                "gpu_activity_missing": None if m is None else {
+                    **plain(m), "line": missing_gpu_line(m)}}

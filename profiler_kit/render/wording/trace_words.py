@@ -11,6 +11,7 @@ from profiler_kit.analysis.core.recommendation import Evidence, Recommendation
 from profiler_kit.analysis.core.steps import STEP_PARTS, StepBreakdown
 from profiler_kit.analysis.time.busy import DeviceTimeline
 from profiler_kit.analysis.time.idle_causes import KIND_LABELS
+from profiler_kit.analysis.time.unrecorded_activity import MissingGpuActivity
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render.wording import units
 from profiler_kit.render.wording.names import short_name
@@ -165,3 +166,29 @@ def trace_groups(labels: Sequence[str], baseline: int, size: int) -> list[list[i
             else:
                 groups.append(list(chunk))
     return groups
+
+
+NAMED_LAUNCHES = 3  # launch call names named in the line, most frequent first
+
+
+def missing_gpu_line(m: MissingGpuActivity) -> str:
+    """The one line that names GPU work gone unrecorded, what shows it, and the likely
+    cause (every format's, the first note)."""
+    if m.launch_calls:
+        named = ", ".join(m.launch_names[:NAMED_LAUNCHES])
+        more = ", …" if len(m.launch_names) > NAMED_LAUNCHES else ""
+        evidence = f"{m.launch_calls:,} launch calls ({named}{more})"
+        cause = ("CUPTI dropped its activity buffer, or CUDA activity was not enabled: "
+                 "activities=[ProfilerActivity.CUDA] missing")
+    else:
+        signs = [f"{what} {n:,}" for what, n in (
+            ("runtime calls", m.runtime_calls), ("GPU memory events", m.device_memory_events),
+            ("GPU-only ops", m.gpu_only_ops)) if n]
+        evidence = "deviceProperties" + (f" ({', '.join(sorted(set(m.devices)))})"
+                                         if m.devices else "") + ", " + ", ".join(signs)
+        cause = ("CUDA activity was not recorded: activities=[ProfilerActivity.CUDA] "
+                 "missing, or CUPTI dropped its buffer")
+    return (f"GPU activity missing: {evidence} but no kernel, memcpy or memset (likely "
+            f"cause: {cause}); GPU shares, % of peak, MFU, the GPU rules and the critical "
+            f"path withheld: the CPU-side durations of asynchronous launches are not GPU "
+            f"time")
