@@ -6,9 +6,11 @@ read. It holds raw numbers only (ns, bytes, fractions); renderers format them.
 
 Each field of ``TraceAnalysis`` is one analysis registered below (``@analysis(name,
 type)`` over a function of the shared :class:`~profiler_kit.analysis.registry.TraceContext`),
-in registration order, and is written out with its type in the class at the end: adding an
-analysis is its module in its room plus its registration and its field here (see
-:mod:`profiler_kit.analysis.registry`; a test holds the two to each other).
+in registration order, grouped as the trace itself, the figures of the steps' window, the
+whole trace's, and the findings, and is written out with its type in the class at the end:
+adding an analysis is its module in its room plus its registration and its field here
+(see :mod:`profiler_kit.analysis.registry`; a test holds the two to each other), then its
+presenter (:mod:`profiler_kit.render.sections`).
 
 Windows: with ``ProfilerStep#`` spans, the GPU figures (``gpu``, ``timeline``,
 ``phases``, ``launches``) cover the GPU activities launched in the steps, over the
@@ -95,6 +97,9 @@ ANALYSES = Registry("TraceAnalysis", TraceAnalysisBase, __name__)
 analysis = ANALYSES.register
 
 
+# --- the trace itself ---
+
+
 @analysis("path", str)
 def _path(ctx: TraceContext) -> str:
     """The trace file."""
@@ -141,6 +146,53 @@ def _skipped(ctx: TraceContext) -> dict[str, int]:
 def _normalized(ctx: TraceContext) -> dict[str, int]:
     """Reason -> events kept after a fix."""
     return dict(ctx.table.normalized)
+
+
+@analysis("gpu_activity_missing", MissingGpuActivity | None, default=None)
+def _gpu_activity_missing(ctx: TraceContext) -> MissingGpuActivity | None:
+    """Launches or a GPU in use but no GPU activity recorded: what shows it (None: not
+    so)."""
+    return ctx.missing
+
+
+@analysis("window", str, default="trace")
+def _window(ctx: TraceContext) -> str:
+    """``"steps"``: gpu, gpu_by_device, timeline, phases and launches cover the steps (the
+    activities launched in them, over the GPU-side steps window); ``"trace"``: the whole
+    trace."""
+    return ctx.window
+
+
+# --- the figures of the steps' window (the whole trace where it has no steps: ``window``) ---
+
+
+@analysis("steps", Steps)
+def _steps(ctx: TraceContext) -> Steps:
+    """The ``ProfilerStep#`` steps (or the trace window), CPU and device side."""
+    return ctx.steps
+
+
+@analysis("step_device_ns", int | None, default=None)
+def _step_device_ns(ctx: TraceContext) -> int | None:
+    """The steps' device-side time, summed (None: no device-side steps)."""
+    steps = ctx.steps
+    if ctx.in_steps is None or steps.device is None:
+        return None
+    return sum(st.device_dur_ns for st in steps.steps)
+
+
+@analysis("step_gpu_busy_share", float | None, default=None)
+def _step_gpu_busy_share(ctx: TraceContext) -> float | None:
+    """The steps' GPU busy time (per device, averaged) over their device-side time: a
+    step of 13 s with 2 µs of GPU work is 0.00002 busy, although its GPU window is all
+    busy."""
+    return _busy_share(ctx.result("timeline"), ctx.result("step_device_ns"))
+
+
+@analysis("step_terms", StepTerms)
+def _step_terms(ctx: TraceContext) -> StepTerms:
+    """Step time decomposed into class busy time, overlap and idle."""
+    return decompose(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
 
 
 @analysis("gpu", Breakdown)
@@ -198,10 +250,51 @@ def _timeline(ctx: TraceContext) -> Timeline:
         else analyze_timeline(ctx.table, ctx.gpu, ctx.in_steps)
 
 
-@analysis("steps", Steps)
-def _steps(ctx: TraceContext) -> Steps:
-    """The ``ProfilerStep#`` steps (or the trace window), CPU and device side."""
-    return ctx.steps
+@analysis("launches", Launches | None, default=None)
+def _launches(ctx: TraceContext) -> Launches | None:
+    """Launch statistics and idle causes, in ``window``."""
+    if ctx.in_steps is None:
+        return ctx.result("trace_launches")
+    return analyze_launches(ctx.table, ctx.gpu, ctx.in_steps)
+
+
+@analysis("idle", IdleAttribution | None, default=None)
+def _idle(ctx: TraceContext) -> IdleAttribution | None:
+    """The idle gaps of ``launches`` by what the launching CPU thread was doing
+    meanwhile."""
+    return attribute_idle(ctx.table, ctx.tree, ctx.gpu, ctx.in_steps,
+                          ctx.steps.start_ns if ctx.in_steps is not None else None)
+
+
+@analysis("idle_gaps", IdleGaps | None, default=None)
+def _idle_gaps(ctx: TraceContext) -> IdleGaps | None:
+    """Each device's idle time by the length of its gaps, in ``window`` (None: no GPU
+    activity)."""
+    devices = ctx.result("timeline").devices
+    if not devices:
+        return None
+    return idle_gaps(ctx.table, ctx.gpu, ctx.in_steps, {
+        d.device: (d.window_start_ns, d.window_start_ns + d.window_ns) for d in devices})
+
+
+@analysis("sm", SmOccupancy | None, default=None)
+def _sm(ctx: TraceContext) -> SmOccupancy | None:
+    """SM efficiency and achieved occupancy per device (as the TensorBoard plugin's, over
+    its window) and step, per kernel name with its limiter, the kernels that idle the SMs
+    with their line."""
+    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
+               for d in ctx.result("timeline").devices}
+    sm = sm_over_plugin_window(ctx.table, ctx.gpu, ctx.in_steps, windows, ctx.steps)
+    return with_idle_kernel_lines(sm, ctx.result("code"))
+
+
+@analysis("phases", Phases)
+def _phases(ctx: TraceContext) -> Phases:
+    """Time per ``record_function`` annotation, in ``window``."""
+    if ctx.in_steps is None:
+        return ctx.result("trace_phases")
+    return analyze_phases(ctx.table, ctx.tree, ctx.gpu, (ctx.steps.start_ns, ctx.steps.end_ns),
+                          ctx.gpu_window, ctx.in_steps)
 
 
 @analysis("precision", Precision)
@@ -222,13 +315,79 @@ def _memory(ctx: TraceContext) -> Memory:
     return analyze_memory(ctx.table, ctx.tree, top=max(ctx.top, 10))
 
 
-@analysis("phases", Phases)
-def _phases(ctx: TraceContext) -> Phases:
-    """Time per ``record_function`` annotation, in ``window``."""
-    if ctx.in_steps is None:
-        return ctx.result("trace_phases")
-    return analyze_phases(ctx.table, ctx.tree, ctx.gpu, (ctx.steps.start_ns, ctx.steps.end_ns),
-                          ctx.gpu_window, ctx.in_steps)
+@analysis("memory_timeline", MemoryTimeline)
+def _memory_timeline(ctx: TraceContext) -> MemoryTimeline:
+    """Allocated and reserved memory over time per device."""
+    return memory_timeline(ctx.table)
+
+
+@analysis("step_timeline", StepTimeline)
+def _step_timeline(ctx: TraceContext) -> StepTimeline:
+    """One representative step as intervals on lanes."""
+    return step_timeline(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
+
+
+@analysis("names", NameProfile)
+def _names(ctx: TraceContext) -> NameProfile:
+    """Count and time per op and kernel name over the steps."""
+    return name_profile(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
+
+
+@analysis("critical_path", CriticalPath | None)
+def _critical_path(ctx: TraceContext) -> CriticalPath | None:
+    """The critical path of the median step (None: its window is too large, or the GPU's
+    work went unrecorded)."""
+    if ctx.missing is not None:
+        return None
+    return critical_path(ctx.table, ctx.gpu, ctx.steps, top=max(ctx.top, 10))
+
+
+@analysis("code", CodeView | None, default=None)
+def _code(ctx: TraceContext) -> CodeView | None:
+    """Time by nn.Module instance and source line, forward and backward, compiled
+    kernels' ops and CUDA graph replays (``modules`` and ``lines`` empty without module
+    events or stacks; its notes say how to record them)."""
+    return analyze_code(ctx.table, ctx.tree, ctx.gpu, top=ctx.top, provenance=ctx.provenance)
+
+
+@analysis("communication", RankSummary | None, default=None)
+def _communication(ctx: TraceContext) -> RankSummary | None:
+    """The rank's collectives and steps, for the job view across ranks (None: not
+    computed)."""
+    return summarize_rank(ctx.table, label=ctx.label or ctx.meta.trace_name, steps=ctx.steps,
+                          tree=ctx.tree, gpu=ctx.gpu)
+
+
+# --- the whole trace's, where the window is the steps' ---
+
+
+@analysis("trace_gpu", Breakdown | None, default=None)
+def _trace_gpu(ctx: TraceContext) -> Breakdown | None:
+    """The whole trace's GPU activity by class (the same as ``gpu`` for ``"trace"``)."""
+    return gpu_breakdown(ctx.table, ctx.gpu, top=ctx.top)
+
+
+@analysis("trace_timeline", Timeline | None, default=None)
+def _trace_timeline(ctx: TraceContext) -> Timeline | None:
+    """The whole trace's GPU busy and idle."""
+    return analyze_timeline(ctx.table, ctx.gpu)
+
+
+@analysis("trace_phases", Phases | None, default=None)
+def _trace_phases(ctx: TraceContext) -> Phases | None:
+    """The whole trace's time per annotation."""
+    tl: Timeline = ctx.result("trace_timeline")
+    window = (tl.trace_start_ns, tl.trace_start_ns + tl.trace_window_ns)
+    return analyze_phases(ctx.table, ctx.tree, ctx.gpu, window)
+
+
+@analysis("trace_launches", Launches | None, default=None)
+def _trace_launches(ctx: TraceContext) -> Launches | None:
+    """The whole trace's launch statistics."""
+    return analyze_launches(ctx.table, ctx.gpu)
+
+
+# --- the findings ---
 
 
 @analysis("recommendations", tuple[Recommendation, ...])
@@ -266,151 +425,6 @@ def _notes(ctx: TraceContext) -> tuple[str, ...]:
         notes.append(f"critical path left out: its window holds more than {MAX_EVENTS:,} "
                      "events (profile with a schedule to get ProfilerStep# spans)")
     return tuple(notes)
-
-
-@analysis("memory_timeline", MemoryTimeline)
-def _memory_timeline(ctx: TraceContext) -> MemoryTimeline:
-    """Allocated and reserved memory over time per device."""
-    return memory_timeline(ctx.table)
-
-
-@analysis("step_timeline", StepTimeline)
-def _step_timeline(ctx: TraceContext) -> StepTimeline:
-    """One representative step as intervals on lanes."""
-    return step_timeline(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
-
-
-@analysis("names", NameProfile)
-def _names(ctx: TraceContext) -> NameProfile:
-    """Count and time per op and kernel name over the steps."""
-    return name_profile(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
-
-
-@analysis("step_terms", StepTerms)
-def _step_terms(ctx: TraceContext) -> StepTerms:
-    """Step time decomposed into class busy time, overlap and idle."""
-    return decompose(ctx.table, ctx.tree, ctx.gpu, ctx.steps)
-
-
-@analysis("critical_path", CriticalPath | None)
-def _critical_path(ctx: TraceContext) -> CriticalPath | None:
-    """The critical path of the median step (None: its window is too large, or the GPU's
-    work went unrecorded)."""
-    if ctx.missing is not None:
-        return None
-    return critical_path(ctx.table, ctx.gpu, ctx.steps, top=max(ctx.top, 10))
-
-
-@analysis("communication", RankSummary | None, default=None)
-def _communication(ctx: TraceContext) -> RankSummary | None:
-    """The rank's collectives and steps, for the job view across ranks (None: not
-    computed)."""
-    return summarize_rank(ctx.table, label=ctx.label or ctx.meta.trace_name, steps=ctx.steps,
-                          tree=ctx.tree, gpu=ctx.gpu)
-
-
-@analysis("window", str, default="trace")
-def _window(ctx: TraceContext) -> str:
-    """``"steps"``: gpu, gpu_by_device, timeline, phases and launches cover the steps (the
-    activities launched in them, over the GPU-side steps window); ``"trace"``: the whole
-    trace."""
-    return ctx.window
-
-
-@analysis("trace_gpu", Breakdown | None, default=None)
-def _trace_gpu(ctx: TraceContext) -> Breakdown | None:
-    """The whole trace's GPU activity by class (the same as ``gpu`` for ``"trace"``)."""
-    return gpu_breakdown(ctx.table, ctx.gpu, top=ctx.top)
-
-
-@analysis("trace_timeline", Timeline | None, default=None)
-def _trace_timeline(ctx: TraceContext) -> Timeline | None:
-    """The whole trace's GPU busy and idle."""
-    return analyze_timeline(ctx.table, ctx.gpu)
-
-
-@analysis("trace_phases", Phases | None, default=None)
-def _trace_phases(ctx: TraceContext) -> Phases | None:
-    """The whole trace's time per annotation."""
-    tl: Timeline = ctx.result("trace_timeline")
-    window = (tl.trace_start_ns, tl.trace_start_ns + tl.trace_window_ns)
-    return analyze_phases(ctx.table, ctx.tree, ctx.gpu, window)
-
-
-@analysis("launches", Launches | None, default=None)
-def _launches(ctx: TraceContext) -> Launches | None:
-    """Launch statistics and idle causes, in ``window``."""
-    if ctx.in_steps is None:
-        return ctx.result("trace_launches")
-    return analyze_launches(ctx.table, ctx.gpu, ctx.in_steps)
-
-
-@analysis("trace_launches", Launches | None, default=None)
-def _trace_launches(ctx: TraceContext) -> Launches | None:
-    """The whole trace's launch statistics."""
-    return analyze_launches(ctx.table, ctx.gpu)
-
-
-@analysis("idle", IdleAttribution | None, default=None)
-def _idle(ctx: TraceContext) -> IdleAttribution | None:
-    """The idle gaps of ``launches`` by what the launching CPU thread was doing
-    meanwhile."""
-    return attribute_idle(ctx.table, ctx.tree, ctx.gpu, ctx.in_steps,
-                          ctx.steps.start_ns if ctx.in_steps is not None else None)
-
-
-@analysis("idle_gaps", IdleGaps | None, default=None)
-def _idle_gaps(ctx: TraceContext) -> IdleGaps | None:
-    """Each device's idle time by the length of its gaps, in ``window`` (None: no GPU
-    activity)."""
-    devices = ctx.result("timeline").devices
-    if not devices:
-        return None
-    return idle_gaps(ctx.table, ctx.gpu, ctx.in_steps, {
-        d.device: (d.window_start_ns, d.window_start_ns + d.window_ns) for d in devices})
-
-
-@analysis("step_gpu_busy_share", float | None, default=None)
-def _step_gpu_busy_share(ctx: TraceContext) -> float | None:
-    """The steps' GPU busy time (per device, averaged) over their device-side time: a
-    step of 13 s with 2 µs of GPU work is 0.00002 busy, although its GPU window is all
-    busy."""
-    return _busy_share(ctx.result("timeline"), ctx.result("step_device_ns"))
-
-
-@analysis("step_device_ns", int | None, default=None)
-def _step_device_ns(ctx: TraceContext) -> int | None:
-    """The steps' device-side time, summed (None: no device-side steps)."""
-    steps = ctx.steps
-    if ctx.in_steps is None or steps.device is None:
-        return None
-    return sum(st.device_dur_ns for st in steps.steps)
-
-
-@analysis("gpu_activity_missing", MissingGpuActivity | None, default=None)
-def _gpu_activity_missing(ctx: TraceContext) -> MissingGpuActivity | None:
-    """Launches or a GPU in use but no GPU activity recorded: what shows it (None: not
-    so)."""
-    return ctx.missing
-
-
-@analysis("code", CodeView | None, default=None)
-def _code(ctx: TraceContext) -> CodeView | None:
-    """Time by nn.Module instance and source line, forward and backward, compiled
-    kernels' ops and CUDA graph replays (``modules`` and ``lines`` empty without module
-    events or stacks; its notes say how to record them)."""
-    return analyze_code(ctx.table, ctx.tree, ctx.gpu, top=ctx.top, provenance=ctx.provenance)
-
-
-@analysis("sm", SmOccupancy | None, default=None)
-def _sm(ctx: TraceContext) -> SmOccupancy | None:
-    """SM efficiency and achieved occupancy per device (as the TensorBoard plugin's, over
-    its window) and step, per kernel name with its limiter, the kernels that idle the SMs
-    with their line."""
-    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
-               for d in ctx.result("timeline").devices}
-    sm = sm_over_plugin_window(ctx.table, ctx.gpu, ctx.in_steps, windows, ctx.steps)
-    return with_idle_kernel_lines(sm, ctx.result("code"))
 
 
 def _ranked(ctx: TraceContext) -> Ranked:
@@ -453,42 +467,42 @@ class TraceAnalysis(TraceAnalysisBase, frozen=True, kw_only=True):
     events: int
     skipped: dict[str, int]  # reason -> events left out
     normalized: dict[str, int]  # reason -> events kept after a fix
+    gpu_activity_missing: MissingGpuActivity | None = None
+    window: str = "trace"  # "steps" or "trace": what the window figures cover
     # the steps' window (the whole trace where it has no steps: ``window``)
+    steps: Steps
+    step_device_ns: int | None = None
+    step_gpu_busy_share: float | None = None
+    step_terms: StepTerms  # the step split term by term (the waterfall's input)
     gpu: Breakdown  # GPU time by class
     gpu_by_device: tuple[tuple[int, Breakdown], ...]
     cpu: Breakdown  # CPU op self time by class
     kernels: tuple[NameTotal, ...]
     attribution: Attribution  # how the kernels were linked to their ops
     timeline: Timeline  # busy, idle and overlap per device
-    steps: Steps
+    launches: Launches | None = None  # the launch queue in the window
+    idle: IdleAttribution | None = None  # why the GPU idled
+    idle_gaps: IdleGaps | None = None  # the idle time by the length of its gaps
+    sm: SmOccupancy | None = None
+    phases: Phases  # record_function ranges
     precision: Precision
     perf: PerfModel  # FLOPs, bytes, roofline and MFU
     memory: Memory
-    phases: Phases  # record_function ranges
-    # findings
-    recommendations: tuple[Recommendation, ...]
-    held_back: tuple[Recommendation, ...] = ()  # predicted gain under the threshold
-    notes: tuple[str, ...]
     memory_timeline: MemoryTimeline
     step_timeline: StepTimeline
     names: NameProfile  # op and kernel names, for the comparison
-    step_terms: StepTerms  # the step split term by term (the waterfall's input)
     critical_path: CriticalPath | None
+    code: CodeView | None = None  # time by module and line
     communication: RankSummary | None = None  # collectives, for the job view
-    window: str = "trace"  # "steps" or "trace": what the window figures cover
     # the whole trace, where the window is the steps'
     trace_gpu: Breakdown | None = None
     trace_timeline: Timeline | None = None
     trace_phases: Phases | None = None
-    launches: Launches | None = None  # the launch queue in the window
     trace_launches: Launches | None = None
-    idle: IdleAttribution | None = None  # why the GPU idled
-    idle_gaps: IdleGaps | None = None  # the idle time by the length of its gaps
-    step_gpu_busy_share: float | None = None
-    step_device_ns: int | None = None
-    gpu_activity_missing: MissingGpuActivity | None = None
-    code: CodeView | None = None  # time by module and line
-    sm: SmOccupancy | None = None
+    # findings
+    recommendations: tuple[Recommendation, ...]
+    held_back: tuple[Recommendation, ...] = ()  # predicted gain under the threshold
+    notes: tuple[str, ...]
 
 
 ANALYSES.declare(TraceAnalysis)
