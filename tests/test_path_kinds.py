@@ -75,7 +75,11 @@ def test_the_inputs_of_a_command_are_sorted_once(made, tmp_path):
     assert inputs.reports == (made["run record"], made["ddp report"])
     assert inputs.records == (record,)
     assert inputs.may_hold_memory and not inputs.only_summaries
-    assert not inputs.one_run_or_record and resolve([record]).one_run_or_record
+    assert not inputs.one_run_or_record and resolve([made["run folder"]]).one_run_or_record
+    assert not resolve([record]).one_run_or_record  # still recording: no report of its own
+    (record / "record.json").write_text("{}")
+    assert resolve([record]).one_run_or_record
+    assert resolve([made["categories"]]).may_hold_memory
     only_traces = resolve([made["trace"], made["plain trace"]])
     assert not only_traces.may_hold_memory
     files, labels = resolve([made["trace"], made["folder"], made["trace"]]).labelled_traces()

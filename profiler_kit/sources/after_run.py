@@ -70,12 +70,14 @@ def step_changes(result: RunResult) -> RunResult:
                         if timed and timed_base and w.before_ns > 0 else None)
             if conflict:  # never give the reason for the opposite of what was timed
                 strategies[i] = replace(strategies[i], explanation=None,
-                                        explanation_withheld=conflict, step_change_ns={})
+                                        explanation_withheld=conflict, step_change_ns={},
+                                        verdict=None)
                 continue
             change = {t.name: t.delta_ns for t in w.terms}
             change["step"] = w.delta_ns
             strategies[i] = replace(strategies[i], explanation=_plain(w),
-                                    explanation_withheld=None, step_change_ns=change)
+                                    explanation_withheld=None, step_change_ns=change,
+                                    verdict=None)
     result = replace(result, strategies=tuple(strategies))
     artifacts.write_json_atomic(result.run_dir / artifacts.RUN_JSON, result.to_json())
     return result

@@ -100,9 +100,10 @@ class Inputs:
 
     @property
     def one_run_or_record(self) -> bool:
-        """Whether the paths are one run folder or one record folder (whose report is its
-        own ``report.html``)."""
-        return len(self.paths) == 1 and bool(self.runs or self.records)
+        """Whether the paths are one run folder or one finished record folder (holding
+        record.json), whose report is its own ``report.html``."""
+        return len(self.paths) == 1 and bool(
+            self.runs or any((p / RECORD_JSON).is_file() for p in self.records))
 
 
 def resolve(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> Inputs:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from rich import box
 from rich.console import RenderableType
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -35,7 +36,7 @@ def _cell(cell: Cell) -> Text:
 
 
 def _table(grid: Grid) -> Table:
-    title = Text(grid.title)
+    title = escape(grid.title)  # a title in the table's bold, its brackets kept as text
     t = Table(title=title, **TABLE) if grid.fit is None else \
         FitTable(title=title, kinds=dict(grid.fit), **TABLE)
     for c in grid.columns:

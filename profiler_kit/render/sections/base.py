@@ -50,8 +50,8 @@ class Page:
 
 
 class Body(NamedTuple):
-    """A section of the report's page that is no chart: its anchor (None: numbered with
-    the chart sections), its title, its HTML."""
+    """A section of the report's page that is no chart: its anchor (None: its title's
+    chart section, whose anchor is numbered), its title, its HTML."""
 
     anchor: str | None
     title: str

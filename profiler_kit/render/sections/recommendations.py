@@ -16,8 +16,8 @@ from profiler_kit.render.wording.trace_words import missing_gpu_line, recommenda
 
 
 def notes(a: TraceAnalysis) -> list[str]:
-    """Every note, the line of GPU work gone unrecorded first (which the console and
-    Markdown say at the top instead)."""
+    """Every note, the line of GPU work gone unrecorded first (the JSON's and the
+    report's; the console and Markdown say that line above, under the steps)."""
     m = a.gpu_activity_missing
     return ([missing_gpu_line(m)] if m is not None else []) + list(a.notes)
 

@@ -53,8 +53,8 @@ def verdict_line(w: Waterfall) -> str:
 
 def withheld_line(name: str, conflict: str) -> str:
     """What stands in for ``name``'s explanation where its profiled steps contradict its
-    timing (``noise.explanation_conflict``): run.json's verdict, printed by the console
-    and summary.md, and said by report.html in place of the waterfall."""
+    timing (``noise.explanation_conflict``, the reason run.json keeps): printed by the
+    console and summary.md, and said by report.html in place of the waterfall."""
     return (f"{name}: explanation withheld: {conflict}; rerun with more --profile-active "
             "steps (or on a quieter machine)")
 
@@ -73,7 +73,10 @@ def strategy_verdict(s: StrategyResult) -> str | None:
     if s.explanation_withheld is not None:
         return withheld_line(s.name, s.explanation_withheld)
     if s.explanation is not None:
-        return verdict_line(msgspec.convert(s.explanation, Waterfall))
+        try:
+            return verdict_line(msgspec.convert(s.explanation, Waterfall))
+        except msgspec.ValidationError:  # a run.json edited by hand: no line, not a crash
+            return s.verdict
     return s.verdict
 
 
