@@ -1,5 +1,5 @@
-"""GPU idle time by gap length, against the raw trace: on traces whose window is the whole
-trace, every gap between merged GPU activities found again from the JSON by hand; on every
+"""GPU idle time by gap length, against the raw trace: on the five traces whose window is the
+whole trace, every gap between merged GPU activities found again from the JSON by hand; on every
 GPU trace, the gaps add up to the timeline's idle time."""
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from profiler_kit.render.markdown.analysis import trace_section
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 WHOLE_TRACE = ["a100_event_sync_multi_stream.json.gz", "b200_vllm_eager.json.gz",
-               "mi300_normalization_layers.json.gz"]
+               "mi300_normalization_layers.json.gz", "a100_alexnet.json.gz",
+               "a100_simple_add.json.gz"]
 
 
 def _gaps_by_hand(name: str) -> dict[int, list[int]]:
