@@ -32,7 +32,7 @@ EVENT_COLUMNS: dict[str, type] = {
 def trace_name(path: Path) -> str:
     """The worker name from the file name (``w0.17.pt.trace.json.gz`` -> ``w0.17``)."""
     name = path.name
-    for suffix in (".gz", ".json", ".pt.trace"):
+    for suffix in (".gz", ".json", ".pftrace", ".pt.trace"):
         name = name.removesuffix(suffix)
     return name
 

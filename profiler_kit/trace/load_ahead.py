@@ -30,6 +30,7 @@ from profiler_kit.trace.columns import Part
 from profiler_kit.trace.forking import idle_cores, may_fork
 from profiler_kit.trace.parallel import WHOLE_BYTES
 from profiler_kit.trace.pieces import Misaligned, PieceReader
+from profiler_kit.trace.pftrace import is_pftrace
 from profiler_kit.trace.source import content_size, looks_like_trace
 from profiler_kit.trace.table import EventTable
 
@@ -171,7 +172,7 @@ def prefetch(paths: list[str], jobs: int | None) -> Pending | None:
 
 def _trace_size(path: Path) -> int | None:
     """The content size of a trace file that is worth loading ahead, else None."""
-    if not path.is_file() or not looks_like_trace(path, SNIFF_BYTES):
+    if not path.is_file() or is_pftrace(path) or not looks_like_trace(path, SNIFF_BYTES):
         return None
     size = content_size(path)
     return size if size is not None and MIN_BYTES <= size <= WHOLE_BYTES else None

@@ -1,6 +1,8 @@
-"""Load any torch.profiler (Kineto) Chrome trace into an :class:`EventTable`.
+"""Load any torch.profiler trace into an :class:`EventTable`.
 
-``load`` reads ``.json`` and ``.json.gz`` (detected by content, not by name) and picks
+``load`` reads Chrome traces, ``.json`` and ``.json.gz`` (detected by content, not by
+name), and Perfetto-native ``.pftrace`` traces (:mod:`~profiler_kit.trace.pftrace`,
+by name). For JSON it picks
 the way: a trace whose later part a forked child has been decoding since the command
 began (``ahead``, from :mod:`~profiler_kit.trace.load_ahead`), a large trace in parts on
 several cores (:mod:`~profiler_kit.trace.parallel`), a small one decoded whole
@@ -16,15 +18,18 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.build import build_table, list_columns, list_memory, meta_from_header
+from profiler_kit.trace.columns import document_table
 from profiler_kit.trace.normalize import Accumulator, accumulated_launches, join_launches
 from profiler_kit.trace.parallel import WHOLE_BYTES, load_in_parts
+from profiler_kit.trace.pftrace import is_pftrace, read_pftrace
 from profiler_kit.trace.pieces import PieceReader
 from profiler_kit.trace.schema import decode_whole, json_problem
 from profiler_kit.trace.source import looks_like_trace, read_all
@@ -57,6 +62,8 @@ def load(path: str | os.PathLike[str], *, chunk_bytes: int | None = None,
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: collections only cost time
     try:
+        if is_pftrace(p):
+            return events_table(p, *read_pftrace(p))
         table = _load(p, chunk_bytes, lenient, jobs, ahead)
         return table if table is not None else load_simple(p)
     except (msgspec.DecodeError, RecursionError) as e:  # a safety net: never a traceback
@@ -89,12 +96,26 @@ def _load(path: Path, chunk_bytes: int | None, lenient: bool, jobs: int | None,
 def load_simple(path: str | os.PathLike[str]) -> EventTable:
     """Reference loader: decode the whole file at once, then normalize event by event."""
     p = Path(path)
+    if is_pftrace(p):
+        header, events = read_pftrace(p)
+        return _event_by_event(p, header, events)
     doc = decode_whole(p, read_all(p))
+    return _event_by_event(p, doc, doc["traceEvents"])
+
+
+def events_table(path: Path, header: dict[str, Any], events: list[Any]) -> EventTable:
+    """The table of events already in hand (a Perfetto trace's, as JSON would hold them):
+    whole columns at once where they are regular, else event by event."""
+    data = msgspec.json.encode({**header, "traceEvents": events})
+    return document_table(path, data) or _event_by_event(path, header, events)
+
+
+def _event_by_event(path: Path, header: Mapping[str, Any], events: list[Any]) -> EventTable:
     acc = Accumulator()
-    for event in doc["traceEvents"]:
+    for event in events:
         acc.add(event)
-    return build_table(meta_from_header(p, doc), acc, list_columns(acc), list_memory(acc),
-                       dict(acc.inputs), dict(acc.event_waits),
+    return build_table(meta_from_header(path, header), acc, list_columns(acc),
+                       list_memory(acc), dict(acc.inputs), dict(acc.event_waits),
                        accumulated_launches(acc.launches) or join_launches([]))
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from profiler_kit.errors import TraceError
+from profiler_kit.trace.pftrace import is_pftrace
 
 try:  # Intel's igzip: zlib's API and results, about twice as fast to inflate
     from isal import isal_zlib as inflating
@@ -34,10 +35,12 @@ SNIFF_BYTES = 1 << 20
 
 
 def looks_like_trace(f: Path, sniff_bytes: int = SNIFF_BYTES) -> bool:
-    """A trace by its name (``*.pt.trace.json[.gz]``) or by a ``traceEvents`` key in the
+    """A trace by its name (``*.pt.trace.json[.gz]``, ``*.pftrace[.gz]``) or by a ``traceEvents`` key in the
     first ``sniff_bytes`` of its content; a truncated ``.gz`` is read as far as it goes.
     Never one of profkit's own files that sit beside traces."""
     name = f.name
+    if is_pftrace(f):
+        return True
     if not name.endswith(TRACE_SUFFIXES) or name in NOT_TRACES:
         return False
     if name.endswith((".pt.trace.json", ".pt.trace.json.gz")):

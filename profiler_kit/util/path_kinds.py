@@ -60,7 +60,7 @@ def kind_of(path: str | os.PathLike[str]) -> PathKind:
         return PathKind.SNAPSHOT
     if is_merged_trace(path):
         return PathKind.MERGED_TRACE
-    if name.endswith((".json", ".json.gz")) and looks_like_trace(path):
+    if looks_like_trace(path):  # *.json[.gz] holding traceEvents, or a *.pftrace
         return PathKind.TRACE
     if f'"schema": "{RUN_SCHEMA}"'.encode() in head:
         return PathKind.RUN_RECORD

@@ -1,0 +1,289 @@
+"""Perfetto-native traces (``.pftrace``) as the Chrome trace events they stand for.
+
+PyTorch's ``cupti_monitor`` backend writes a recording either as Chrome JSON or as a
+Perfetto ``Trace`` protobuf (gzip-compressed). The two carry the same recording in
+different shapes; this module reads the protobuf with the schema the ``perfetto``
+package ships and gives back the events the JSON export of the same recording holds:
+
+- CPU slices (``TrackEvent`` begin/end pairs on a thread's track) become complete
+  events, their debug annotations their ``args`` (``External id``, ``Input Dims``, ...);
+- GPU work (``GpuRenderStageEvent``: kernels, memcpy, memset, GPU annotations) becomes
+  ``kernel``/``gpu_memcpy``/``gpu_memset``/``gpu_user_annotation`` events with device,
+  stream, correlation, grid, block and registers as the JSON export writes them;
+- GPU counters (``GpuCounterEvent``) become ``"C"`` events on ``GPU N Counters``;
+- track descriptors become ``process_name``/``thread_name`` metadata.
+
+Times are relative to the trace's clock snapshot, as ``baseTimeNanoseconds`` makes the
+JSON export's. What the protobuf does not carry is absent: the JSON header
+(``deviceProperties``, ``distributedInfo``), instant events such as ``[memory]``, and a
+kernel's static shared memory (the encoder writes the dynamic part only).
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+from typing import Any
+
+from profiler_kit.errors import TraceError
+
+PFTRACE_SUFFIXES = (".pftrace", ".pftrace.gz", ".perfetto-trace")
+GZIP_MAGIC = b"\x1f\x8b"
+# ComputeKernelLaunch argument ids as PyTorch's encoder numbers them (its _COMPUTE_ARGS);
+# the perfetto package's schema does not yet name the interned argument names
+LAUNCH_ARGS = {1: "registers per thread", 2: "dynamic shared memory"}
+STAGE_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset",
+                  "Annotation": "gpu_user_annotation"}
+# render-stage extra data as the JSON export names it in args (numbers as numbers)
+EXTRA_ARGS = {"device id": "device", "context id": "context", "stream id": "stream",
+              "correlation": "correlation", "priority": "priority", "queued": "queued",
+              "channel": "channel", "channel_type": "channel_type", "graph id": "graph id",
+              "graph node id": "graph node id", "bytes": "bytes", "value": "value",
+              "memory kind": "memory kind"}
+SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
+INCREMENTAL_STATE_CLEARED = 1
+
+
+def is_pftrace(path: Path) -> bool:
+    """A Perfetto-native trace by its name."""
+    return path.name.endswith(PFTRACE_SUFFIXES)
+
+
+def schema() -> Any:
+    """The generated ``perfetto_trace_pb2`` module, or a TraceError saying what to install."""
+    try:
+        from perfetto.protos.perfetto.trace import perfetto_trace_pb2
+    except ImportError:
+        raise TraceError("reading a .pftrace needs the perfetto package "
+                         "(pip install perfetto)") from None
+    return perfetto_trace_pb2
+
+
+def read_pftrace(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the header a JSON export would have, its events) of one Perfetto-native trace."""
+    pb = schema()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror or e})") from None
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise TraceError(f"{path}: corrupt gzip data ({e})") from None
+    if not data:
+        raise TraceError(f"{path}: empty file")
+    trace = pb.Trace()
+    try:
+        trace.ParseFromString(data)
+    except Exception as e:  # google.protobuf.message.DecodeError and friends
+        raise TraceError(f"{path}: not a Perfetto trace ({e})") from None
+    return _Events().read(trace.packet, path)
+
+
+class _Events:
+    """The packets of one trace walked in order, with the interned names of each sequence."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.base_ns: int | None = None
+        self.interned: dict[int, dict[str, dict[int, Any]]] = {}
+        self.tracks: dict[int, tuple[Any, Any]] = {}  # uuid -> (pid, tid)
+        self.marks: list[tuple[int, int, tuple[int, int], Any]] = []
+        self.slices = 0
+        self.values: dict[tuple[int, bytes], tuple[str, Any]] = {}
+        self.group = 0  # which run of begins (and the ends after it) a slice is in
+        self.ended = False
+
+    def read(self, packets: Any, path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        for p in packets:
+            kind = p.WhichOneof("data")
+            seq = p.trusted_packet_sequence_id
+            if p.sequence_flags & INCREMENTAL_STATE_CLEARED:
+                self.interned[seq] = {}
+            if p.HasField("interned_data"):
+                self._intern(seq, p.interned_data)
+            if kind == "track_event":
+                self._track_event(p.timestamp, seq, p.track_event)
+            elif kind == "gpu_render_stage_event":
+                self._render_stage(p.timestamp, seq, p.gpu_render_stage_event)
+            elif kind == "gpu_counter_event":
+                self._counters(p.timestamp, seq, p.gpu_counter_event)
+            elif kind == "track_descriptor":
+                self._track(p.track_descriptor)
+            elif kind == "clock_snapshot" and self.base_ns is None:
+                self.base_ns = p.timestamp or min(
+                    (c.timestamp for c in p.clock_snapshot.clocks), default=0)
+        self._pair_slices()
+        if not self.slices and not self.events:
+            raise TraceError(f"{path}: a Perfetto trace with no slices or GPU events")
+        header: dict[str, Any] = {"traceName": path.name}
+        if self.base_ns is not None:
+            header["baseTimeNanoseconds"] = self.base_ns
+        return header, self.events
+
+    def _us(self, ts_ns: int) -> float:
+        return (ts_ns - (self.base_ns or 0)) / 1000.0
+
+    def _intern(self, seq: int, d: Any) -> None:
+        tables = self.interned.setdefault(seq, {})
+        for field, entries in d.ListFields():
+            table = tables.setdefault(field.name, {})
+            for entry in entries:
+                table[entry.iid] = entry
+
+    def _name(self, seq: int, table: str, iid: int) -> str:
+        entry = self.interned.get(seq, {}).get(table, {}).get(iid)
+        return entry.name if entry is not None else ""
+
+    def _track(self, t: Any) -> None:
+        if t.HasField("thread"):
+            pid, tid = t.thread.pid, t.thread.tid
+            self.tracks[t.uuid] = (pid, tid)
+            name = t.thread.thread_name
+            if name == str(tid):  # unnamed: the encoder writes the id, the JSON "thread N"
+                name = f"thread {tid}"
+            if name:
+                self.events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                                    "args": {"name": name}})
+        elif t.HasField("process"):
+            pid = t.process.pid
+            self.tracks[t.uuid] = (pid, 0)
+            if t.process.process_name:
+                self.events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                                    "args": {"name": t.process.process_name}})
+
+    def _track_event(self, ts: int, seq: int, te: Any) -> None:
+        kind = te.type
+        if kind == SLICE_END:
+            self.ended = True
+            self.marks.append((ts, len(self.marks), (self.group, te.track_uuid), None))
+            return
+        if kind not in (SLICE_BEGIN, INSTANT):
+            return
+        if self.ended:  # a begin after ends: the encoder's next kind of slice
+            self.group += 1
+            self.ended = False
+        name = te.name or self._name(seq, "event_names", te.name_iid)
+        cat = ",".join(c for c in [*(self._name(seq, "event_categories", i)
+                                      for i in te.category_iids), *te.categories] if c)
+        args = {}
+        values = self.values
+        for a in te.debug_annotations:
+            # the same shapes and ids recur in every step: each distinct annotation is
+            # converted once (its serialized bytes, taken in C, are the key)
+            key = (seq, a.SerializeToString())
+            entry = values.get(key)
+            if entry is None:
+                entry = values[key] = (self._annotation_name(seq, a), _value(a))
+            args[entry[0]] = entry[1]
+        if not cat and "cuda_sync_kind" in args:  # the encoder gives syncs no category
+            cat = "cuda_sync"
+        begin = (name, cat, args)
+        track = (self.group, te.track_uuid)
+        self.marks.append((ts, len(self.marks), track, begin))
+        if kind == INSTANT:
+            self.marks.append((ts, len(self.marks), track, None))
+
+    def _pair_slices(self) -> None:
+        """Begins and ends paired per track in time order, as Perfetto pairs them, but
+        each run of begins and the ends after it apart: PyTorch's encoder writes one kind
+        of slice at a time (CPU ops, then runtime calls, ...), all begins then all ends,
+        and a runtime call that straddles an op's end would close the op in one stack.
+        The slices are listed in the order they begin, so a parent precedes a child that
+        begins with it, as in a JSON trace. At one timestamp the format cannot tell a
+        slice that ends from one that begins: there, packet order decides."""
+        self.marks.sort()
+        open_slices: dict[tuple[int, int], list[tuple[int, int, Any]]] = {}
+        paired = []
+        for order, (ts, _, track, begin) in enumerate(self.marks):
+            stack = open_slices.setdefault(track, [])
+            if begin is not None:
+                stack.append((order, ts, begin))
+            elif stack:
+                first, start, begin = stack.pop()
+                paired.append((first, track, start, ts, begin))
+        paired.sort()
+        for _, (_, track), start, end, (name, cat, args) in paired:
+            self._slice(track, start, end, name, cat, args)
+        self.marks = []
+
+    def _annotation_name(self, seq: int, a: Any) -> str:
+        return a.name or self._name(seq, "debug_annotation_names", a.name_iid)
+
+    def _slice(self, track: int, start: int, end: int, name: str, cat: str,
+               args: dict[str, Any]) -> None:
+        pid, tid = self.tracks.get(track, (0, track))
+        self.slices += 1
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
+                            "ts": self._us(start), "dur": (end - start) / 1000.0,
+                            "args": args})
+
+    def _render_stage(self, ts: int, seq: int, e: Any) -> None:
+        stage = self._name(seq, "gpu_specifications", e.stage_iid)
+        cat = STAGE_CATEGORY.get(stage)
+        if cat is None:  # graph event-record and host nodes: no counterpart in the table
+            return
+        args: dict[str, Any] = {}
+        for x in e.extra_data:
+            key = EXTRA_ARGS.get(x.name)
+            if key is not None:
+                args[key] = _number(x.value)
+        device = args.get("device", e.gpu_id)
+        stream = args.get("stream", 0)
+        name = e.name or self._name(seq, "event_names", e.name_iid) or stage
+        if cat == "kernel" and e.HasField("launch"):
+            launch = e.launch
+            g, b = launch.grid_size, launch.workgroup_size
+            args["grid"] = [g.x, g.y, g.z]
+            args["block"] = [b.x, b.y, b.z]
+            for arg in launch.args:
+                key = LAUNCH_ARGS.get(arg.name_iid)
+                if key == "registers per thread":
+                    args[key] = arg.uint_value
+                elif key is not None:
+                    args["shared memory"] = arg.uint_value
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": device,
+                            "tid": stream, "ts": self._us(ts), "dur": e.duration / 1000.0,
+                            "args": args})
+
+    def _counters(self, ts: int, seq: int, e: Any) -> None:
+        entry = self.interned.get(seq, {}).get("gpu_counter_descriptors", {}).get(
+            e.counter_descriptor_iid)
+        descriptor = entry.counter_descriptor if entry is not None else e.counter_descriptor
+        gpu = e.gpu_id if e.HasField("gpu_id") else (entry.gpu_id if entry is not None else 0)
+        names = {s.counter_id: s.name for s in descriptor.specs}
+        for c in e.counters:
+            name = names.get(c.counter_id)
+            if name is None:
+                continue
+            value = c.double_value if c.HasField("double_value") else c.int_value
+            self.events.append({"ph": "C", "name": name, "pid": f"GPU {gpu} Counters",
+                                "ts": self._us(ts), "args": {"": value}})
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _value(a: Any) -> Any:
+    """A debug annotation's value as JSON would hold it."""
+    kind = a.WhichOneof("value")
+    if kind is None:
+        if len(a.array_values):
+            return [_value(v) for v in a.array_values]
+        if len(a.dict_entries):
+            return {v.name: _value(v) for v in a.dict_entries}
+        return []
+    value = getattr(a, kind)
+    if kind == "legacy_json_value":
+        import json
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

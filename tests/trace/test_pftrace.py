@@ -1,0 +1,141 @@
+"""Perfetto-native ``.pftrace`` traces read as their JSON twins.
+
+The twins are written by PyTorch's own ``cupti_monitor`` exporter from one recording
+(``tests/monitor_window.py``): live from real traces of ``tests/data`` where the exporter
+can run here, and from the pairs kept in ``tests/data/pftrace`` everywhere.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor_window import export, exporter_available
+from profiler_kit.errors import TraceError
+from profiler_kit.trace.loader import find_traces, load, load_simple
+
+DATA = Path(__file__).parents[1] / "data"
+PAIRS = DATA / "pftrace"
+# real traces whose recording the two formats carry alike: timestamps in ns (with whole µs
+# many slices of one thread begin as others end, which a .pftrace cannot order) and no
+# slice straddling another's end on one thread (a Python frame that ends inside the
+# ProfilerStep it opened: Perfetto's begin/end pairs cannot hold it)
+LIVE = ["cpu_torch_profiler.pt.trace.json.gz", "a100_ddp_nccl_rank0.json.gz",
+        "h200_concurrent_sequential.pt.trace.json.gz"]
+
+
+def analyze_json(*paths: Path) -> dict:
+    r = subprocess.run([sys.executable, "-m", "profiler_kit", "analyze", *map(str, paths),
+                        "--json", "-"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def as_compared(trace: dict) -> dict:
+    """One trace's analysis less what names the file, with the step timeline's names
+    spelled out (their numbering follows the order events come in the file), and less
+    what the two formats carry differently on purpose:
+
+    - ``events``: the JSON export keeps Kineto's "PyTorch Profiler (0)" span, which the
+      ``.pftrace`` exporter leaves out (it takes complete events of the CPU's threads);
+    - a kernel's shared memory: the encoder writes its dynamic part only, so the
+      ``.pftrace`` says nothing of static shared memory, and profkit shows it as unknown.
+    """
+    t = {k: v for k, v in trace.items() if k not in ("label", "path", "events")}
+    timeline = t.get("step_timeline")
+    if timeline:
+        names = timeline["names"]
+        t["step_timeline"] = {**{k: v for k, v in timeline.items() if k != "names"},
+                              "name": [names[i] for i in timeline["name"]]}
+    occupancy = t.get("sm_occupancy")
+    if occupancy:
+        t["sm_occupancy"] = {**occupancy, "kernels": [
+            {k: v for k, v in kernel.items() if k != "shared_memory_bytes"}
+            for kernel in occupancy["kernels"]]}
+    return t
+
+
+def assert_twins(json_trace: Path, pftrace: Path) -> None:
+    doc = analyze_json(json_trace, pftrace)
+    from_json, from_pftrace = doc["traces"]
+    assert from_pftrace["events"] == from_json["events"] - 1
+    assert as_compared(from_pftrace) == as_compared(from_json)
+
+
+@pytest.mark.parametrize("name", LIVE)
+def test_a_real_trace_exported_both_ways_analyzes_alike(name: str, tmp_path: Path) -> None:
+    why = exporter_available()
+    if why:
+        pytest.skip(why)
+    json_trace, pftrace = export(DATA / name, tmp_path / name.split(".")[0])
+    assert_twins(json_trace, pftrace)
+
+
+@pytest.mark.parametrize("stem", ["cpu_torch_profiler", "a100_triton_kernel_counters"])
+def test_the_kept_pairs_analyze_alike(stem: str) -> None:
+    assert_twins(PAIRS / f"{stem}.json.gz", PAIRS / f"{stem}.pftrace")
+
+
+def test_every_loader_reads_a_pftrace_into_the_same_table() -> None:
+    path = PAIRS / "a100_triton_kernel_counters.pftrace"
+    fast, simple = load(path), load_simple(path)
+    twin = load(PAIRS / "a100_triton_kernel_counters.json.gz")
+    for column in ("ts_ns", "dur_ns", "cat", "device", "stream", "correlation"):
+        assert (getattr(fast, column) == getattr(simple, column)).all(), column
+    # the JSON twin holds one more event: Kineto's profiler span
+    assert len(fast.ts_ns) == len(twin.ts_ns) - 1
+    kernels = sorted(zip(fast.ts_ns[fast.cat == 2].tolist(), fast.dur_ns[fast.cat == 2].tolist()))
+    assert kernels == sorted(zip(twin.ts_ns[twin.cat == 2].tolist(),
+                                 twin.dur_ns[twin.cat == 2].tolist()))
+    assert fast.meta.trace_name == "a100_triton_kernel_counters"
+
+
+def test_a_gzipped_pftrace_reads_as_the_plain_one(tmp_path: Path) -> None:
+    plain = PAIRS / "cpu_torch_profiler.pftrace"
+    raw = plain.read_bytes()
+    assert raw[:2] == b"\x1f\x8b"  # PyTorch writes it gzip-compressed already
+    inflated = tmp_path / "inflated.pftrace"
+    inflated.write_bytes(gzip.decompress(raw))
+    again = tmp_path / "again.pftrace.gz"
+    again.write_bytes(raw)
+    tables = [load(p) for p in (plain, inflated, again)]
+    assert all((t.ts_ns == tables[0].ts_ns).all() and (t.name == tables[0].name).all()
+               for t in tables)
+
+
+def test_a_folder_of_pftraces_is_found(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    copy = tmp_path / "run" / "rank0.pftrace"
+    copy.write_bytes((PAIRS / "cpu_torch_profiler.pftrace").read_bytes())
+    (tmp_path / "run" / "notes.txt").write_text("not a trace")
+    assert find_traces(tmp_path) == [copy]
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "empty file"),
+    (b"\x1f\x8b\x08\x00garbage", "corrupt gzip"),
+    (b"\xff" * 64, "not a Perfetto trace"),
+])
+def test_a_broken_pftrace_is_one_line_naming_the_problem(tmp_path: Path, content: bytes,
+                                                         problem: str) -> None:
+    bad = tmp_path / "bad.pftrace"
+    bad.write_bytes(content)
+    with pytest.raises(TraceError, match=problem) as e:
+        load(bad)
+    assert "\n" not in str(e.value) and str(bad) in str(e.value)
+
+
+def test_a_pftrace_with_nothing_to_analyze_says_so(tmp_path: Path) -> None:
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    trace = pb.Trace()
+    trace.packet.add().clock_snapshot.clocks.add(clock_id=6, timestamp=1)
+    empty = tmp_path / "empty.pftrace"
+    empty.write_bytes(trace.SerializeToString())
+    with pytest.raises(TraceError, match="no slices or GPU events"):
+        load(empty)
