@@ -19,6 +19,7 @@ import bisect
 import gzip
 import json
 import sys
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,12 @@ def window(doc: dict, counters: bool = False) -> tuple[dict, dict]:
     The CPU part keeps metadata and the CPU threads' complete events. Instant events are
     left out: the ``.pftrace`` exporter writes complete events only, so a trace's memory
     records have no Perfetto-native form there; so is the JSON header but for its base
-    time (``deviceProperties`` and ``distributedInfo`` have none either). ``counters`` adds sampled power, clocks,
-    temperature and PM utilization over the trace (a made-up but plausible signal: the
-    real one needs a GPU).
+    time (``deviceProperties`` and ``distributedInfo`` have none either). ``counters``
+    adds sampled power, clocks, temperature and PM utilization over the trace (a made-up
+    but plausible signal: the real one needs a GPU).
     """
-    from torch.profiler._cupti.monitor_trace import _load_cbid_names
     from cupti.cupti import Driver_api_trace_cbid, Runtime_api_trace_cbid
+    from torch.profiler._cupti.monitor_trace import _load_cbid_names
 
     # times made relative to the first event, so that a float's µs keep whole ns: the
     # exporter rounds float(ts) * 1000, which a µs figure of 10^12 and more cannot
@@ -94,10 +95,10 @@ def window(doc: dict, counters: bool = False) -> tuple[dict, dict]:
             "start_ns": np.array([ns(r) for r in rows], dtype=np.int64),
             "end_ns": np.array([end_ns(r) for r in rows], dtype=np.int64),
             "device_id": np.array([int(x.get("device", r.get("pid", 0)))
-                                   for x, r in zip(a, rows)], dtype=np.int64),
+                                   for x, r in zip(a, rows, strict=True)], dtype=np.int64),
             "context_id": np.array([int(x.get("context", 1)) for x in a], dtype=np.int64),
             "stream_id": np.array([int(x.get("stream", r.get("tid", 0)))
-                                   for x, r in zip(a, rows)], dtype=np.int64),
+                                   for x, r in zip(a, rows, strict=True)], dtype=np.int64),
             "correlation_id": np.array([int(x.get("correlation", 0)) for x in a],
                                        dtype=np.int64),
             "graph_id": np.zeros(n, dtype=np.int64),
@@ -169,7 +170,7 @@ def _serialize_streams(ops: list[dict]) -> None:
                              []).append(e)
     for stream in by_stream.values():
         stream.sort(key=lambda e: float(e["ts"]))
-        for op, after in zip(stream, stream[1:]):
+        for op, after in pairwise(stream):
             end = float(op["ts"]) + float(op.get("dur", 0))
             if end > float(after["ts"]):
                 op["dur"] = max(float(after["ts"]) - float(op["ts"]), 0.0)
@@ -222,7 +223,7 @@ def _external_correlation(events: list[dict], by_cat: dict) -> tuple[dict, dict]
         t = float(e["ts"])
         user = ext
         i = bisect.bisect_right(spans, (t, float("inf"), 0))
-        for start, end, span_ext in reversed(spans[:i]):  # the latest start enclosing t
+        for _, end, span_ext in reversed(spans[:i]):  # the latest start enclosing t
             if end >= t:
                 user = span_ext
                 break
@@ -238,7 +239,7 @@ def _sync_columns(syncs: list[dict], ns: Any, end_ns: Any) -> dict[str, Any]:
     a = [r.get("args", {}) for r in syncs]
     record_corr = [int(x.get("wait_on_cuda_event_record_corr_id", -1)) for x in a]
     sync_ids = [i + 1 if c >= 0 else 0 for i, c in enumerate(record_corr)]
-    waited = [(i, c) for i, c in zip(sync_ids, record_corr) if i]
+    waited = [(i, c) for i, c in zip(sync_ids, record_corr, strict=True) if i]
     stream = [int(x.get("stream", -1)) for x in a]
     return {
         "cuda_sync": {

@@ -44,6 +44,7 @@ from profiler_kit.analysis.diffs.step_diff import StepTerms, decompose
 from profiler_kit.analysis.jobs.rank_summary import RankSummary, summarize_rank
 from profiler_kit.analysis.memory.over_time import MemoryTimeline, memory_timeline
 from profiler_kit.analysis.memory.usage import Memory, analyze_memory
+from profiler_kit.analysis.perf.gpu_counters import GpuCounters, gpu_counters
 from profiler_kit.analysis.perf.precision import Precision, analyze_precision
 from profiler_kit.analysis.perf.roofline import Instances, PerfModel, measure, mfu_window
 from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy, sm_over_plugin_window
@@ -288,6 +289,15 @@ def _sm(ctx: TraceContext) -> SmOccupancy | None:
     return with_idle_kernel_lines(sm, ctx.result("code"))
 
 
+@analysis("counters", GpuCounters | None, default=None)
+def _counters(ctx: TraceContext) -> GpuCounters | None:
+    """The GPU counters the trace sampled (power, clocks, SM active %), per device over its
+    window and each step (None: the trace has none)."""
+    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
+               for d in ctx.result("timeline").devices}
+    return gpu_counters(ctx.table.counters, ctx.steps, windows)
+
+
 @analysis("phases", Phases)
 def _phases(ctx: TraceContext) -> Phases:
     """Time per ``record_function`` annotation, in ``window``."""
@@ -484,6 +494,7 @@ class TraceAnalysis(TraceAnalysisBase, frozen=True, kw_only=True):
     idle: IdleAttribution | None = None  # why the GPU idled
     idle_gaps: IdleGaps | None = None  # the idle time by the length of its gaps
     sm: SmOccupancy | None = None
+    counters: GpuCounters | None = None  # what the GPU's own counters measured
     phases: Phases  # record_function ranges
     precision: Precision
     perf: PerfModel  # FLOPs, bytes, roofline and MFU

@@ -62,6 +62,10 @@ def _add_generic(p: argparse.ArgumentParser) -> None:
                         "`profkit memory RUN` reads it); off by default until its overhead "
                         "is measured")
     p.add_argument("--gzip", action="store_true", default=s, help="write .json.gz traces")
+    p.add_argument("--counters", action="store_true", default=s,
+                   help="CUDA, torch 2.14+: sample the GPU's counters while profiling (power, "
+                        "clocks, temperature, SM active %%, DRAM throughput %%) with "
+                        "PyTorch's cupti_monitor backend")
     p.add_argument("--no-record-shapes", dest="record_shapes", action="store_false", default=s,
                    help="do not record input shapes")
     p.add_argument("--no-profile-memory", dest="profile_memory", action="store_false",
@@ -126,7 +130,8 @@ def _run(scenario: Any, opts: dict[str, Any]) -> int:
     from profiler_kit.measure.passes import MeasureOptions
     from profiler_kit.render.console import run as run_console
     option_fields = ("iterations", "warmup", "repeats", *_PROFILE_INTS, "with_stack",
-                     "memory_snapshot", "gzip", "record_shapes", "profile_memory")
+                     "memory_snapshot", "counters", "gzip", "record_shapes",
+                     "profile_memory")
     options = MeasureOptions(**{k: opts[k] for k in option_fields if k in opts})
     params = {k.removeprefix("param__"): v for k, v in opts.items() if k.startswith("param__")}
     opt_in = [k.removeprefix("optin__") for k, v in opts.items() if k.startswith("optin__") and v]

@@ -23,6 +23,7 @@ from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trac
 from profiler_kit.contention import RoundContention
 from profiler_kit.measure import (
     contention_watch,
+    gpu_counters,
     inductor_provenance,
     memory_categories,
     memory_snapshot,
@@ -50,6 +51,8 @@ class MeasureOptions:
     with_stack: bool = False
     # the CUDA allocator's history with stacks over the profiled pass (memory_snapshot)
     memory_snapshot: bool = False
+    # the GPU's counters sampled while profiling (power, clocks, SM active %): gpu_counters
+    counters: bool = False
     gzip: bool = False
     # independent rounds of every strategy (the first one also profiles): three by default,
     # the fewest that judge a speedup paired by round and a diff between runs
@@ -153,6 +156,12 @@ def _phases(workload: Workload) -> list[tuple[str, Callable[[], None]]]:
     return list(workload.phases()) or [("step", workload.step)]
 
 
+def _experimental(workload: Workload, options: MeasureOptions) -> dict[str, Any]:
+    """The profiler's experimental config: every thread (``_all_threads``), the GPU
+    counters (``options.counters``; the run checked they can be sampled)."""
+    return gpu_counters.experimental_config(options.counters, bool(_all_threads(workload)))
+
+
 def _all_threads(workload: Workload) -> dict[str, Any]:
     """Profile every thread, not only the one that starts the profiler, when the
     workload says it runs ops in worker threads (``threaded = True``).
@@ -203,7 +212,7 @@ def _profiled_pass(
         record_shapes=options.record_shapes,
         profile_memory=options.profile_memory,
         with_stack=options.with_stack,
-        **_all_threads(workload),
+        **_experimental(workload, options),
     ) as prof:
         for i in range(total):
             dev.synchronize(devices)

@@ -24,7 +24,7 @@ from msgspec.structs import replace
 from profiler_kit import results
 from profiler_kit.analysis import hotspot_summary
 from profiler_kit.errors import OutputError, UsageError
-from profiler_kit.measure import devices, distributed, equivalence
+from profiler_kit.measure import devices, distributed, equivalence, gpu_counters
 from profiler_kit.measure.distributed import is_output_rank
 from profiler_kit.measure.distributed.launch import run_strategy
 from profiler_kit.measure.passes import DEFAULT_WORKER, Measurement, MeasureOptions, measure
@@ -334,6 +334,11 @@ def _measure_run(request: RunRequest, observer: RunObserver | None) -> RunResult
     scenario, options, seed = request.scenario, request.options, request.seed
     validate_options(options)
     device = devices.resolve(request.device)
+    if options.counters:
+        why = gpu_counters.why_not(device != "cpu")
+        if why is not None:
+            raise UsageError(f"--counters samples the GPU's counters, which cannot be here: "
+                             f"{why}")
     if options.memory_snapshot and device == "cpu":
         raise UsageError("--memory-snapshot records the CUDA caching allocator and needs a "
                          "CUDA device; this run is on the CPU (--with-stack records memory "

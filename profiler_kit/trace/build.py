@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 
 from profiler_kit.trace.normalize import MEMORY_COLUMNS, Accumulator, memory_events
-from profiler_kit.trace.table import EventTable, KernelLaunches, RecordedInputs, TraceMeta
+from profiler_kit.trace.table import (
+    EventTable,
+    KernelLaunches,
+    RecordedInputs,
+    TraceMeta,
+    counter_samples,
+)
 
 EVENT_COLUMNS: dict[str, type] = {
     "cat": np.int8,
@@ -109,6 +115,7 @@ def build_table(meta: TraceMeta, acc: Accumulator, columns: dict[str, np.ndarray
         skipped=dict(sorted(acc.skipped.items())),
         normalized=dict(sorted(acc.normalized.items())),
         comms=sorted(acc.comms, key=lambda c: c.ts_ns),  # stable: ties keep file order
+        counters=counter_samples(acc.counters) if acc.counters else None,
         inputs=inputs or {},
         event_waits=event_waits or {},
         launches=kernel_launches,

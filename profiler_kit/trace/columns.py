@@ -49,6 +49,7 @@ from profiler_kit.trace.schema import (
     UNTYPED,
     Args,
     Complete,
+    CounterEvent,
     Metadata,
     decode_json,
 )
@@ -74,6 +75,7 @@ class Part(msgspec.Struct):
     process_names: dict[int, str]
     thread_names: dict[tuple[int, int], str]
     comms: list[CommEvent]
+    counters: list[tuple[int, int, str, float]]
     suffix: bytes | None  # the bytes after the event list (the last part only)
 
 
@@ -277,7 +279,7 @@ class ColumnBuilder:
         return Part(chunks=self.chunks, names=list(acc.names), memory=acc.mem,
                     skipped=dict(acc.skipped), normalized=dict(acc.normalized),
                     process_names=acc.process_names, thread_names=acc.thread_names,
-                    comms=acc.comms, suffix=suffix)
+                    comms=acc.comms, counters=acc.counters, suffix=suffix)
 
     def merge(self, parts: list[Part]) -> None:
         """Append the parts' rows after these, in order (their names renumbered)."""
@@ -301,6 +303,7 @@ class ColumnBuilder:
             acc.process_names.update(part.process_names)
             acc.thread_names.update(part.thread_names)
             acc.comms.extend(part.comms)
+            acc.counters.extend(part.counters)
 
     def _comms(self, names: list[str], args: list[Args], unique_names: set[str],
                *columns: np.ndarray) -> None:
@@ -342,12 +345,14 @@ class ColumnBuilder:
         return np.fromiter(map(codes.__getitem__, cats), dtype=np.int8, count=len(cats)), notes
 
     def _others(self, events: list[Any]) -> None:
-        """Metadata and instant events, one by one, with the per-event path's rules."""
+        """Metadata, instant and counter events, one by one, with the per-event path's rules."""
         acc = self.acc
         for e in events:
             a = e.args
             if type(e) is Metadata:
                 acc.add_metadata(e.name, e.pid, e.tid, None if a is None else a.label)
+            elif type(e) is CounterEvent:
+                acc.add_counter(e.name, e.pid, e.ts, a)
             elif e.name == "[memory]":
                 if a is None:
                     acc.skipped["memory event without args"] += 1

@@ -29,8 +29,8 @@ from pathlib import Path
 from profiler_kit.trace.columns import Part
 from profiler_kit.trace.forking import idle_cores, may_fork
 from profiler_kit.trace.parallel import WHOLE_BYTES
-from profiler_kit.trace.pieces import Misaligned, PieceReader
 from profiler_kit.trace.pftrace import is_pftrace
+from profiler_kit.trace.pieces import Misaligned, PieceReader
 from profiler_kit.trace.source import content_size, looks_like_trace
 from profiler_kit.trace.table import EventTable
 

@@ -154,6 +154,7 @@ class Accumulator:
         self.process_names: dict[int, str] = {}
         self.thread_names: dict[tuple[int, int], str] = {}
         self.comms: list[CommEvent] = []
+        self.counters: list[tuple[int, int, str, float]] = []  # (ts_ns, device, name, value)
 
     def intern(self, name: str) -> int:
         idx = self.names.get(name)
@@ -183,6 +184,9 @@ class Accumulator:
             args = event.get("args")
             self.add_metadata(event.get("name"), event.get("pid"), event.get("tid"),
                               args.get("name") if type(args) is dict else None)
+        elif ph == "C":
+            self.add_counter(event.get("name"), event.get("pid"), event.get("ts"),
+                             event.get("args"))
         elif ph in FLOW_PHASES:
             return
         elif type(ph) is str:
@@ -314,6 +318,24 @@ class Accumulator:
         addr = optional_int(addr_raw)
         m["addr"].append(-1 if addr is None or not 0 <= addr < 2**63 else addr)
 
+    def add_counter(self, name: Any, pid_raw: Any, ts_us: Any, args: Any) -> None:
+        """A counter event: each numeric value in its ``args`` one sample (the series
+        named by the event, and by the key where it has several)."""
+        if type(name) is not str or type(args) is not dict:
+            self.skipped["counter without a name or values"] += 1
+            return
+        ts = us_to_ns(ts_us)
+        if type(ts) is str:
+            self.skipped[reason(ts, "ts")] += 1
+            return
+        device = counter_device(pid_raw)
+        for key, value in args.items():
+            if type(value) not in (int, float) or not math.isfinite(value):
+                self.skipped["counter value not a number"] += 1
+                continue
+            series = name if key in ("", name) or len(args) == 1 else f"{name} ({key})"
+            self.counters.append((ts, device, series, float(value)))
+
     def add_metadata(self, kind: Any, pid_raw: Any, tid_raw: Any, label: Any) -> None:
         """A ``process_name``/``thread_name`` metadata event; others are ignored."""
         if type(label) is not str:
@@ -360,6 +382,16 @@ MEMORY_COLUMNS: dict[str, type] = {
     "tid": np.int64,
     "addr": np.int64,
 }
+
+
+def counter_device(pid: Any) -> int:
+    """The GPU a counter is of: PyTorch's ``"GPU N Counters"`` process; -1 for others."""
+    if type(pid) is str:
+        words = pid.split()
+        if len(words) == 3 and words[0] == "GPU" and words[2] == "Counters" \
+                and words[1].isdigit():
+            return int(words[1])
+    return -1
 
 
 def memory_events(columns: dict[str, np.ndarray]) -> MemoryEvents:

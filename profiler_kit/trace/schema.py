@@ -112,16 +112,24 @@ class FlowStep(FlowStart, tag="t"):
     pass
 
 
-ONE_BY_ONE = frozenset({Instant, InstantUpper, Metadata})  # checked with the per-event rules
+class CounterEvent(msgspec.Struct, tag_field="ph", tag="C", gc=False):
+    name: Any = None
+    pid: Any = None
+    ts: Any = None
+    args: Any = None
+
+
+# checked with the per-event rules
+ONE_BY_ONE = frozenset({Instant, InstantUpper, Metadata, CounterEvent})
 
 # Chrome trace phases the table does not use: decoded without fields, counted as skipped
 # (as the per-event rules do), so a counter or an async span does not send a piece there
-UNSUPPORTED_PHASES = ("B", "E", "C", "b", "n", "e", "S", "T", "p", "F", "P", "N", "O", "D",
+UNSUPPORTED_PHASES = ("B", "E", "b", "n", "e", "S", "T", "p", "F", "P", "N", "O", "D",
                       "V", "v", "R", "c", "(", ")")
 PHASE_OF_UNSUPPORTED = {msgspec.defstruct(f"Phase{i}", [], tag_field="ph", tag=ph, gc=False): ph
                         for i, ph in enumerate(UNSUPPORTED_PHASES)}
 Event = Union[  # noqa: UP007 - built from a tuple of types
-    (Complete, Instant, InstantUpper, Metadata, FlowStart, FlowEnd, FlowStep,
+    (Complete, Instant, InstantUpper, Metadata, CounterEvent, FlowStart, FlowEnd, FlowStep,
      *PHASE_OF_UNSUPPORTED)]
 
 

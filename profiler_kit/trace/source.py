@@ -35,9 +35,9 @@ SNIFF_BYTES = 1 << 20
 
 
 def looks_like_trace(f: Path, sniff_bytes: int = SNIFF_BYTES) -> bool:
-    """A trace by its name (``*.pt.trace.json[.gz]``, ``*.pftrace[.gz]``) or by a ``traceEvents`` key in the
-    first ``sniff_bytes`` of its content; a truncated ``.gz`` is read as far as it goes.
-    Never one of profkit's own files that sit beside traces."""
+    """A trace by its name (``*.pt.trace.json[.gz]``, ``*.pftrace[.gz]``) or by a
+    ``traceEvents`` key in the first ``sniff_bytes`` of its content; a truncated ``.gz``
+    is read as far as it goes. Never one of profkit's own files that sit beside traces."""
     name = f.name
     if is_pftrace(f):
         return True

@@ -142,6 +142,37 @@ class KernelLaunches(msgspec.Struct):
         return len(self.row)
 
 
+class CounterSamples(msgspec.Struct):
+    """Counter (``"C"``) events: sampled GPU counters such as power, clocks, SM activity.
+
+    One row per sample, sorted by time; ``series`` indexes ``names`` (the counter's name,
+    ``"Power (W)"``), ``device`` is the GPU the sample is of (-1 where the trace does not
+    say: PyTorch puts a GPU's counters on a ``"GPU N Counters"`` process).
+    """
+
+    names: list[str]
+    ts_ns: np.ndarray  # int64
+    device: np.ndarray  # int32
+    series: np.ndarray  # int32
+    value: np.ndarray  # float64
+
+    def __len__(self) -> int:
+        return len(self.ts_ns)
+
+
+def counter_samples(rows: list[tuple[int, int, str, float]]) -> CounterSamples:
+    """The samples of ``(ts_ns, device, name, value)`` rows, sorted by time (stably)."""
+    names: dict[str, int] = {}
+    series = [names.setdefault(name, len(names)) for _, _, name, _ in rows]
+    ts = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    order = np.argsort(ts, kind="stable")
+    return CounterSamples(
+        names=list(names), ts_ns=ts[order],
+        device=np.fromiter((r[1] for r in rows), dtype=np.int32, count=len(rows))[order],
+        series=np.asarray(series, dtype=np.int32).reshape(-1)[order],
+        value=np.fromiter((r[3] for r in rows), dtype=np.float64, count=len(rows))[order])
+
+
 class EventTable(msgspec.Struct):
     """All complete events of one trace, columnar. Rows are sorted by ``ts_ns``.
 
@@ -191,6 +222,8 @@ class EventTable(msgspec.Struct):
     call_from: np.ndarray | None = None  # int32
     # communication events with their args (collective, sizes, process group), by start
     comms: list[CommEvent] = msgspec.field(default_factory=list)
+    # sampled counters ("C" events: GPU power, clocks, SM active %); None: the trace has none
+    counters: CounterSamples | None = None
     # the kernels' launch figures (blocks per SM, occupancy, registers, ...); None when the
     # table was built without them
     launches: KernelLaunches | None = None

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from monitor_window import export, exporter_available
+
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.loader import find_traces, load, load_simple
 
@@ -89,9 +89,11 @@ def test_every_loader_reads_a_pftrace_into_the_same_table() -> None:
         assert (getattr(fast, column) == getattr(simple, column)).all(), column
     # the JSON twin holds one more event: Kineto's profiler span
     assert len(fast.ts_ns) == len(twin.ts_ns) - 1
-    kernels = sorted(zip(fast.ts_ns[fast.cat == 2].tolist(), fast.dur_ns[fast.cat == 2].tolist()))
-    assert kernels == sorted(zip(twin.ts_ns[twin.cat == 2].tolist(),
-                                 twin.dur_ns[twin.cat == 2].tolist()))
+    def kernels(t):
+        on = t.cat == 2
+        return sorted(zip(t.ts_ns[on].tolist(), t.dur_ns[on].tolist(), strict=True))
+
+    assert kernels(fast) == kernels(twin)
     assert fast.meta.trace_name == "a100_triton_kernel_counters"
 
 

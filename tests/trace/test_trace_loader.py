@@ -316,8 +316,8 @@ def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
 
 
 def test_phases_the_table_does_not_use_keep_the_fast_path(tmp_path: Path) -> None:
-    """Counters and begin/end or async spans are counted as skipped by the typed decode
-    itself, without sending the trace to the per-event rules."""
+    """Begin/end and async spans are counted as skipped by the typed decode itself,
+    without sending the trace to the per-event rules; counters are kept as samples."""
     from profiler_kit.trace.columns import document_table
 
     extra = [{"ph": "C", "name": "mem", "pid": 0, "ts": 5, "args": {"v": 1}},
@@ -327,8 +327,10 @@ def test_phases_the_table_does_not_use_keep_the_fast_path(tmp_path: Path) -> Non
     path = write_trace(tmp_path / "phases.json", [ev(ts=i) for i in range(5)] + extra)
     table = document_table(path, path.read_bytes())
     assert table is not None
-    assert table.skipped == {"unsupported phase 'B'": 1, "unsupported phase 'C'": 1,
-                             "unsupported phase 'E'": 1, "unsupported phase 'b'": 1}
+    assert table.skipped == {"unsupported phase 'B'": 1, "unsupported phase 'E'": 1,
+                             "unsupported phase 'b'": 1}
+    assert table.counters.names == ["mem"] and table.counters.value.tolist() == [1.0]
+    assert table.counters.ts_ns.tolist() == [5000] and table.counters.device.tolist() == [-1]
     assert_same(table, load_simple(path))
 
 

@@ -13,6 +13,7 @@ from profiler_kit.render.sections.code import Code
 from profiler_kit.render.sections.communication import Communication
 from profiler_kit.render.sections.cpu_time import CpuTime
 from profiler_kit.render.sections.critical_path import CriticalPathPresenter
+from profiler_kit.render.sections.gpu_counters import GpuCountersPresenter
 from profiler_kit.render.sections.gpu_time import GpuTime
 from profiler_kit.render.sections.header import Header
 from profiler_kit.render.sections.idle_gaps import IdleGapsPresenter
@@ -51,6 +52,7 @@ PRESENTERS: tuple[Presenter, ...] = (
     TraceNotes(),
     GpuTimeline(),
     SmOccupancyPresenter(),
+    GpuCountersPresenter(),
     LaunchesPresenter(),
     IdleGapsPresenter(),
     GpuTime(),
