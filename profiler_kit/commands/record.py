@@ -68,6 +68,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Python stacks (the lines of code of the hotspots)")
     r.add_argument("--shapes", action="store_true", help="input shapes of the ops")
     r.add_argument("--gzip", action="store_true", help="write .json.gz traces")
+    r.add_argument("--counters", action="store_true",
+                   help="CUDA, torch 2.14+: sample the GPU's counters (power, clocks, "
+                        "temperature, SM active %%, DRAM throughput %%) with PyTorch's "
+                        "cupti_monitor backend; one line says so where they cannot be")
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR",
                    help="where recordings go: each gets a new folder DIR/SCRIPT/TIME "
@@ -146,7 +150,7 @@ def handle(args: argparse.Namespace) -> int:
               "keep_running": args.keep_running, "on_signal": args.on_signal,
               "window": args.window, "window_after": args.window_after,
               "memory": args.memory, "stack": args.stack, "shapes": args.shapes,
-              "gzip": args.gzip}
+              "gzip": args.gzip, "counters": args.counters}
     if args.on_signal:
         import os
 

@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Any
 
+from profiler_kit.measure import gpu_counters
 from profiler_kit.record import ENV_CONFIG, ENV_DIR, STATUS_DIR
 
 # order of the step sources: a source found later replaces an earlier one of lower rank
@@ -90,6 +91,7 @@ class Recorder:
         self.window_started: float | None = None
         self.pending: str | None = None
         self.busy = False
+        self.counters_refused = False  # --counters where they cannot be: said once
         self.notes: list[str] = []
         self.own: dict[str, Any] = {"used": False, "exports": [], "steps": 0, "started": 0}
         self.own_profilers: list[Any] = []
@@ -267,9 +269,23 @@ class Recorder:
         kp = _KinetoProfile(activities=activities,
                             record_shapes=bool(self.cfg.get("shapes")) or memory,
                             profile_memory=memory,
-                            with_stack=bool(self.cfg.get("stack")) or memory)
+                            with_stack=bool(self.cfg.get("stack")) or memory,
+                            **self._counters(torch.cuda.is_initialized()))
         kp._profkit_own = True
         return kp
+
+    def _counters(self, cuda: bool) -> dict[str, Any]:
+        """The profiler's config that samples the GPU counters (``--counters``), said in
+        one line (once) where they cannot be sampled."""
+        if not self.cfg.get("counters"):
+            return {}
+        why = gpu_counters.why_not(cuda)
+        if why is None:
+            return gpu_counters.experimental_config(True, False)
+        if not self.counters_refused:
+            self.counters_refused = True
+            self.say(f"GPU counters not sampled: {why}")
+        return {}
 
     def _prepare(self, kp: Any) -> None:
         """``kp.prepare_trace()``, without importing torch._inductor when the script has not

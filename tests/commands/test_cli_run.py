@@ -23,6 +23,7 @@ QUICK = ["--iterations", "2", "--warmup", "0", "--profile-wait", "0", "--profile
     ["run", "concurrent", "--models", "resnet18,nonexistent_net"],
     ["run", "concurrent", "--strategies", "sequential,warp"],
     ["run", "concurrent", "--memory-snapshot", "--device", "cpu"],
+    ["run", "concurrent", "--counters", "--device", "cpu"],
     ["run", "no_such_scenario"],
     ["run", "./missing_scenario.py"],
     ["run"],
