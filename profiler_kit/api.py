@@ -228,6 +228,7 @@ def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     target = outputs.check(str(out), "-o", inputs=paths, force=force)
     if target is None:
         raise UsageError("-o: the merged trace goes to a file, not stdout")
+    from profiler_kit.trace.pftrace import is_pftrace
     from profiler_kit.util.path_kinds import is_merged_trace
 
     files = [f for f in trace_files(paths) if not is_merged_trace(f)]
@@ -244,7 +245,29 @@ def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
                          "(give its folder)")
     job = views[0]
     members = [s for s in found if s.rank in job.ranks and s.label in job.labels]
+    if is_pftrace(target):  # the merged events at once, then as Perfetto's protobuf
+        return outputs.write_stream(
+            target, lambda fh: _merged_pftrace(members, job, fh, target.name.endswith(".gz")))
     return outputs.write_stream(target, lambda fh: merge_job(members, job, fh))
+
+
+def _merged_pftrace(members: Any, job: Any, fh: Any, gzipped: bool) -> Any:
+    """The merged trace as a ``.pftrace`` (``gzipped``: the stream compresses it)."""
+    import io
+
+    import msgspec
+
+    from profiler_kit.sources.merge import merge_job
+    from profiler_kit.trace.pftrace_writer import to_pftrace
+
+    from profiler_kit.sources.merge import SCHEMA
+
+    merged = io.BytesIO()
+    report = merge_job(members, job, merged)
+    events = msgspec.json.decode(merged.getvalue())["traceEvents"]
+    # a .pftrace.gz is compressed as it is written
+    fh.write(to_pftrace(events, SCHEMA, compress=not gzipped))
+    return report
 
 
 def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],

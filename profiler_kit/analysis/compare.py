@@ -250,7 +250,7 @@ def _metric(key: str, label: str, unit: str, better: str, values: tuple[Value, .
     return Metric(key, label, unit, better, values, deltas, best)
 
 
-_TRACE_SUFFIX = re.compile(r"(\.pt\.trace)?\.json(\.gz)?$")
+_TRACE_SUFFIX = re.compile(r"(\.pt\.trace)?(\.json|\.pftrace|\.perfetto-trace)(\.gz)?$")
 # tensorboard_trace_handler names a trace <worker>.<time in ns>.pt.trace.json
 _HANDLER_STAMP = re.compile(r"\.\d{10,}$")
 

@@ -41,7 +41,7 @@ EXTRA_ARGS = {"device id": "device", "context id": "context", "stream id": "stre
               "channel": "channel", "channel_type": "channel_type", "graph id": "graph id",
               "graph node id": "graph node id", "bytes": "bytes", "value": "value",
               "memory kind": "memory kind"}
-SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
+SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4
 INCREMENTAL_STATE_CLEARED = 1
 
 
@@ -90,11 +90,12 @@ class _Events:
         self.base_ns: int | None = None
         self.interned: dict[int, dict[str, dict[int, Any]]] = {}
         self.tracks: dict[int, tuple[Any, Any]] = {}  # uuid -> (pid, tid)
-        self.marks: list[tuple[int, int, tuple[int, int], Any]] = []
+        self.marks: list[tuple[int, int, int, Any]] = []
         self.slices = 0
         self.values: dict[tuple[int, bytes], tuple[str, Any]] = {}
-        self.group = 0  # which run of begins (and the ends after it) a slice is in
-        self.ended = False
+        self.counter_tracks: dict[int, tuple[str, Any]] = {}  # uuid -> (series, pid)
+        self.process_labels: dict[int, tuple[int, str]] = {}  # uuid -> (pid, name)
+        self.named_threads: set[tuple[int, int]] = set()
 
     def read(self, packets: Any, path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         for p in packets:
@@ -124,7 +125,7 @@ class _Events:
         return header, self.events
 
     def _us(self, ts_ns: int) -> float:
-        return (ts_ns - (self.base_ns or 0)) / 1000.0
+        return us(ts_ns - (self.base_ns or 0))
 
     def _intern(self, seq: int, d: Any) -> None:
         tables = self.interned.setdefault(seq, {})
@@ -144,27 +145,42 @@ class _Events:
             name = t.thread.thread_name
             if name == str(tid):  # unnamed: the encoder writes the id, the JSON "thread N"
                 name = f"thread {tid}"
-            if name:
+            if name and (pid, tid) not in self.named_threads:  # a thread's lanes: its first
+                self.named_threads.add((pid, tid))
                 self.events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                                     "args": {"name": name}})
         elif t.HasField("process"):
             pid = t.process.pid
             self.tracks[t.uuid] = (pid, 0)
+            self.process_labels[t.uuid] = (pid, t.process.process_name)
             if t.process.process_name:
                 self.events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                                     "args": {"name": t.process.process_name}})
+        elif t.HasField("counter"):
+            pid, label = self.process_labels.get(t.parent_uuid, (0, ""))
+            # PyTorch's GPU counters are on a process named "GPU N Counters"
+            owner = label if label.startswith("GPU ") and label.endswith(" Counters") else pid
+            self.counter_tracks[t.uuid] = (t.name, owner)
+
+    def _counter_value(self, ts: int, te: Any) -> None:
+        track = self.counter_tracks.get(te.track_uuid)
+        if track is None:
+            return
+        value = te.double_counter_value if te.HasField("double_counter_value") \
+            else te.counter_value
+        self.events.append({"ph": "C", "name": track[0], "pid": track[1], "ts": self._us(ts),
+                            "args": {"": value}})
 
     def _track_event(self, ts: int, seq: int, te: Any) -> None:
         kind = te.type
         if kind == SLICE_END:
-            self.ended = True
-            self.marks.append((ts, len(self.marks), (self.group, te.track_uuid), None))
+            self.marks.append((ts, len(self.marks), te.track_uuid, None))
+            return
+        if kind == COUNTER:
+            self._counter_value(ts, te)
             return
         if kind not in (SLICE_BEGIN, INSTANT):
             return
-        if self.ended:  # a begin after ends: the encoder's next kind of slice
-            self.group += 1
-            self.ended = False
         name = te.name or self._name(seq, "event_names", te.name_iid)
         cat = ",".join(c for c in [*(self._name(seq, "event_categories", i)
                                       for i in te.category_iids), *te.categories] if c)
@@ -180,22 +196,23 @@ class _Events:
             args[entry[0]] = entry[1]
         if not cat and "cuda_sync_kind" in args:  # the encoder gives syncs no category
             cat = "cuda_sync"
-        begin = (name, cat, args)
-        track = (self.group, te.track_uuid)
-        self.marks.append((ts, len(self.marks), track, begin))
-        if kind == INSTANT:
-            self.marks.append((ts, len(self.marks), track, None))
+        if kind == INSTANT:  # as JSON has it: [memory] events are these
+            pid, tid = self.tracks.get(te.track_uuid, (0, te.track_uuid))
+            self.events.append({"ph": "i", "s": "t", "cat": cat, "name": name, "pid": pid,
+                                "tid": tid, "ts": self._us(ts), "args": args})
+            return
+        self.marks.append((ts, len(self.marks), te.track_uuid, (name, cat, args)))
 
     def _pair_slices(self) -> None:
-        """Begins and ends paired per track in time order, as Perfetto pairs them, but
-        each run of begins and the ends after it apart: PyTorch's encoder writes one kind
-        of slice at a time (CPU ops, then runtime calls, ...), all begins then all ends,
-        and a runtime call that straddles an op's end would close the op in one stack.
-        The slices are listed in the order they begin, so a parent precedes a child that
-        begins with it, as in a JSON trace. At one timestamp the format cannot tell a
-        slice that ends from one that begins: there, packet order decides."""
+        """Begins and ends paired per track in time order, as Perfetto pairs them
+        (PyTorch's encoder writes one kind of slice at a time, all its begins, then all
+        its ends). The slices are listed in the order they begin, so a parent precedes a
+        child that begins with it, as in a JSON trace. Two limits of the format: at one
+        timestamp it cannot tell a slice that ends from one that begins (packet order
+        decides), and a slice that ends inside one it began before (a Python frame that
+        opened a ProfilerStep) closes that one instead, as Perfetto shows it."""
         self.marks.sort()
-        open_slices: dict[tuple[int, int], list[tuple[int, int, Any]]] = {}
+        open_slices: dict[int, list[tuple[int, int, Any]]] = {}
         paired = []
         for order, (ts, _, track, begin) in enumerate(self.marks):
             stack = open_slices.setdefault(track, [])
@@ -205,7 +222,7 @@ class _Events:
                 first, start, begin = stack.pop()
                 paired.append((first, track, start, ts, begin))
         paired.sort()
-        for _, (_, track), start, end, (name, cat, args) in paired:
+        for _, track, start, end, (name, cat, args) in paired:
             self._slice(track, start, end, name, cat, args)
         self.marks = []
 
@@ -217,7 +234,7 @@ class _Events:
         pid, tid = self.tracks.get(track, (0, track))
         self.slices += 1
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
-                            "ts": self._us(start), "dur": (end - start) / 1000.0,
+                            "ts": self._us(start), "dur": us(end - start),
                             "args": args})
 
     def _render_stage(self, ts: int, seq: int, e: Any) -> None:
@@ -245,7 +262,7 @@ class _Events:
                 elif key is not None:
                     args["shared memory"] = arg.uint_value
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": device,
-                            "tid": stream, "ts": self._us(ts), "dur": e.duration / 1000.0,
+                            "tid": stream, "ts": self._us(ts), "dur": us(e.duration),
                             "args": args})
 
     def _counters(self, ts: int, seq: int, e: Any) -> None:
@@ -261,6 +278,13 @@ class _Events:
             value = c.double_value if c.HasField("double_value") else c.int_value
             self.events.append({"ph": "C", "name": name, "pid": f"GPU {gpu} Counters",
                                 "ts": self._us(ts), "args": {"": value}})
+
+
+def us(ns: int) -> int | float:
+    """Nanoseconds as the µs a JSON trace holds: whole µs as an int, else the fraction
+    added to the whole part (a float of the ns whole would round them above 2**53)."""
+    whole, frac = divmod(ns, 1000)
+    return whole if not frac else whole + frac / 1000
 
 
 def _number(text: str) -> Any:

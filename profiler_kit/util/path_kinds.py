@@ -19,6 +19,7 @@ from profiler_kit.util.artifacts import RUN_JSON, RUN_SCHEMA
 SNIFF_BYTES = 1 << 16
 # the start of a merged trace (``profkit merge``), which is also a trace
 MERGED_MARK = b'{"schema": "profkit.merged-trace/'
+MERGED_SCHEMA = b"profkit.merged-trace/"
 SUMMARIES_MARK = b'"profkit.rank-summaries/'
 DDP_REPORT_NAME = "ddp_report.json"
 MEMORY_CATEGORIES_SUFFIX = ".memory_categories.json"
@@ -82,7 +83,8 @@ def is_merged_trace(path: Path) -> bool:
             head = zlib.decompressobj(wbits=31).decompress(head, 64)
         except zlib.error:
             return False
-    return head.startswith(MERGED_MARK)
+    # a merged .pftrace names its schema in its first packet, the trace config
+    return head.startswith(MERGED_MARK) or MERGED_SCHEMA in head[:64]
 
 
 def _head(path: Path, size: int = SNIFF_BYTES) -> bytes:

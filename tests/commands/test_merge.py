@@ -117,3 +117,25 @@ def test_outputs_are_never_inputs_or_foreign_files(merged, tmp_path, capsys):
 def test_no_job_is_a_clear_error(tmp_path):
     with pytest.raises(UsageError, match="no job of several ranks"):
         api.merge([GLOO / "rank0.pt.trace.json.gz"], tmp_path / "x.json.gz")
+
+
+@pytest.mark.parametrize("name", ["job.pftrace", "job.pftrace.gz"])
+def test_a_perfetto_native_merge_holds_the_same_events(merged, tmp_path, name):
+    """``-o job.pftrace``: the same merged events, as Perfetto's protobuf, read back by
+    profkit to the same table; it is known for a merged trace (not a rank) beside the
+    ranks and replaced only with --force."""
+    folder, out, report = merged
+    native = folder / name
+    again = api.merge([folder], native)
+    assert again.flows == report.flows and again.ranks == report.ranks
+    from_json, from_pftrace = load(out), load(native)
+    assert _rows(from_pftrace) == _rows(from_json)
+    for column in ("cat", "device", "stream", "correlation", "external_id"):
+        assert sorted(getattr(from_pftrace, column).tolist()) == \
+            sorted(getattr(from_json, column).tolist()), column
+    from profiler_kit.util.path_kinds import is_merged_trace
+
+    assert is_merged_trace(native)
+    assert main(["merge", str(folder), "-o", str(native)]) == 2  # exists: --force
+    assert main(["merge", str(folder), "-o", str(native), "--force"]) == 0
+    native.unlink()
