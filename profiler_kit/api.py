@@ -257,10 +257,8 @@ def _merged_pftrace(members: Any, job: Any, fh: Any, gzipped: bool) -> Any:
 
     import msgspec
 
-    from profiler_kit.sources.merge import merge_job
+    from profiler_kit.sources.merge import SCHEMA, merge_job
     from profiler_kit.trace.pftrace_writer import to_pftrace
-
-    from profiler_kit.sources.merge import SCHEMA
 
     merged = io.BytesIO()
     report = merge_job(members, job, merged)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from monitor_window import export, exporter_available
+
 from profiler_kit.analysis.perf.gpu_counters import held_mean, held_values
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.render.json.analysis import trace_document
