@@ -146,7 +146,7 @@ class _Writer:
         """Begins and ends in time order (ends first at a tie, a slice's own end after
         its begin), each begin with the flows that start or end at it."""
         marks = []
-        for i, (start, end, name, cat, args) in enumerate(rows):
+        for i, (start, end, *_) in enumerate(rows):
             marks.append((start, 1, i))
             marks.append((end, 0 if end > start else 2, i))
         marks.sort()
