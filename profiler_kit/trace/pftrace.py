@@ -42,6 +42,20 @@ EXTRA_ARGS = {"device id": "device", "context id": "context", "stream id": "stre
               "graph node id": "graph node id", "bytes": "bytes", "value": "value",
               "memory kind": "memory kind"}
 SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4
+
+
+def _read_args() -> frozenset[str]:
+    """The args the event table reads (its decoders' fields), and the sync's kind."""
+    import msgspec
+
+    from profiler_kit.trace.schema import Args, OtherArgs
+
+    names = {f.encode_name for kind in (Args, OtherArgs) for f in msgspec.structs.fields(kind)}
+    return frozenset(names | {"cuda_sync_kind"})
+
+
+# a slice's other args (Kineto's "Ev Idx", "Record function id", ...) are left unread
+READ_ARGS = _read_args()
 INCREMENTAL_STATE_CLEARED = 1
 
 
@@ -92,7 +106,7 @@ class _Events:
         self.tracks: dict[int, tuple[Any, Any]] = {}  # uuid -> (pid, tid)
         self.marks: list[tuple[int, int, int, Any]] = []
         self.slices = 0
-        self.values: dict[tuple[int, bytes], tuple[str, Any]] = {}
+        self.values: dict[bytes, Any] = {}
         self.counter_tracks: dict[int, tuple[str, Any]] = {}  # uuid -> (series, pid)
         self.process_labels: dict[int, tuple[int, str]] = {}  # uuid -> (pid, name)
         self.named_threads: set[tuple[int, int]] = set()
@@ -182,18 +196,29 @@ class _Events:
         if kind not in (SLICE_BEGIN, INSTANT):
             return
         name = te.name or self._name(seq, "event_names", te.name_iid)
-        cat = ",".join(c for c in [*(self._name(seq, "event_categories", i)
-                                      for i in te.category_iids), *te.categories] if c)
+        iids = te.category_iids
+        if len(iids) == 1 and not te.categories:
+            cat = self._name(seq, "event_categories", iids[0])
+        else:
+            cat = ",".join(c for c in [*(self._name(seq, "event_categories", i)
+                                          for i in iids), *te.categories] if c)
         args = {}
         values = self.values
         for a in te.debug_annotations:
-            # the same shapes and ids recur in every step: each distinct annotation is
-            # converted once (its serialized bytes, taken in C, are the key)
-            key = (seq, a.SerializeToString())
-            entry = values.get(key)
-            if entry is None:
-                entry = values[key] = (self._annotation_name(seq, a), _value(a))
-            args[entry[0]] = entry[1]
+            key = a.name or self._annotation_name(seq, a)
+            if key not in READ_ARGS:  # only what the table reads is converted
+                continue
+            kind = a.WhichOneof("value")
+            if kind == "int_value":
+                args[key] = a.int_value
+            elif kind is not None and kind != "legacy_json_value":
+                args[key] = getattr(a, kind)
+            else:  # shapes recur in every step: each distinct one is converted once
+                raw = a.SerializeToString()
+                value = values.get(raw)
+                if value is None:
+                    value = values[raw] = _value(a)
+                args[key] = value
         if not cat and "cuda_sync_kind" in args:  # the encoder gives syncs no category
             cat = "cuda_sync"
         if kind == INSTANT:  # as JSON has it: [memory] events are these
