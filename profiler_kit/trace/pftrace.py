@@ -208,11 +208,11 @@ class _Events:
             key = a.name or self._annotation_name(seq, a)
             if key not in READ_ARGS:  # only what the table reads is converted
                 continue
-            kind = a.WhichOneof("value")
-            if kind == "int_value":
+            held = a.WhichOneof("value")
+            if held == "int_value":
                 args[key] = a.int_value
-            elif kind is not None and kind != "legacy_json_value":
-                args[key] = getattr(a, kind)
+            elif held is not None and held != "legacy_json_value":
+                args[key] = getattr(a, held)
             else:  # shapes recur in every step: each distinct one is converted once
                 raw = a.SerializeToString()
                 value = values.get(raw)

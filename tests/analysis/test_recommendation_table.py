@@ -264,8 +264,9 @@ LEADS = {
 
 
 def test_the_list_covers_every_real_trace():
+    # pftrace/: two traces of this list exported again by PyTorch, for the format's tests
     traces = {str(p.relative_to(DATA)) for p in DATA.glob("**/*.json.gz")
-              if "critical_path_expected" not in p.name}
+              if "critical_path_expected" not in p.name and p.parent.name != "pftrace"}
     assert traces == set(EXPECTED)
 
 

@@ -431,7 +431,8 @@ def test_find_traces_errors(tmp_path: Path) -> None:
 
 
 def test_find_traces_on_the_test_data() -> None:
-    assert find_traces(DATA) == sorted(DATA.rglob("*.json.gz"))  # two_ranks/ included
+    # two_ranks/ included, and pftrace/'s Perfetto-native traces
+    assert find_traces(DATA) == sorted([*DATA.rglob("*.json.gz"), *DATA.rglob("*.pftrace")])
 
 
 def test_loading_never_imports_torch() -> None:
