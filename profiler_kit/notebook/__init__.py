@@ -24,7 +24,8 @@ from typing import Any
 
 from profiler_kit.notebook import frames
 
-TABLES = ("kernels", "ops", "steps", "launches", "idle", "memory", "modules", "comms")
+TABLES = ("kernels", "ops", "steps", "launches", "idle", "memory", "modules", "comms",
+          "counters")
 PathLike = str | os.PathLike[str]
 
 
@@ -85,6 +86,10 @@ class Trace:
     @cached_property
     def comms(self) -> Any:
         return frames.comms(self._ctx)
+
+    @cached_property
+    def counters(self) -> Any:
+        return frames.counters(self._ctx)
 
     def figure(self, name: str) -> Any:
         """A plotly figure: ``timeline``, ``steps``, ``hotspots``, ``idle``, ``memory``,

@@ -276,3 +276,18 @@ def comms(ctx: TraceContext) -> pd.DataFrame:
                for c in ctx.table.comms]
     return pd.DataFrame(records, columns=None if records else
                         ["name", "on", "device", "stream", "start_ns", "dur_ns"])
+
+
+def counters(ctx: TraceContext) -> pd.DataFrame:
+    """One row per counter sample (GPU counters a trace recorded: power, clocks, SM active
+    %): ``ts_ns``, ``device`` (-1: not a GPU's), ``series`` (its name in the trace,
+    ``"Power (W)"``) and ``value``; empty for a trace without counters."""
+    pd = pandas()
+    c = ctx.table.counters
+    if c is None:
+        return pd.DataFrame({"ts_ns": pd.Series(dtype="int64"),
+                             "device": pd.Series(dtype="int32"),
+                             "series": pd.Series(dtype="object"),
+                             "value": pd.Series(dtype="float64")})
+    return pd.DataFrame({"ts_ns": c.ts_ns, "device": c.device,
+                         "series": [c.names[i] for i in c.series], "value": c.value})

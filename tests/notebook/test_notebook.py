@@ -180,3 +180,19 @@ def test_kernels_name_the_users_line_the_code_view_charges_them_to(traces) -> No
     for line in t.analysis.code.lines[:5]:
         assert by_line[line.site] == line.device_ns + line.backward_device_ns, line
     assert (traces["a100_ddp_nccl_rank0.json.gz"].kernels["line"] == "").all()
+
+
+def test_the_counters_table_is_the_raw_samples_of_either_format() -> None:
+    """A .pftrace loads in a notebook as its JSON twin does, counters included: the table
+    holds every "C" event of the JSON, as written."""
+    pair = DATA / "pftrace" / "a100_triton_kernel_counters"
+    with gzip.open(f"{pair}.json.gz", "rt") as fh:
+        raw = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "C"]
+    for path in (f"{pair}.json.gz", f"{pair}.pftrace"):
+        t = pk.load(path)
+        table = t.counters
+        assert sorted(zip(table["series"], table["value"], strict=True)) == sorted(
+            (e["name"], float(e["args"][""])) for e in raw)
+        assert set(table["device"]) == {0}
+        assert t.kernels["name"].tolist() == ["triton_poi_fused_add_cos_sin_0"]
+    assert pk.load(DATA / "a100_alexnet.json.gz").counters.empty
