@@ -142,7 +142,9 @@ class GpuCountersPresenter(Presenter):
                 data.append({
                     "type": "scatter", "mode": "lines", "name": f"gpu:{t.device} {t.name}",
                     "x": [ms(x) for x in t.offset_ns], "y": list(t.value),
-                    "yaxis": "y" if percent else "y2", "line": {"color": series_color(j)},
+                    "yaxis": "y" if percent else "y2",
+                    # a sample holds until the next: steps, not slopes
+                    "line": {"color": series_color(j), "shape": "hv"},
                     "hovertemplate": f"{t.name}: %{{y:.4g}}<extra>%{{x:.4g}} ms</extra>"})
             starts = {w.device: w.start_ns for w in c.windows if w.step is None}
             shapes = [{"type": "line", "xref": "x", "yref": "paper", "y0": 0, "y1": 1,
@@ -153,9 +155,10 @@ class GpuCountersPresenter(Presenter):
             charts.append(Chart(
                 id=f"gpu-counters-{len(charts)}", section=SECTION,
                 title=f"GPU counters over time: {name_of(a)}",
-                caption="What the GPU's own counters measured while the trace recorded: "
-                        "SM active and DRAM throughput in % (left axis), power, clocks and "
-                        "temperature (right axis); dotted lines mark where steps begin.",
+                caption="What the GPU's own counters measured while the trace recorded, "
+                        "each sample held until the next: SM active and DRAM throughput in "
+                        "% (left axis), power, clocks and temperature (right axis); dotted "
+                        "lines mark where steps begin.",
                 data=data,
                 layout={"xaxis": axis("time in the window (ms)"), "yaxis": axis("%"),
                         "yaxis2": {**axis("W, MHz, °C"), "overlaying": "y",
