@@ -121,10 +121,12 @@ class Registry:
         return found
 
     def analyze(self, table: EventTable, label: str | None = None, top: int = 5,
-                provenance: Provenance | None = None, min_gain_pct: float = 0.0) -> Any:
+                provenance: Provenance | None = None, min_gain_pct: float = 0.0,
+                items_per_step: int | None = None) -> Any:
         """Every analysis on ``table``, as the Struct (see :class:`TraceContext`)."""
         return self.fill(TraceContext(self, table, label=label, top=top,
-                                      provenance=provenance, min_gain_pct=min_gain_pct))
+                                      provenance=provenance, min_gain_pct=min_gain_pct,
+                                      items_per_step=items_per_step))
 
     def fill(self, ctx: TraceContext) -> Any:
         """Every analysis of ``ctx``, as the Struct: a caller that keeps the context (the
@@ -139,13 +141,15 @@ class TraceContext:
     ``label`` is the label the caller gave (None: none; the analysis ``label`` falls back
     to the trace's name), ``top`` how many names the tables list, ``provenance``
     Inductor's, saved beside the trace of a compiled model, ``min_gain_pct`` the predicted
-    gain (percent) under which a recommendation is held back.
+    gain (percent) under which a recommendation is held back, ``items_per_step`` what one
+    step processes where the run that wrote the trace says (None: unknown).
     """
 
     def __init__(self, registry: Registry, table: EventTable, label: str | None = None,
                  top: int = 5, provenance: Provenance | None = None,
-                 min_gain_pct: float = 0.0) -> None:
+                 min_gain_pct: float = 0.0, items_per_step: int | None = None) -> None:
         self.table = table
+        self.items_per_step = items_per_step
         self.label = label
         self.top = top
         self.provenance = provenance

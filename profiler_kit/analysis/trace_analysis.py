@@ -295,7 +295,7 @@ def _counters(ctx: TraceContext) -> GpuCounters | None:
     window and each step (None: the trace has none)."""
     windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
                for d in ctx.result("timeline").devices}
-    return gpu_counters(ctx.table.counters, ctx.steps, windows)
+    return gpu_counters(ctx.table.counters, ctx.steps, windows, ctx.items_per_step)
 
 
 @analysis("phases", Phases)
@@ -521,12 +521,14 @@ ANALYSES.declare(TraceAnalysis)
 
 def analyze_table(table: EventTable, label: str | None = None, top: int = 5,
                   provenance: Provenance | None = None,
-                  min_gain_pct: float = MIN_GAIN_PCT) -> TraceAnalysis:
+                  min_gain_pct: float = MIN_GAIN_PCT,
+                  items_per_step: int | None = None) -> TraceAnalysis:
     """Run every registered analysis on one event table; ``provenance``: Inductor's, saved
     beside the trace of a compiled model (compiled kernels to the user's lines);
-    ``min_gain_pct``: the predicted gain under which a rule is held back."""
+    ``min_gain_pct``: the predicted gain under which a rule is held back;
+    ``items_per_step``: what one step processes, where the run says (figures per item)."""
     return ANALYSES.analyze(table, label=label, top=top, provenance=provenance,
-                            min_gain_pct=min_gain_pct)
+                            min_gain_pct=min_gain_pct, items_per_step=items_per_step)
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -39,6 +39,7 @@ class Trace:
         from profiler_kit.analysis.registry import TraceContext
         from profiler_kit.analysis.trace_analysis import ANALYSES
         from profiler_kit.sources.inductor_provenance import read_provenance
+        from profiler_kit.sources.run_items import items_per_step
         from profiler_kit.trace.loader import load as load_table
 
         self.path = Path(path)
@@ -46,7 +47,8 @@ class Trace:
         self.table = load_table(self.path)
         self._ctx = TraceContext(ANALYSES, self.table, label=self.label, top=top,
                                  provenance=read_provenance(self.path),
-                                 min_gain_pct=MIN_GAIN_PCT)
+                                 min_gain_pct=MIN_GAIN_PCT,
+                                 items_per_step=items_per_step(self.path))
 
     @cached_property
     def analysis(self) -> Any:

@@ -87,9 +87,11 @@ def _analyze(task: tuple[Path, str, int, float | None, int | None],
     except TraceError as exc:
         return _unreadable(path, exc)
     from profiler_kit.sources.inductor_provenance import read_provenance
+    from profiler_kit.sources.run_items import items_per_step
 
     return analyze_table(table, label=label, top=top, provenance=read_provenance(path),
-                         min_gain_pct=MIN_GAIN_PCT if min_gain_pct is None else min_gain_pct)
+                         min_gain_pct=MIN_GAIN_PCT if min_gain_pct is None else min_gain_pct,
+                         items_per_step=items_per_step(path))
 
 
 def summarize_one(task: tuple[Path, str, int | None]) -> RankSummary | Unreadable:

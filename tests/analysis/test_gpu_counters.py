@@ -127,3 +127,26 @@ def test_a_real_trace_exported_with_counters_by_hand(tmp_path: Path) -> None:
             assert w.energy_j == pytest.approx(650 * w.dur_ns / 1e9)
         # the exporter's clock drops from 1980 to 1500 MHz halfway: steps 3 and 4 throttle
         assert [t.step for t in a.counters.throttles] == [3, 4]
+
+
+def test_a_runs_trace_has_its_energy_per_item(tmp_path: Path) -> None:
+    """The strategy's items per step (its run.json, above the trace) turn a step's
+    energy into one per item; a trace of its own has none."""
+    from profiler_kit import notebook as pk
+    from profiler_kit.sources.run_items import items_per_step
+
+    run = tmp_path / "run"
+    (run / "batched").mkdir(parents=True)
+    trace = _trace(tmp_path).rename(run / "batched" / "main.pt.trace.json")
+    (run / "run.json").write_text(json.dumps({"strategies": [
+        {"name": "batched", "items_per_step": 4, "trace_files": ["batched/main.pt.trace.json"]},
+        {"name": "other", "items_per_step": 9, "trace_files": ["other/main.pt.trace.json"]}]}))
+    assert items_per_step(trace) == 4
+    c = pk.load(trace).analysis.counters
+    assert c.items_per_step == 4
+    steps = [w for w in c.windows if w.step is not None]
+    assert [w.energy_per_item_j for w in steps] == pytest.approx([1.0 / 4, 3.0 / 4])
+    alone = tmp_path / "alone.json"
+    alone.write_bytes(trace.read_bytes())
+    assert items_per_step(alone) is None
+    assert analyze_table(load(alone)).counters.windows[1].energy_per_item_j is None

@@ -54,6 +54,7 @@ class WindowCounters(msgspec.Struct, frozen=True):
     dram_bw_pct: float | None = None
     power_w: float | None = None
     energy_j: float | None = None  # mean power × the window's length
+    energy_per_item_j: float | None = None  # a step's energy / its items (run traces)
     sm_clock_mhz: float | None = None
     sm_clock_min_mhz: float | None = None
     memory_clock_mhz: float | None = None
@@ -83,15 +84,18 @@ class Track(msgspec.Struct, frozen=True):
 class GpuCounters(msgspec.Struct, frozen=True):
     series: tuple[str, ...]  # every counter series of the trace, as named there
     samples: int
+    items_per_step: int | None  # what one step processes, where the run says
     windows: tuple[WindowCounters, ...]  # per device: the whole window, then each step
     throttles: tuple[Throttle, ...]
     tracks: tuple[Track, ...] = ()  # the measured series over each device's window
 
 
 def gpu_counters(counters: CounterSamples | None, steps: Steps,
-                 device_windows: dict[int, tuple[int, int]]) -> GpuCounters | None:
+                 device_windows: dict[int, tuple[int, int]],
+                 items_per_step: int | None = None) -> GpuCounters | None:
     """The counters per device over its window (``device -> [start, end)``, the
-    timeline's) and each step (device side where it has one); None: no counters."""
+    timeline's) and each step (device side where it has one), a step's energy also per
+    item where ``items_per_step`` is known; None: no counters."""
     if counters is None or not len(counters):
         return None
     by_name = {name: i for i, name in enumerate(counters.names)}
@@ -112,13 +116,15 @@ def gpu_counters(counters: CounterSamples | None, steps: Steps,
         tracks.extend(_tracks(device, lo_hi, series))
         top_clock = series["sm_clock_mhz"][1].max() if len(series["sm_clock_mhz"][1]) else None
         for step, lo, hi in spans:
-            w = _window(device, step, lo, hi, series)
+            w = _window(device, step, lo, hi, series,
+                        items_per_step if step is not None else None)
             windows.append(w)
             if (top_clock is not None and w.sm_clock_min_mhz is not None
                     and w.sm_clock_min_mhz < THROTTLE_SHARE * top_clock and step is not None):
                 throttles.append(Throttle(device, step, float(top_clock), w.sm_clock_min_mhz,
                                           w.temperature_c))
     return GpuCounters(series=tuple(counters.names), samples=len(counters),
+                       items_per_step=items_per_step,
                        windows=tuple(windows), throttles=tuple(throttles),
                        tracks=tuple(tracks))
 
@@ -158,7 +164,8 @@ def _series(counters: CounterSamples, on: np.ndarray, by_name: dict[str, int],
 
 
 def _window(device: int, step: int | None, lo: int, hi: int,
-            series: dict[str, tuple[np.ndarray, np.ndarray]]) -> WindowCounters:
+            series: dict[str, tuple[np.ndarray, np.ndarray]],
+            items: int | None) -> WindowCounters:
     figures: dict[str, float | None] = {}
     covered = 0.0
     for key, (ts, values) in series.items():
@@ -173,8 +180,10 @@ def _window(device: int, step: int | None, lo: int, hi: int,
             figures[key] = float(held_values(ts, values, lo, hi).max())
     power = figures.get("power_w")
     energy = None if power is None else power * (hi - lo) / 1e9
+    per_item = energy / items if energy is not None and items else None
     return WindowCounters(device=device, step=step, start_ns=lo, dur_ns=hi - lo,
-                          covered=round(covered, 6), energy_j=energy, **figures)
+                          covered=round(covered, 6), energy_j=energy,
+                          energy_per_item_j=per_item, **figures)
 
 
 def hold_ns(ts: np.ndarray) -> int:

@@ -88,6 +88,16 @@ def _lines(a: TraceAnalysis) -> list[str]:
     return lines + [throttle_line([t for t in c.throttles if t.device == d]) for d in devices]
 
 
+def _title(c: GpuCounters) -> str:
+    items = f"; per item: of {c.items_per_step:,} items a step" if c.items_per_step else ""
+    return f"GPU counters per step (measured; SM clock: the lowest{items})"
+
+
+def _header(c: GpuCounters) -> tuple[str, ...]:
+    return STEP_HEADER if not c.items_per_step else (*STEP_HEADER[:6], "per item",
+                                                     *STEP_HEADER[6:])
+
+
 def _step_rows(a: TraceAnalysis, c: GpuCounters) -> list[tuple[str, ...]]:
     several = len({w.device for w in c.windows}) > 1
     rows = []
@@ -96,9 +106,11 @@ def _step_rows(a: TraceAnalysis, c: GpuCounters) -> list[tuple[str, ...]]:
             continue
         est = estimated(a, w.device, w.step)
         label = f"{w.step} (gpu:{w.device})" if several else str(w.step)
+        per_item = (_num(None if w.energy_per_item_j is None else w.energy_per_item_j * 1e3,
+                         "mJ", 2),) if c.items_per_step else ()
         rows.append((label, _pct(w.sm_active_pct),
                      units.percent(est) if est is not None else "-", _pct(w.dram_bw_pct),
-                     _num(w.power_w, "W"), _num(w.energy_j, "J", 2),
+                     _num(w.power_w, "W"), _num(w.energy_j, "J", 2), *per_item,
                      _num(w.sm_clock_min_mhz, "MHz"),
                      "-" if w.temperature_c is None else f"{w.temperature_c:.0f} °C"))
     return rows
@@ -112,18 +124,19 @@ class GpuCountersPresenter(Presenter):
                                for line in _lines(a)]
         rows = _step_rows(a, a.counters) if a.counters is not None else []
         if rows:
+            header = _header(a.counters)
             columns = tuple(Column(h, justify="left" if i == 0 else "right")
-                            for i, h in enumerate(STEP_HEADER))
-            blocks.append(Grid("GPU counters per step (measured; SM clock: the lowest)",
-                               columns, tuple(rows), fit={h: WHOLE for h in STEP_HEADER}))
+                            for i, h in enumerate(header))
+            blocks.append(Grid(_title(a.counters), columns, tuple(rows),
+                               fit={h: WHOLE for h in header}))
         return blocks
 
     def markdown(self, a: TraceAnalysis, view: View) -> list[str]:
         lines = [f"- {line}" for line in _lines(a)]
         rows = _step_rows(a, a.counters) if a.counters is not None else []
         if rows:
-            lines += ["", "GPU counters per step (measured; SM clock: the lowest):", ""]
-            lines += table(STEP_HEADER, rows)
+            lines += ["", _title(a.counters) + ":", ""]
+            lines += table(_header(a.counters), rows)
         return lines + [""] if lines else []
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
