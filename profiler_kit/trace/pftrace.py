@@ -15,8 +15,9 @@ package ships and gives back the events the JSON export of the same recording ho
 
 Times are relative to the trace's clock snapshot, as ``baseTimeNanoseconds`` makes the
 JSON export's. What the protobuf does not carry is absent: the JSON header
-(``deviceProperties``, ``distributedInfo``), instant events such as ``[memory]``, and a
-kernel's static shared memory (the encoder writes the dynamic part only).
+(``deviceProperties``, but for the compute capability the kernels' ``arch`` names;
+``distributedInfo``), instant events such as ``[memory]``, and a kernel's static shared
+memory (the encoder writes the dynamic part only).
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class _Events:
         self.slices = 0
         self.values: dict[bytes, Any] = {}
         self.counter_tracks: dict[int, tuple[str, Any]] = {}  # uuid -> (series, pid)
+        self.arch: dict[int, str] = {}  # gpu -> the architecture its kernels name
         self.process_labels: dict[int, tuple[int, str]] = {}  # uuid -> (pid, name)
         self.named_threads: set[tuple[int, int]] = set()
 
@@ -136,6 +138,10 @@ class _Events:
         header: dict[str, Any] = {"traceName": path.name}
         if self.base_ns is not None:
             header["baseTimeNanoseconds"] = self.base_ns
+        devices = [props for gpu, arch in sorted(self.arch.items())
+                   if (props := device_properties(gpu, arch)) is not None]
+        if devices:
+            header["deviceProperties"] = devices
         return header, self.events
 
     def _us(self, ts_ns: int) -> float:
@@ -272,6 +278,8 @@ class _Events:
             key = EXTRA_ARGS.get(x.name)
             if key is not None:
                 args[key] = _number(x.value)
+            elif x.name == "arch" and e.gpu_id not in self.arch:  # "sm_90" on real GPUs
+                self.arch[e.gpu_id] = x.value
         device = args.get("device", e.gpu_id)
         stream = args.get("stream", 0)
         name = e.name or self._name(seq, "event_names", e.name_iid) or stage
@@ -303,6 +311,17 @@ class _Events:
             value = c.double_value if c.HasField("double_value") else c.int_value
             self.events.append({"ph": "C", "name": name, "pid": f"GPU {gpu} Counters",
                                 "ts": self._us(ts), "args": {"": value}})
+
+
+def device_properties(gpu: int, arch: str) -> dict[str, Any] | None:
+    """What a GPU's architecture (``sm_90``, as PyTorch's encoder names it on each kernel)
+    says of it in Kineto's ``deviceProperties`` terms: its compute capability, a warp of
+    32 (CUPTI's GPUs are NVIDIA's); not its model, so no peaks."""
+    digits = arch.removeprefix("sm_").rstrip("af")
+    if not arch.startswith("sm_") or not digits.isdigit() or len(digits) < 2:
+        return None
+    return {"id": gpu, "computeMajor": int(digits[:-1]), "computeMinor": int(digits[-1]),
+            "warpSize": 32}
 
 
 def us(ns: int) -> int | float:

@@ -141,3 +141,22 @@ def test_a_pftrace_with_nothing_to_analyze_says_so(tmp_path: Path) -> None:
     empty.write_bytes(trace.SerializeToString())
     with pytest.raises(TraceError, match="no slices or GPU events"):
         load(empty)
+
+
+def test_the_kernels_architecture_gives_the_compute_capability(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """On a GPU, PyTorch's encoder names the architecture (``sm_90``) on every kernel:
+    the compute capability the rules and the occupancy limits need."""
+    why = exporter_available()
+    if why:
+        pytest.skip(why)
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    _, pftrace = export(DATA / "a100_triton_kernel.json.gz", tmp_path / "triton")
+    table = load(pftrace)
+    assert table.meta.device_properties == [
+        {"id": 0, "computeMajor": 9, "computeMinor": 0, "warpSize": 32}]
+    doc = analyze_json(pftrace)["traces"][0]
+    assert doc["devices"] == [{"id": 0, "name": None, "total_memory_bytes": None,
+                               "compute_capability": "9.0"}]
