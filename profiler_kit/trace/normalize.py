@@ -333,8 +333,8 @@ class Accumulator:
             if type(value) not in (int, float) or not math.isfinite(value):
                 self.skipped["counter value not a number"] += 1
                 continue
-            series = name if key in ("", name) or len(args) == 1 else f"{name} ({key})"
-            self.counters.append((ts, device, series, float(value)))
+            self.counters.append((ts, device, counter_series(name, key, len(args)),
+                                  float(value)))
 
     def add_metadata(self, kind: Any, pid_raw: Any, tid_raw: Any, label: Any) -> None:
         """A ``process_name``/``thread_name`` metadata event; others are ignored."""
@@ -382,6 +382,12 @@ MEMORY_COLUMNS: dict[str, type] = {
     "tid": np.int64,
     "addr": np.int64,
 }
+
+
+def counter_series(name: str, key: str, values: int) -> str:
+    """A counter event's series: its name, and the key of the value where it has several
+    (``{"": 300}``, PyTorch's one unnamed value, is the event's name alone)."""
+    return name if key in ("", name) or values == 1 else f"{name} ({key})"
 
 
 def counter_device(pid: Any) -> int:

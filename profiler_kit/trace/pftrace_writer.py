@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from profiler_kit.trace.normalize import us_to_ns
+from profiler_kit.trace.normalize import counter_series, us_to_ns
 from profiler_kit.trace.pftrace import schema
 
 SEQUENCE = 1
@@ -76,8 +76,8 @@ class _Writer:
         elif ph == "C":
             for key, value in args.items():
                 if type(value) in (int, float):
-                    series = name if key in ("", name) or len(args) == 1 else f"{name} {key}"
-                    self.counters.append((pid, series, ts, float(value)))
+                    self.counters.append((pid, counter_series(name, key, len(args)), ts,
+                                          float(value)))
         elif ph == "M":
             label = args.get("name")
             if isinstance(label, str):
