@@ -29,7 +29,8 @@ def why_not(cuda: bool) -> str | None:
         return "this torch has no experimental profiler config"
     try:
         _ExperimentalConfig(custom_profiler_config=json.dumps(MONITOR_CONFIG))
-    except TypeError:
+        import torch.profiler._cupti  # noqa: F401
+    except (TypeError, ImportError):
         return "this torch's profiler has no cupti_monitor backend (torch 2.14 or newer has)"
     try:
         import torch.profiler._cupti.monitor_trace  # noqa: F401

@@ -14,6 +14,7 @@ from profiler_kit.analysis.memory.strategies import MemoryReport, combine
 from profiler_kit.analysis.memory.usage import WHY_PROFILE_MEMORY_OFF, WHY_THREADED
 from profiler_kit.errors import TraceError
 from profiler_kit.sources.strategy_memory import explain
+from profiler_kit.trace.pftrace import is_pftrace
 from profiler_kit.util.path_kinds import PathKind, kind_of
 
 _NOT_A_MEMORY_FILE = ("not a trace, a memory categories file (*.memory_categories.json) or "
@@ -30,7 +31,8 @@ def _kinds(files: list[Path], traces_too: bool = True
             cats.append(f)
         elif kind is PathKind.SNAPSHOT:
             snaps.append(f)
-        elif traces_too and kind in (PathKind.TRACE, PathKind.MERGED_TRACE):
+        elif traces_too and kind in (PathKind.TRACE, PathKind.MERGED_TRACE) \
+                and not is_pftrace(f):  # memory records are read from JSON traces only
             traces.append(f)
     return traces, cats, snaps
 
@@ -47,6 +49,10 @@ def sources(path: Path, device_memory: int | None, top: int,
     if not path.exists():
         raise TraceError(f"{path}: no such file or folder")
     if path.is_file():
+        if is_pftrace(path):
+            raise TraceError(f"{path}: a .pftrace holds no memory records profkit reads "
+                             "(PyTorch's encoder writes no [memory] events): give the JSON "
+                             "trace")
         found, cats, snaps = _kinds([path], traces)
         if traces and not (found or cats or snaps):
             raise TraceError(f"{path}: {_NOT_A_MEMORY_FILE}")

@@ -29,7 +29,7 @@ import msgspec
 from profiler_kit.analysis.jobs.job_view import JobView
 from profiler_kit.analysis.jobs.rank_summary import RankSummary
 from profiler_kit.trace.event_stream import stream_events
-from profiler_kit.trace.normalize import us_to_ns
+from profiler_kit.trace.normalize import counter_device, us_to_ns
 
 SCHEMA = "profkit.merged-trace/1"
 FLOW_CAT = "profkit.collective"
@@ -98,7 +98,7 @@ def merge_job(members: Sequence[RankSummary], job: JobView, out: IO[bytes],
 
         def sink(events: list[Any], shift: int = shift, pids: dict[Any, int] = pids,
                  count: list[int] = count, want: set = want, hits: dict = hits,
-                 index: int = index, new_pid: Any = new_pid) -> None:
+                 index: int = index, new_pid: Any = new_pid, rank: int = rank) -> None:
             kept = []
             for e in events:
                 if not isinstance(e, dict):
@@ -106,11 +106,15 @@ def merge_job(members: Sequence[RankSummary], job: JobView, out: IO[bytes],
                 if e.get("ph") == "M" and e.get("name") in _REPLACED_META:
                     continue
                 pid = e.get("pid")
-                key = pid if isinstance(pid, (int, str)) else None
-                p = pids.get(key)
-                if p is None:
-                    p = new_pid(key)
-                e["pid"] = p
+                if e.get("ph") == "C" and counter_device(pid) >= 0:
+                    e["pid"] = f"rank {rank} {pid}"  # stays a GPU's counters, of its rank
+                    p = None
+                else:
+                    key = pid if isinstance(pid, (int, str)) else None
+                    p = pids.get(key)
+                    if p is None:
+                        p = new_pid(key)
+                    e["pid"] = p
                 ts = e.get("ts")
                 ns = us_to_ns(ts) if ts is not None else None
                 if isinstance(ns, int):

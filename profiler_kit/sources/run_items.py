@@ -14,8 +14,9 @@ LEVELS = 4  # a trace lies at most this far below its run folder (run/point/stra
 
 
 def items_per_step(trace: Path) -> int | None:
-    """The items per step of the strategy that wrote ``trace``; None where no run.json
-    above it names the trace (a trace of its own) or the strategy counts none."""
+    """The items per step of the strategy (per rank where it has several) that wrote
+    ``trace``; None where no run.json above it names the trace (a trace of its own) or
+    the strategy counts none (or its ranks do not share them evenly)."""
     trace = trace.resolve()
     for folder in list(trace.parents)[:LEVELS]:
         by_trace = _items_by_trace(folder)
@@ -35,7 +36,10 @@ def _items_by_trace(folder: Path) -> dict[str, int] | None:
     out: dict[str, int] = {}
     for s in doc.get("strategies", []) if isinstance(doc, dict) else []:
         items = s.get("items_per_step") if isinstance(s, dict) else None
-        if isinstance(items, int) and items > 0:
+        # a strategy of several processes counts the items of all its ranks: each rank's
+        # trace is of its own share (its GPU's energy over its own items)
+        ranks = max(len(s.get("per_rank_samples_ns") or ()), 1) if isinstance(s, dict) else 1
+        if isinstance(items, int) and items > 0 and items % ranks == 0:
             for f in s.get("trace_files") or []:
-                out[str((folder / f).resolve())] = items
+                out[str((folder / f).resolve())] = items // ranks
     return out

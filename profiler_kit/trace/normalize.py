@@ -330,11 +330,14 @@ class Accumulator:
             return
         device = counter_device(pid_raw)
         for key, value in args.items():
-            if type(value) not in (int, float) or not math.isfinite(value):
+            try:
+                number = float(value) if type(value) in (int, float) else math.nan
+            except OverflowError:  # an int beyond any float
+                number = math.nan
+            if not math.isfinite(number):
                 self.skipped["counter value not a number"] += 1
                 continue
-            self.counters.append((ts, device, counter_series(name, key, len(args)),
-                                  float(value)))
+            self.counters.append((ts, device, counter_series(name, key, len(args)), number))
 
     def add_metadata(self, kind: Any, pid_raw: Any, tid_raw: Any, label: Any) -> None:
         """A ``process_name``/``thread_name`` metadata event; others are ignored."""
@@ -391,9 +394,10 @@ def counter_series(name: str, key: str, values: int) -> str:
 
 
 def counter_device(pid: Any) -> int:
-    """The GPU a counter is of: PyTorch's ``"GPU N Counters"`` process; -1 for others."""
+    """The GPU a counter is of: PyTorch's ``"GPU N Counters"`` process (``"rank R GPU N
+    Counters"`` in a merged job); -1 for others."""
     if type(pid) is str:
-        words = pid.split()
+        words = pid.split()[-3:]
         if len(words) == 3 and words[0] == "GPU" and words[2] == "Counters" \
                 and words[1].isdigit():
             return int(words[1])

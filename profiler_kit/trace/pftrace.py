@@ -23,11 +23,13 @@ memory (the encoder writes the dynamic part only).
 from __future__ import annotations
 
 import gzip
+import json
 import zlib
 from pathlib import Path
 from typing import Any
 
 from profiler_kit.errors import TraceError
+from profiler_kit.trace.normalize import counter_device
 
 PFTRACE_SUFFIXES = (".pftrace", ".pftrace.gz", ".perfetto-trace")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -43,6 +45,9 @@ EXTRA_ARGS = {"device id": "device", "context id": "context", "stream id": "stre
               "graph node id": "graph node id", "bytes": "bytes", "value": "value",
               "memory kind": "memory kind"}
 SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4
+BOOTTIME = 6  # Perfetto's default clock, the one PyTorch's timestamps are on
+ABSOLUTE_CLOCKS = (1, 2, 3, 4, 5, 6)  # the builtin clocks; others are incremental or custom
+PLAIN_VALUES = frozenset({"bool_value", "uint_value", "double_value", "string_value"})
 
 
 def _read_args() -> frozenset[str]:
@@ -94,26 +99,36 @@ def read_pftrace(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         trace.ParseFromString(data)
     except Exception as e:  # google.protobuf.message.DecodeError and friends
         raise TraceError(f"{path}: not a Perfetto trace ({e})") from None
-    return _Events().read(trace.packet, path)
+    try:
+        return _Events(path).read(trace.packet)
+    except (TypeError, ValueError, OverflowError) as e:  # a value of an unexpected kind
+        raise TraceError(f"{path}: a Perfetto trace profkit cannot read ({e})") from None
 
 
 class _Events:
-    """The packets of one trace walked in order, with the interned names of each sequence."""
+    """The packets of one trace walked in order, with the interned names of each sequence.
 
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
+    Timestamps are kept as the trace's nanoseconds until every packet is read (the clock
+    snapshot may come last), then made relative to it at once.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events: list[dict[str, Any]] = []  # their "ts": the trace's ns until the end
         self.base_ns: int | None = None
         self.interned: dict[int, dict[str, dict[int, Any]]] = {}
+        self.defaults: dict[int, int] = {}  # sequence -> its default track
+        self.descriptors: dict[tuple[int, int], Any] = {}  # (sequence, gpu) -> counters
         self.tracks: dict[int, tuple[Any, Any]] = {}  # uuid -> (pid, tid)
         self.marks: list[tuple[int, int, int, Any]] = []
         self.slices = 0
         self.values: dict[bytes, Any] = {}
-        self.counter_tracks: dict[int, tuple[str, Any]] = {}  # uuid -> (series, pid)
+        self.counter_tracks: dict[int, tuple[str, Any, float]] = {}  # uuid -> series, pid, x
         self.arch: dict[int, str] = {}  # gpu -> the architecture its kernels name
         self.process_labels: dict[int, tuple[int, str]] = {}  # uuid -> (pid, name)
         self.named_threads: set[tuple[int, int]] = set()
 
-    def read(self, packets: Any, path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def read(self, packets: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         for p in packets:
             kind = p.WhichOneof("data")
             seq = p.trusted_packet_sequence_id
@@ -121,6 +136,10 @@ class _Events:
                 self.interned[seq] = {}
             if p.HasField("interned_data"):
                 self._intern(seq, p.interned_data)
+            if p.HasField("trace_packet_defaults"):
+                self._defaults(seq, p.trace_packet_defaults)
+            if p.HasField("timestamp_clock_id") and p.timestamp_clock_id not in ABSOLUTE_CLOCKS:
+                self._unsupported(f"timestamps on clock {p.timestamp_clock_id}")
             if kind == "track_event":
                 self._track_event(p.timestamp, seq, p.track_event)
             elif kind == "gpu_render_stage_event":
@@ -130,12 +149,15 @@ class _Events:
             elif kind == "track_descriptor":
                 self._track(p.track_descriptor)
             elif kind == "clock_snapshot" and self.base_ns is None:
-                self.base_ns = p.timestamp or min(
-                    (c.timestamp for c in p.clock_snapshot.clocks), default=0)
+                self.base_ns = _snapshot_ns(p)
         self._pair_slices()
         if not self.slices and not self.events:
-            raise TraceError(f"{path}: a Perfetto trace with no slices or GPU events")
-        header: dict[str, Any] = {"traceName": path.name}
+            raise TraceError(f"{self.path}: a Perfetto trace with no slices or GPU events")
+        base = self.base_ns or 0
+        for e in self.events:
+            if "ts" in e:
+                e["ts"] = us(e["ts"] - base)
+        header: dict[str, Any] = {"traceName": self.path.name}
         if self.base_ns is not None:
             header["baseTimeNanoseconds"] = self.base_ns
         devices = [props for gpu, arch in sorted(self.arch.items())
@@ -144,8 +166,10 @@ class _Events:
             header["deviceProperties"] = devices
         return header, self.events
 
-    def _us(self, ts_ns: int) -> float:
-        return us(ts_ns - (self.base_ns or 0))
+    def _unsupported(self, what: str) -> None:
+        raise TraceError(f"{self.path}: {what}: profkit reads the Perfetto traces PyTorch "
+                         "and profkit write (absolute timestamps, tracks named on each "
+                         "event)")
 
     def _intern(self, seq: int, d: Any) -> None:
         tables = self.interned.setdefault(seq, {})
@@ -153,6 +177,12 @@ class _Events:
             table = tables.setdefault(field.name, {})
             for entry in entries:
                 table[entry.iid] = entry
+
+    def _defaults(self, seq: int, d: Any) -> None:
+        if d.HasField("timestamp_clock_id") and d.timestamp_clock_id not in ABSOLUTE_CLOCKS:
+            self._unsupported(f"timestamps on clock {d.timestamp_clock_id}")
+        if d.HasField("track_event_defaults") and d.track_event_defaults.track_uuid:
+            self.defaults[seq] = d.track_event_defaults.track_uuid
 
     def _name(self, seq: int, table: str, iid: int) -> str:
         entry = self.interned.get(seq, {}).get(table, {}).get(iid)
@@ -177,10 +207,13 @@ class _Events:
                 self.events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                                     "args": {"name": t.process.process_name}})
         elif t.HasField("counter"):
+            if t.counter.is_incremental:
+                self._unsupported(f"incremental counter {t.name!r}")
             pid, label = self.process_labels.get(t.parent_uuid, (0, ""))
             # PyTorch's GPU counters are on a process named "GPU N Counters"
-            owner = label if label.startswith("GPU ") and label.endswith(" Counters") else pid
-            self.counter_tracks[t.uuid] = (t.name, owner)
+            owner = label if counter_device(label) >= 0 else pid
+            self.counter_tracks[t.uuid] = (t.name or t.static_name, owner,
+                                           float(t.counter.unit_multiplier or 1))
 
     def _counter_value(self, ts: int, te: Any) -> None:
         track = self.counter_tracks.get(te.track_uuid)
@@ -188,13 +221,14 @@ class _Events:
             return
         value = te.double_counter_value if te.HasField("double_counter_value") \
             else te.counter_value
-        self.events.append({"ph": "C", "name": track[0], "pid": track[1], "ts": self._us(ts),
-                            "args": {"": value}})
+        self.events.append({"ph": "C", "name": track[0], "pid": track[1], "ts": ts,
+                            "args": {"": value * track[2]}})
 
     def _track_event(self, ts: int, seq: int, te: Any) -> None:
         kind = te.type
+        track = te.track_uuid if te.HasField("track_uuid") else self.defaults.get(seq, 0)
         if kind == SLICE_END:
-            self.marks.append((ts, len(self.marks), te.track_uuid, None))
+            self.marks.append((ts, len(self.marks), track, None))
             return
         if kind == COUNTER:
             self._counter_value(ts, te)
@@ -217,22 +251,22 @@ class _Events:
             held = a.WhichOneof("value")
             if held == "int_value":
                 args[key] = a.int_value
-            elif held is not None and held != "legacy_json_value":
+            elif held in PLAIN_VALUES:
                 args[key] = getattr(a, held)
             else:  # shapes recur in every step: each distinct one is converted once
                 raw = a.SerializeToString()
                 value = values.get(raw)
                 if value is None:
-                    value = values[raw] = _value(a)
+                    value = values[raw] = self._value(seq, a)
                 args[key] = value
         if not cat and "cuda_sync_kind" in args:  # the encoder gives syncs no category
             cat = "cuda_sync"
         if kind == INSTANT:  # as JSON has it: [memory] events are these
-            pid, tid = self.tracks.get(te.track_uuid, (0, te.track_uuid))
+            pid, tid = self.tracks.get(track, (0, track))
             self.events.append({"ph": "i", "s": "t", "cat": cat, "name": name, "pid": pid,
-                                "tid": tid, "ts": self._us(ts), "args": args})
+                                "tid": tid, "ts": ts, "args": args})
             return
-        self.marks.append((ts, len(self.marks), te.track_uuid, (name, cat, args)))
+        self.marks.append((ts, len(self.marks), track, (name, cat, args)))
 
     def _pair_slices(self) -> None:
         """Begins and ends paired per track in time order, as Perfetto pairs them
@@ -254,19 +288,38 @@ class _Events:
                 paired.append((first, track, start, ts, begin))
         paired.sort()
         for _, track, start, end, (name, cat, args) in paired:
-            self._slice(track, start, end, name, cat, args)
+            pid, tid = self.tracks.get(track, (0, track))
+            self.slices += 1
+            self.events.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
+                                "ts": start, "dur": us(end - start), "args": args})
         self.marks = []
 
     def _annotation_name(self, seq: int, a: Any) -> str:
         return a.name or self._name(seq, "debug_annotation_names", a.name_iid)
 
-    def _slice(self, track: int, start: int, end: int, name: str, cat: str,
-               args: dict[str, Any]) -> None:
-        pid, tid = self.tracks.get(track, (0, track))
-        self.slices += 1
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
-                            "ts": self._us(start), "dur": us(end - start),
-                            "args": args})
+    def _value(self, seq: int, a: Any) -> Any:
+        """A debug annotation's value as JSON would hold it."""
+        kind = a.WhichOneof("value")
+        if kind is None:
+            if len(a.array_values):
+                return [self._value(seq, v) for v in a.array_values]
+            if len(a.dict_entries):
+                return {self._annotation_name(seq, v): self._value(seq, v)
+                        for v in a.dict_entries}
+            return []
+        if kind == "string_value_iid":
+            entry = self.interned.get(seq, {}).get("debug_annotation_string_values",
+                                                   {}).get(a.string_value_iid)
+            return entry.str.decode("utf-8", "replace") if entry is not None else ""
+        if kind == "nested_value":
+            return _nested(a.nested_value)
+        value = getattr(a, kind)
+        if kind == "legacy_json_value":
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value if isinstance(value, (int, float, str, bool)) else str(value)
 
     def _render_stage(self, ts: int, seq: int, e: Any) -> None:
         stage = self._name(seq, "gpu_specifications", e.stage_iid)
@@ -295,14 +348,22 @@ class _Events:
                 elif key is not None:
                     args["shared memory"] = arg.uint_value
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": device,
-                            "tid": stream, "ts": self._us(ts), "dur": us(e.duration),
-                            "args": args})
+                            "tid": stream, "ts": ts, "dur": us(e.duration), "args": args})
 
     def _counters(self, ts: int, seq: int, e: Any) -> None:
+        """GPU counter samples, named by their descriptor: interned, or carried inline by
+        the first event of a GPU (and kept for the next ones)."""
         entry = self.interned.get(seq, {}).get("gpu_counter_descriptors", {}).get(
-            e.counter_descriptor_iid)
-        descriptor = entry.counter_descriptor if entry is not None else e.counter_descriptor
+            e.counter_descriptor_iid) if e.counter_descriptor_iid else None
         gpu = e.gpu_id if e.HasField("gpu_id") else (entry.gpu_id if entry is not None else 0)
+        if entry is not None:
+            descriptor = entry.counter_descriptor
+        elif e.HasField("counter_descriptor"):
+            descriptor = self.descriptors[(seq, gpu)] = e.counter_descriptor
+        else:
+            descriptor = self.descriptors.get((seq, gpu))
+            if descriptor is None:
+                return
         names = {s.counter_id: s.name for s in descriptor.specs}
         for c in e.counters:
             name = names.get(c.counter_id)
@@ -310,7 +371,26 @@ class _Events:
                 continue
             value = c.double_value if c.HasField("double_value") else c.int_value
             self.events.append({"ph": "C", "name": name, "pid": f"GPU {gpu} Counters",
-                                "ts": self._us(ts), "args": {"": value}})
+                                "ts": ts, "args": {"": value}})
+
+
+def _snapshot_ns(p: Any) -> int:
+    """The base a clock snapshot gives: its BOOTTIME clock (where the events' timestamps
+    are), else the packet's own timestamp."""
+    boottime = [c.timestamp for c in p.clock_snapshot.clocks if c.clock_id == BOOTTIME]
+    return boottime[0] if boottime else p.timestamp
+
+
+def _nested(v: Any) -> Any:
+    """A ``NestedValue`` (an older encoding of arrays and dicts) as JSON would hold it."""
+    if v.nested_type == 1:  # DICT
+        return {k: _nested(x) for k, x in zip(v.dict_keys, v.dict_values, strict=False)}
+    if v.nested_type == 2:  # ARRAY
+        return [_nested(x) for x in v.array_values]
+    for field in ("int_value", "double_value", "bool_value", "string_value"):
+        if v.HasField(field):
+            return getattr(v, field)
+    return None
 
 
 def device_properties(gpu: int, arch: str) -> dict[str, Any] | None:
@@ -336,22 +416,3 @@ def _number(text: str) -> Any:
         return int(text)
     except ValueError:
         return text
-
-
-def _value(a: Any) -> Any:
-    """A debug annotation's value as JSON would hold it."""
-    kind = a.WhichOneof("value")
-    if kind is None:
-        if len(a.array_values):
-            return [_value(v) for v in a.array_values]
-        if len(a.dict_entries):
-            return {v.name: _value(v) for v in a.dict_entries}
-        return []
-    value = getattr(a, kind)
-    if kind == "legacy_json_value":
-        import json
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value

@@ -18,6 +18,7 @@ The result is gzip-compressed, as PyTorch writes its own; :mod:`.pftrace` reads 
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import zlib
@@ -29,6 +30,7 @@ from profiler_kit.trace.normalize import counter_series, us_to_ns
 from profiler_kit.trace.pftrace import schema
 
 SEQUENCE = 1
+BOOTTIME = 6  # the clock the timestamps are on (Perfetto's default)
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
 
 
@@ -57,6 +59,8 @@ class _Writer:
         self.flows: dict[tuple[Any, Any, int], list[tuple[str, int]]] = defaultdict(list)
         self.uuids: dict[Any, int] = {}
         self.flow_ids: dict[str, int] = {}  # a flow's id in the trace -> its number here
+        self.shift = 0  # added to every timestamp written (see ``trace``)
+        self.flow_of_slice: dict[tuple[Any, Any, int, int], list[tuple[str, int]]] = {}
 
     def add(self, e: dict[str, Any]) -> None:
         ph = e.get("ph")
@@ -101,10 +105,18 @@ class _Writer:
         packets = trace.packet
         if session:
             packets.add().trace_config.unique_session_name = session
+        # Perfetto's timestamps are unsigned: a trace whose times go below 0 (a rank's
+        # clock shifted back) is written shifted up, the clock snapshot saying by how much
+        times = [start for rows in self.slices.values() for start, *_ in rows]
+        times += [ts for _, _, ts, *_ in self.instants] + [ts for _, _, ts, _ in self.counters]
+        self.shift = max(0, -min(times, default=0))
         first = packets.add()
         first.trusted_packet_sequence_id = SEQUENCE
         first.sequence_flags = 1  # incremental state cleared: a fresh sequence
+        first.timestamp = self.shift
+        first.clock_snapshot.clocks.add(clock_id=BOOTTIME, timestamp=self.shift)
         lanes = {key: _lanes(rows) for key, rows in self.slices.items()}
+        self.flow_of_slice = self._bind_flows(lanes)
         threads = set(lanes) | {(pid, tid) for pid, tid, *_ in self.instants}
         processes = {pid for pid, _ in threads} | {pid for pid, *_ in self.counters}
         for pid in sorted(processes, key=str):
@@ -129,22 +141,42 @@ class _Writer:
             d.counter.SetInParent()
         for (pid, tid), thread_lanes in lanes.items():
             for lane, rows in enumerate(thread_lanes):
-                self._slices(packets, self._uuid(("t", pid, tid, lane)), pid, tid, rows)
+                self._slices(packets, self._uuid(("t", pid, tid, lane)), (pid, tid, lane),
+                             rows)
         for pid, tid, ts, name, cat, args in self.instants:
             self._event(packets, ts, self._uuid(("t", pid, tid, 0)), INSTANT, name, cat, args)
         for pid, series, ts, value in self.counters:
             p = packets.add()
-            p.timestamp = ts
+            p.timestamp = ts + self.shift
             p.trusted_packet_sequence_id = SEQUENCE
             p.track_event.type = COUNTER
             p.track_event.track_uuid = self._uuid(("c", pid, series))
             p.track_event.double_counter_value = value
         return trace
 
-    def _slices(self, packets: Any, uuid: int, pid: Any, tid: Any,
+    def _bind_flows(self, lanes: dict[tuple[Any, Any], list[list]]
+                    ) -> dict[tuple[Any, Any, int, int], list[tuple[str, int]]]:
+        """Each flow event on the slice of its thread it falls in (the innermost: the
+        latest to begin that has not ended), as a viewer binds a JSON flow."""
+        bound: dict[tuple[Any, Any, int, int], list[tuple[str, int]]] = defaultdict(list)
+        for (pid, tid), thread_lanes in lanes.items():
+            spans = sorted((row[0], row[1], lane, i) for lane, rows in enumerate(thread_lanes)
+                           for i, row in enumerate(rows))
+            starts = [s[0] for s in spans]
+            for (fpid, ftid, ts), flows in self.flows.items():
+                if (fpid, ftid) != (pid, tid):
+                    continue
+                k = bisect.bisect_right(starts, ts) - 1
+                while k >= 0 and spans[k][1] < ts:
+                    k -= 1
+                if k >= 0:
+                    bound[(pid, tid, spans[k][2], spans[k][3])].extend(flows)
+        return bound
+
+    def _slices(self, packets: Any, uuid: int, lane: tuple[Any, Any, int],
                 rows: list[tuple[int, int, str, str, dict]]) -> None:
         """Begins and ends in time order (ends first at a tie, a slice's own end after
-        its begin), each begin with the flows that start or end at it."""
+        its begin), each begin with the flows bound to it."""
         marks = []
         for i, (start, end, *_) in enumerate(rows):
             marks.append((start, 1, i))
@@ -152,13 +184,13 @@ class _Writer:
         marks.sort()
         for ts, kind, i in marks:
             if kind == 1:
-                start, _, name, cat, args = rows[i]
+                _, _, name, cat, args = rows[i]
                 te = self._event(packets, ts, uuid, BEGIN, name, cat, args)
-                for ph, flow in self.flows.pop((pid, tid, start), ()):
+                for ph, flow in self.flow_of_slice.get((*lane, i), ()):
                     (te.terminating_flow_ids if ph == "f" else te.flow_ids).append(flow)
             else:
                 p = packets.add()
-                p.timestamp = ts
+                p.timestamp = ts + self.shift
                 p.trusted_packet_sequence_id = SEQUENCE
                 p.track_event.type = END
                 p.track_event.track_uuid = uuid
@@ -166,7 +198,7 @@ class _Writer:
     def _event(self, packets: Any, ts: int, uuid: int, kind: int, name: str, cat: str,
                args: dict) -> Any:
         p = packets.add()
-        p.timestamp = ts
+        p.timestamp = ts + self.shift
         p.trusted_packet_sequence_id = SEQUENCE
         te = p.track_event
         te.type = kind
@@ -216,7 +248,8 @@ def _key(value: Any) -> Any:
 
 
 def _int(value: Any) -> int:
-    """A pid or tid as Perfetto's int32 fields hold it (a name: a stable number)."""
+    """A pid or tid as Perfetto's int32 fields hold it: itself where it fits, a name a
+    stable number."""
     if isinstance(value, int):
-        return value & 0x7FFFFFFF
+        return value if -2**31 <= value < 2**31 else value & 0x7FFFFFFF
     return (zlib.crc32(str(value).encode()) & 0x3FFFFFFF) | 0x40000000

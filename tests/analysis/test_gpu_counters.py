@@ -150,3 +150,26 @@ def test_a_runs_trace_has_its_energy_per_item(tmp_path: Path) -> None:
     alone.write_bytes(trace.read_bytes())
     assert items_per_step(alone) is None
     assert analyze_table(load(alone)).counters.windows[1].energy_per_item_j is None
+
+
+def test_each_rank_of_a_strategy_has_its_own_share_of_the_items(tmp_path: Path) -> None:
+    from profiler_kit.sources.run_items import items_per_step
+
+    run = tmp_path / "ddp"
+    (run / "w2").mkdir(parents=True)
+    traces = [run / "w2" / f"rank{r}.pt.trace.json" for r in range(2)]
+    for t in traces:
+        t.write_text("{}")
+    (run / "run.json").write_text(json.dumps({"strategies": [
+        {"name": "w2", "items_per_step": 64, "per_rank_samples_ns": [[1], [1]],
+         "trace_files": [f"w2/{t.name}" for t in traces]}]}))
+    assert [items_per_step(t) for t in traces] == [32, 32]
+
+
+def test_counters_of_something_else_are_no_gpu_counters(tmp_path: Path) -> None:
+    path = tmp_path / "queue.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+        {"ph": "C", "name": "queue depth", "pid": 1, "ts": 1, "args": {"": 3}}]}))
+    a = analyze_table(load(path))
+    assert a.counters is None and len(a.timeline.devices) == 0

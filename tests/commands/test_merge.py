@@ -139,3 +139,29 @@ def test_a_perfetto_native_merge_holds_the_same_events(merged, tmp_path, name):
     assert main(["merge", str(folder), "-o", str(native)]) == 2  # exists: --force
     assert main(["merge", str(folder), "-o", str(native), "--force"]) == 0
     native.unlink()
+
+
+def test_each_ranks_gpu_counters_stay_its_gpus(tmp_path):
+    """Counters on PyTorch's "GPU N Counters" process keep their GPU through the merge,
+    named by rank (``rank R GPU N Counters``), in either format."""
+    from merge_helpers import shifted_copy as copy_job
+
+    folder = copy_job(tmp_path / "job", 1, 0)
+    for rank, watts in ((0, 100.0), (1, 600.0)):
+        trace = next(folder.glob(f"rank{rank}.*"))
+        raw = trace.read_bytes()
+        doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        start = min(e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X")
+        doc["traceEvents"] += [{"ph": "C", "name": "Power (W)", "pid": "GPU 0 Counters",
+                                "ts": start + k, "args": {"": watts}} for k in range(3)]
+        trace.write_bytes(gzip.compress(json.dumps(doc).encode()) if raw[:2] == b"\x1f\x8b"
+                          else json.dumps(doc).encode())
+    for name in ("job.json.gz", "job.pftrace"):
+        out = tmp_path / name
+        api.merge([folder], out)
+        c = load(out).counters
+        assert set(c.device.tolist()) == {0}
+        assert sorted(set(c.value.tolist())) == [100.0, 600.0]
+    merged = json.loads(gzip.decompress((tmp_path / "job.json.gz").read_bytes()))
+    assert {(e["pid"], e["args"][""]) for e in merged["traceEvents"] if e.get("ph") == "C"} \
+        == {("rank 0 GPU 0 Counters", 100.0), ("rank 1 GPU 0 Counters", 600.0)}

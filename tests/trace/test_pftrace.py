@@ -18,6 +18,7 @@ from monitor_window import export, exporter_available
 
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.loader import find_traces, load, load_simple
+from profiler_kit.trace.pftrace import read_pftrace
 
 DATA = Path(__file__).parents[1] / "data"
 PAIRS = DATA / "pftrace"
@@ -160,3 +161,81 @@ def test_the_kernels_architecture_gives_the_compute_capability(tmp_path: Path,
     doc = analyze_json(pftrace)["traces"][0]
     assert doc["devices"] == [{"id": 0, "name": None, "total_memory_bytes": None,
                                "compute_capability": "9.0"}]
+
+
+def _trace_of(packets: list) -> bytes:
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    trace = pb.Trace()
+    for p in packets:
+        trace.packet.add().CopyFrom(p)
+    return trace.SerializeToString()
+
+
+def _packet(**fields):
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    p = pb.TracePacket(trusted_packet_sequence_id=1, **fields)
+    return p
+
+
+def test_other_producers_conventions_are_read_or_refused(tmp_path: Path) -> None:
+    """A default track for a sequence, a GPU counter descriptor sent once, annotations
+    nested the older way or interned, a clock snapshot last: read as meant; timestamps on
+    an incremental clock: one line naming it."""
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    defaults = _packet(trace_packet_defaults=pb.TracePacketDefaults(
+        track_event_defaults=pb.TrackEventDefaults(track_uuid=5)))
+    thread = _packet(track_descriptor=pb.TrackDescriptor(
+        uuid=5, thread=pb.ThreadDescriptor(pid=1, tid=2, thread_name="main")))
+    dims = pb.DebugAnnotation(name="Input Dims", nested_value=pb.DebugAnnotation.NestedValue(
+        nested_type=2, array_values=[pb.DebugAnnotation.NestedValue(int_value=3)]))
+    begin = _packet(timestamp=1_001_000, track_event=pb.TrackEvent(
+        type=1, name="aten::mm", categories=["cpu_op"], debug_annotations=[dims]))
+    end = _packet(timestamp=1_003_000, track_event=pb.TrackEvent(type=2))
+    descriptor = pb.GpuCounterDescriptor(specs=[
+        pb.GpuCounterDescriptor.GpuCounterSpec(counter_id=0, name="Power (W)")])
+    samples = [_packet(timestamp=1_000_000 + k * 1000, gpu_counter_event=pb.GpuCounterEvent(
+        gpu_id=1, counters=[pb.GpuCounterEvent.GpuCounter(counter_id=0, double_value=100.0 + k)],
+        **({"counter_descriptor": descriptor} if k == 0 else {}))) for k in range(3)]
+    snapshot = _packet(clock_snapshot=pb.ClockSnapshot(clocks=[
+        pb.ClockSnapshot.Clock(clock_id=6, timestamp=1_000_000)]))
+    path = tmp_path / "sdk.pftrace"
+    path.write_bytes(_trace_of([defaults, thread, begin, end, *samples, snapshot]))
+    _, events = read_pftrace(path)
+    (mm,) = [e for e in events if e["ph"] == "X"]
+    assert (mm["tid"], mm["ts"], mm["dur"], mm["args"]) == (2, 1, 2, {"Input Dims": [3]})
+    power = [(e["pid"], e["ts"], e["args"][""]) for e in events if e["ph"] == "C"]
+    assert power == [("GPU 1 Counters", 0, 100.0), ("GPU 1 Counters", 1, 101.0),
+                     ("GPU 1 Counters", 2, 102.0)]
+    incremental = tmp_path / "incremental.pftrace"
+    incremental.write_bytes(_trace_of([thread, _packet(timestamp=5, timestamp_clock_id=64,
+                                                       track_event=pb.TrackEvent(type=1))]))
+    with pytest.raises(TraceError, match="timestamps on clock 64"):
+        load(incremental)
+
+
+def test_a_counter_beyond_a_float_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+        {"ph": "C", "name": "big", "pid": 1, "ts": 1, "args": {"": 10**400}},
+        {"ph": "C", "name": "ok", "pid": 1, "ts": 1, "args": {"": 2}}]}))
+    for loader in (load, load_simple):
+        table = loader(path)
+        assert table.counters.names == ["ok"]
+        assert table.skipped == {"counter value not a number": 1}
+
+
+def test_memory_reads_the_json_beside_a_pftrace_and_names_a_pftrace_alone(tmp_path: Path,
+                                                                         capsys) -> None:
+    import shutil
+
+    from profiler_kit.cli import main
+
+    shutil.copy(DATA / "cpu_torch_profiler.pt.trace.json.gz", tmp_path)
+    shutil.copy(PAIRS / "cpu_torch_profiler.pftrace", tmp_path)
+    assert main(["memory", str(tmp_path)]) == 0
+    assert main(["memory", str(tmp_path / "cpu_torch_profiler.pftrace")]) == 2
+    assert "a .pftrace holds no memory records" in capsys.readouterr().err

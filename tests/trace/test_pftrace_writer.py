@@ -54,3 +54,33 @@ def test_a_slice_overlapping_without_nesting_gets_a_second_lane() -> None:
 
 def test_the_file_is_the_same_each_time() -> None:
     assert to_pftrace(EVENTS) == to_pftrace(EVENTS)
+
+
+def test_times_below_zero_and_negative_ids_come_back(tmp_path: Path) -> None:
+    """A rank whose clock was shifted back has times below 0, which Perfetto's unsigned
+    timestamps cannot hold: they are written shifted up, the clock snapshot saying by how
+    much; Kineto's negative thread ids fit Perfetto's int32 as they are."""
+    events = [_x("early", -125.5, 10, tid=-549452224), _x("late", 3, 2)]
+    path = tmp_path / "shifted.pftrace"
+    path.write_bytes(to_pftrace(events))
+    _, back = read_pftrace(path)
+    assert sorted((e["name"], e["ts"], e["dur"], e["tid"]) for e in back if e["ph"] == "X") \
+        == [("early", -125.5, 10, -549452224), ("late", 3, 2, 1)]
+
+
+def test_a_flow_binds_to_the_slice_it_falls_in(tmp_path: Path) -> None:
+    """A flow's end 1 ns before its call ends (as profkit merge writes the collectives'
+    arrows) binds to that call, as a viewer binds a JSON flow."""
+    from profiler_kit.trace.pftrace import schema
+
+    events = [_x("send", 0, 10), _x("recv", 0, 20, tid=2),
+              {"ph": "s", "id": 7, "pid": 7, "tid": 1, "ts": 9.999, "cat": "c", "name": "c"},
+              {"ph": "f", "id": 7, "pid": 7, "tid": 2, "ts": 19.999, "bp": "e", "cat": "c",
+               "name": "c"}]
+    trace = schema().Trace()
+    import gzip
+
+    trace.ParseFromString(gzip.decompress(to_pftrace(events)))
+    begins = {p.track_event.name: p.track_event for p in trace.packet
+              if p.HasField("track_event") and p.track_event.type == 1}
+    assert list(begins["send"].flow_ids) == list(begins["recv"].terminating_flow_ids) == [1]

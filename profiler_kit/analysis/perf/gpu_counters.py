@@ -99,6 +99,8 @@ def gpu_counters(counters: CounterSamples | None, steps: Steps,
     if counters is None or not len(counters):
         return None
     by_name = {name: i for i, name in enumerate(counters.names)}
+    if not any(name in by_name for names in SERIES.values() for name in names):
+        return None  # counters of something else (a queue's depth): none of a GPU
     devices = sorted(set(counters.device.tolist()) | set(device_windows))
     windows: list[WindowCounters] = []
     throttles: list[Throttle] = []
