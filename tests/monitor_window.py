@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import gzip
 import json
+import os
 import sys
 from itertools import pairwise
 from pathlib import Path
@@ -38,6 +39,18 @@ def exporter_available() -> str | None:
     except ImportError as e:
         return f"PyTorch's cupti_monitor exporter cannot be imported ({e})"
     return None
+
+
+def need_exporter() -> None:
+    """Skip a test without PyTorch's exporter; fail it where ``PROFKIT_NEEDS_EXPORTER`` is
+    set (CI installs it: a test skipped there would hold nothing)."""
+    import pytest
+
+    why = exporter_available()
+    if why and os.environ.get("PROFKIT_NEEDS_EXPORTER"):
+        pytest.fail(why)
+    if why:
+        pytest.skip(why)
 
 
 def read(path: Path) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from monitor_window import export, exporter_available
+from monitor_window import export, need_exporter
 
 from profiler_kit.analysis.perf.gpu_counters import held_mean, held_values
 from profiler_kit.analysis.trace_analysis import analyze_table
@@ -107,9 +107,7 @@ def _by_hand(raw: list[dict], name: str, lo_us: float, hi_us: float) -> float:
 
 
 def test_a_real_trace_exported_with_counters_by_hand(tmp_path: Path) -> None:
-    why = exporter_available()
-    if why:
-        pytest.skip(why)
+    need_exporter()
     json_trace, pftrace = export(DATA / "h200_concurrent_sequential.pt.trace.json.gz",
                                  tmp_path / "h200", counters=True)
     with gzip.open(json_trace, "rt") as fh:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from monitor_window import export, exporter_available
+from monitor_window import export, need_exporter
 
 from profiler_kit.errors import TraceError
 from profiler_kit.trace.loader import find_traces, load, load_simple
@@ -70,9 +70,7 @@ def assert_twins(json_trace: Path, pftrace: Path) -> None:
 
 @pytest.mark.parametrize("name", LIVE)
 def test_a_real_trace_exported_both_ways_analyzes_alike(name: str, tmp_path: Path) -> None:
-    why = exporter_available()
-    if why:
-        pytest.skip(why)
+    need_exporter()
     json_trace, pftrace = export(DATA / name, tmp_path / name.split(".")[0])
     assert_twins(json_trace, pftrace)
 
@@ -148,9 +146,7 @@ def test_the_kernels_architecture_gives_the_compute_capability(tmp_path: Path,
                                                                monkeypatch) -> None:
     """On a GPU, PyTorch's encoder names the architecture (``sm_90``) on every kernel:
     the compute capability the rules and the occupancy limits need."""
-    why = exporter_available()
-    if why:
-        pytest.skip(why)
+    need_exporter()
     import torch
 
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
