@@ -6,7 +6,8 @@ different shapes; this module reads the protobuf with the schema the ``perfetto`
 package ships and gives back the events the JSON export of the same recording holds:
 
 - CPU slices (``TrackEvent`` begin/end pairs on a thread's track) become complete
-  events, their debug annotations their ``args`` (``External id``, ``Input Dims``, ...);
+  events, their debug annotations their ``args`` (those the table reads: ``External id``,
+  ``Input Dims``, ...); instants and counter tracks become instant and counter events;
 - GPU work (``GpuRenderStageEvent``: kernels, memcpy, memset, GPU annotations) becomes
   ``kernel``/``gpu_memcpy``/``gpu_memset``/``gpu_user_annotation`` events with device,
   stream, correlation, grid, block and registers as the JSON export writes them;
@@ -16,8 +17,9 @@ package ships and gives back the events the JSON export of the same recording ho
 Times are relative to the trace's clock snapshot, as ``baseTimeNanoseconds`` makes the
 JSON export's. What the protobuf does not carry is absent: the JSON header
 (``deviceProperties``, but for the compute capability the kernels' ``arch`` names;
-``distributedInfo``), instant events such as ``[memory]``, and a kernel's static shared
-memory (the encoder writes the dynamic part only).
+``distributedInfo``), ``[memory]`` instants (PyTorch's encoder writes none; profkit's own
+writer keeps them), and a kernel's static shared memory (the encoder writes the dynamic
+part only).
 """
 
 from __future__ import annotations

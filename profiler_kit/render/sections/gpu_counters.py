@@ -137,7 +137,7 @@ class GpuCountersPresenter(Presenter):
         if rows:
             lines += ["", _title(a.counters) + ":", ""]
             lines += table(_header(a.counters), rows)
-        return lines + [""] if lines else []
+        return lines + [""] if lines and lines[-1] else lines
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
         return {"gpu_counters": plain(a.counters)}
