@@ -235,3 +235,14 @@ def test_memory_reads_the_json_beside_a_pftrace_and_names_a_pftrace_alone(tmp_pa
     assert main(["memory", str(tmp_path)]) == 0
     assert main(["memory", str(tmp_path / "cpu_torch_profiler.pftrace")]) == 2
     assert "a .pftrace holds no memory records" in capsys.readouterr().err
+
+
+def test_every_way_of_reading_json_keeps_the_same_counters() -> None:
+    """Whole, in small pieces, in parts on two cores, event by event: the same samples."""
+    path = PAIRS / "a100_triton_kernel_counters.json.gz"
+    reference = load_simple(path).counters
+    for kwargs in ({}, {"chunk_bytes": 512}, {"chunk_bytes": 512, "jobs": 2}):
+        c = load(path, **kwargs).counters
+        assert c.names == reference.names, kwargs
+        for column in ("ts_ns", "device", "series", "value"):
+            assert getattr(c, column).tolist() == getattr(reference, column).tolist(), kwargs
