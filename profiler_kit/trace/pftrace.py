@@ -131,6 +131,7 @@ class _Events:
         self.named_threads: set[tuple[int, int]] = set()
 
     def read(self, packets: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        marks, defaults = self.marks, self.defaults
         for p in packets:
             kind = p.WhichOneof("data")
             seq = p.trusted_packet_sequence_id
@@ -143,7 +144,12 @@ class _Events:
             if p.HasField("timestamp_clock_id") and p.timestamp_clock_id not in ABSOLUTE_CLOCKS:
                 self._unsupported(f"timestamps on clock {p.timestamp_clock_id}")
             if kind == "track_event":
-                self._track_event(p.timestamp, seq, p.track_event)
+                te = p.track_event
+                if te.type == SLICE_END:  # half of all packets: kept short
+                    marks.append((p.timestamp, len(marks), te.track_uuid if te.HasField(
+                        "track_uuid") else defaults.get(seq, 0), None))
+                else:
+                    self._track_event(p.timestamp, seq, te)
             elif kind == "gpu_render_stage_event":
                 self._render_stage(p.timestamp, seq, p.gpu_render_stage_event)
             elif kind == "gpu_counter_event":
