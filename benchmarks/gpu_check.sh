@@ -19,6 +19,9 @@
 #   tune-resnet profkit tune examples/tune_resnet.py --quick (every knob, the CUDA ones too)
 #   record      profkit record -- a CNN training script on CUDA
 #   train       concurrent --amp --streams --train (the gradient scaler)
+#   counters    a CNN recorded by torch's cupti_monitor backend with the GPU counters,
+#               exported as JSON and .pftrace (benchmarks/gpu_counters_trace.py), both
+#               analyzed; then profkit record --counters and run concurrent --counters
 #   tune-transformer, pipeline, snapshot-overhead (benchmarks/memory_snapshot_overhead.py)
 # Each run keeps run.json, summary.md, report.html, its console output and
 # `profkit analyze RUN --json` (gzipped) under OUT/<step>/; the traces stay in the work
@@ -161,6 +164,23 @@ step_record() {
     [ -d "$work/record" ] && analyze record "$work/record"
 }
 step_train() { run train concurrent --amp --streams --train; }
+step_counters() {  # CUDA only: the counters are a GPU's
+    [ "$device" = cuda ] || return 0
+    step counters "$step_limit" python benchmarks/gpu_counters_trace.py "$work/counters"
+    for f in "$work"/counters/*.json.gz "$work"/counters/*.pftrace; do
+        [ -e "$f" ] || continue
+        local base
+        base=$(basename "$f")
+        mkdir -p "$out/counters/$base"
+        profkit analyze "$f" > "$out/counters/$base/console.txt" 2>&1
+        analyze "counters/$base" "$f"
+    done
+    step record-counters "$step_limit" profkit record --counters -o "$work/record-counters" \
+        -- python tests/record_scripts/cnn_dataloader.py --device "$device" --epochs 2 \
+        --batches 8
+    [ -d "$work/record-counters" ] && analyze record-counters "$work/record-counters"
+    run run-counters concurrent --counters
+}
 step_tune_transformer() { tune tune-transformer tune_transformer.py; }
 step_pipeline() { run pipeline pipeline; }
 step_snapshot_overhead() {
@@ -168,7 +188,7 @@ step_snapshot_overhead() {
 }
 
 # GPU_CHECK_STEPS picks the steps and their order (a rerun after a first run, say)
-steps=${GPU_CHECK_STEPS:-main pytest-gpu multimodel ddp batch400 snapshot tune-resnet record train tune-transformer pipeline snapshot-overhead}
+steps=${GPU_CHECK_STEPS:-main pytest-gpu multimodel ddp batch400 snapshot tune-resnet record train counters tune-transformer pipeline snapshot-overhead}
 for name in $steps; do
     fn="step_${name//-/_}"
     if declare -F "$fn" > /dev/null; then

@@ -31,7 +31,7 @@ rc=${PIPESTATUS[0]}
 tar -czf "$dest/results.tgz" benchmarks/results
 cd "$GPU_CHECK_WORK"
 steps=()
-for s in main tune-resnet record ddp train batch400 multimodel snapshot tune-transformer pipeline; do
+for s in main tune-resnet record counters ddp train batch400 multimodel snapshot tune-transformer pipeline; do
     [ -e "$s" ] && steps+=("$s")
 done
 tar -cf - "${steps[@]}" | gzip -1 | split -b 15M -d -a 1 - "$dest/traces.tgz."
