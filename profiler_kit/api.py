@@ -220,7 +220,7 @@ def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     output is; ``UsageError`` when the paths hold no job, or several."""
     from profiler_kit.analysis.job_analysis import analyze_jobs
     from profiler_kit.errors import UsageError
-    from profiler_kit.sources.merge import merge_job
+    from profiler_kit.sources.merge import merge_job, merge_job_pftrace
     from profiler_kit.util import outputs
 
     if isinstance(paths, (str, os.PathLike)):
@@ -247,25 +247,9 @@ def merge(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     members = [s for s in found if s.rank in job.ranks and s.label in job.labels]
     if is_pftrace(target):  # the merged events at once, then as Perfetto's protobuf
         return outputs.write_stream(
-            target, lambda fh: _merged_pftrace(members, job, fh, target.name.endswith(".gz")))
+            target, lambda fh: merge_job_pftrace(members, job, fh,
+                                                 gzipped=target.name.endswith(".gz")))
     return outputs.write_stream(target, lambda fh: merge_job(members, job, fh))
-
-
-def _merged_pftrace(members: Any, job: Any, fh: Any, gzipped: bool) -> Any:
-    """The merged trace as a ``.pftrace`` (``gzipped``: the stream compresses it)."""
-    import io
-
-    import msgspec
-
-    from profiler_kit.sources.merge import SCHEMA, merge_job
-    from profiler_kit.trace.pftrace_writer import to_pftrace
-
-    merged = io.BytesIO()
-    report = merge_job(members, job, merged)
-    events = msgspec.json.decode(merged.getvalue())["traceEvents"]
-    # a .pftrace.gz is compressed as it is written
-    fh.write(to_pftrace(events, SCHEMA, compress=not gzipped))
-    return report
 
 
 def compare(items: Sequence[TraceAnalysis] | Sequence[str | os.PathLike[str]],

@@ -271,11 +271,14 @@ def _idle(ctx: TraceContext) -> IdleAttribution | None:
 def _idle_gaps(ctx: TraceContext) -> IdleGaps | None:
     """Each device's idle time by the length of its gaps, in ``window`` (None: no GPU
     activity)."""
-    devices = ctx.result("timeline").devices
-    if not devices:
-        return None
-    return idle_gaps(ctx.table, ctx.gpu, ctx.in_steps, {
-        d.device: (d.window_start_ns, d.window_start_ns + d.window_ns) for d in devices})
+    windows = _device_windows(ctx)
+    return idle_gaps(ctx.table, ctx.gpu, ctx.in_steps, windows) if windows else None
+
+
+def _device_windows(ctx: TraceContext) -> dict[int, tuple[int, int]]:
+    """Each device's window in the timeline: device -> [start, end) in ns."""
+    return {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
+            for d in ctx.result("timeline").devices}
 
 
 @analysis("sm", SmOccupancy | None, default=None)
@@ -283,9 +286,8 @@ def _sm(ctx: TraceContext) -> SmOccupancy | None:
     """SM efficiency and achieved occupancy per device (as the TensorBoard plugin's, over
     its window) and step, per kernel name with its limiter, the kernels that idle the SMs
     with their line."""
-    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
-               for d in ctx.result("timeline").devices}
-    sm = sm_over_plugin_window(ctx.table, ctx.gpu, ctx.in_steps, windows, ctx.steps)
+    sm = sm_over_plugin_window(ctx.table, ctx.gpu, ctx.in_steps, _device_windows(ctx),
+                               ctx.steps)
     return with_idle_kernel_lines(sm, ctx.result("code"))
 
 
@@ -293,9 +295,8 @@ def _sm(ctx: TraceContext) -> SmOccupancy | None:
 def _counters(ctx: TraceContext) -> GpuCounters | None:
     """The GPU counters the trace sampled (power, clocks, SM active %), per device over its
     window and each step (None: the trace has none)."""
-    windows = {d.device: (d.window_start_ns, d.window_start_ns + d.window_ns)
-               for d in ctx.result("timeline").devices}
-    return gpu_counters(ctx.table.counters, ctx.steps, windows, ctx.items_per_step)
+    return gpu_counters(ctx.table.counters, ctx.steps, _device_windows(ctx),
+                        ctx.items_per_step)
 
 
 @analysis("phases", Phases)

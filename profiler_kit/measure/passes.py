@@ -159,7 +159,7 @@ def _phases(workload: Workload) -> list[tuple[str, Callable[[], None]]]:
 def _experimental(workload: Workload, options: MeasureOptions) -> dict[str, Any]:
     """The profiler's experimental config: every thread (``_all_threads``), the GPU
     counters (``options.counters``; the run checked they can be sampled)."""
-    return gpu_counters.experimental_config(options.counters, bool(_all_threads(workload)))
+    return gpu_counters.experimental_config(options.counters, bool(workload.threaded))
 
 
 def _all_threads(workload: Workload) -> dict[str, Any]:

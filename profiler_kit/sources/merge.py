@@ -20,6 +20,7 @@ The document starts with ``"schema": "profkit.merged-trace/1"`` and ends with
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import IO, Any
@@ -143,6 +144,19 @@ def merge_job(members: Sequence[RankSummary], job: JobView, out: IO[bytes],
     flows = _write_flows(members, job, shifts, found, emit)
     report = MergeReport(SCHEMA, job.name, tuple(ranks), flows, job.clock_reference)
     out.write(b'\n], "profkitMerge": ' + msgspec.json.encode(report) + b"}\n")
+    return report
+
+
+def merge_job_pftrace(members: Sequence[RankSummary], job: JobView, out: IO[bytes],
+                      gzipped: bool = False) -> MergeReport:
+    """``merge_job``'s events written to ``out`` as a Perfetto-native trace: merged in
+    memory at once, then encoded (``gzipped``: ``out`` compresses what it is given)."""
+    from profiler_kit.trace.pftrace_writer import to_pftrace
+
+    merged = io.BytesIO()
+    report = merge_job(members, job, merged)
+    events = msgspec.json.decode(merged.getvalue())["traceEvents"]
+    out.write(to_pftrace(events, SCHEMA, compress=not gzipped))
     return report
 
 

@@ -37,7 +37,8 @@ PFTRACE_SUFFIXES = (".pftrace", ".pftrace.gz", ".perfetto-trace")
 GZIP_MAGIC = b"\x1f\x8b"
 # ComputeKernelLaunch argument ids as PyTorch's encoder numbers them (its _COMPUTE_ARGS);
 # the perfetto package's schema does not yet name the interned argument names
-LAUNCH_ARGS = {1: "registers per thread", 2: "dynamic shared memory"}
+# (the encoder writes only a kernel's dynamic shared memory)
+LAUNCH_ARGS = {1: "registers per thread", 2: "shared memory"}
 STAGE_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset",
                   "Annotation": "gpu_user_annotation"}
 # render-stage extra data as the JSON export names it in args (numbers as numbers)
@@ -131,7 +132,7 @@ class _Events:
         self.named_threads: set[tuple[int, int]] = set()
 
     def read(self, packets: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        marks, defaults = self.marks, self.defaults
+        marks = self.marks
         for p in packets:
             kind = p.WhichOneof("data")
             seq = p.trusted_packet_sequence_id
@@ -146,8 +147,7 @@ class _Events:
             if kind == "track_event":
                 te = p.track_event
                 if te.type == SLICE_END:  # half of all packets: kept short
-                    marks.append((p.timestamp, len(marks), te.track_uuid if te.HasField(
-                        "track_uuid") else defaults.get(seq, 0), None))
+                    marks.append((p.timestamp, len(marks), self._track_of(seq, te), None))
                 else:
                     self._track_event(p.timestamp, seq, te)
             elif kind == "gpu_render_stage_event":
@@ -234,10 +234,7 @@ class _Events:
 
     def _track_event(self, ts: int, seq: int, te: Any) -> None:
         kind = te.type
-        track = te.track_uuid if te.HasField("track_uuid") else self.defaults.get(seq, 0)
-        if kind == SLICE_END:
-            self.marks.append((ts, len(self.marks), track, None))
-            return
+        track = self._track_of(seq, te)
         if kind == COUNTER:
             self._counter_value(ts, te)
             return
@@ -275,6 +272,10 @@ class _Events:
                                 "tid": tid, "ts": ts, "args": args})
             return
         self.marks.append((ts, len(self.marks), track, (name, cat, args)))
+
+    def _track_of(self, seq: int, te: Any) -> int:
+        """The track an event is on: its own, else its sequence's default."""
+        return te.track_uuid if te.HasField("track_uuid") else self.defaults.get(seq, 0)
 
     def _pair_slices(self) -> None:
         """Begins and ends paired per track in time order, as Perfetto pairs them
@@ -351,10 +352,8 @@ class _Events:
             args["block"] = [b.x, b.y, b.z]
             for arg in launch.args:
                 key = LAUNCH_ARGS.get(arg.name_iid)
-                if key == "registers per thread":
+                if key is not None:
                     args[key] = arg.uint_value
-                elif key is not None:
-                    args["shared memory"] = arg.uint_value
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": device,
                             "tid": stream, "ts": ts, "dur": us(e.duration), "args": args})
 
