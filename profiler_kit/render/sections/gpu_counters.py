@@ -20,12 +20,16 @@ from profiler_kit.render.wording import units
 SECTION = "Below the busy line"
 ABSENT = ("GPU counters: none in this trace (PyTorch's cupti_monitor backend samples "
           "SM activity, memory throughput, power and clocks: profkit record --counters)")
-STEP_HEADER = ("step", "SM active", "est. SM", "DRAM BW", "power", "energy",
-               "SM clock", "temp.")
+# units in the headers, bare figures in the cells: the table fits 80 columns
+STEP_HEADER = ("step", "SM act. %", "est. %", "DRAM %", "W", "J", "SM MHz", "°C")
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} %"
+
+
+def _cell(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def _num(value: float | None, unit: str, digits: int = 0) -> str:
@@ -89,12 +93,13 @@ def _lines(a: TraceAnalysis) -> list[str]:
 
 
 def _title(c: GpuCounters) -> str:
-    items = f"; per item: of {c.items_per_step:,} items a step" if c.items_per_step else ""
-    return f"GPU counters per step (measured; SM clock: the lowest{items})"
+    items = f"; {c.items_per_step:,} items a step" if c.items_per_step else ""
+    return (f"GPU counters per step (measured; est.: SM efficiency from launch sizes; "
+            f"SM MHz: the lowest; °C: the highest{items})")
 
 
 def _header(c: GpuCounters) -> tuple[str, ...]:
-    return STEP_HEADER if not c.items_per_step else (*STEP_HEADER[:6], "per item",
+    return STEP_HEADER if not c.items_per_step else (*STEP_HEADER[:6], "mJ/item",
                                                      *STEP_HEADER[6:])
 
 
@@ -106,13 +111,12 @@ def _step_rows(a: TraceAnalysis, c: GpuCounters) -> list[tuple[str, ...]]:
             continue
         est = estimated(a, w.device, w.step)
         label = f"{w.step} (gpu:{w.device})" if several else str(w.step)
-        per_item = (_num(None if w.energy_per_item_j is None else w.energy_per_item_j * 1e3,
-                         "mJ", 2),) if c.items_per_step else ()
-        rows.append((label, _pct(w.sm_active_pct),
-                     units.percent(est) if est is not None else "-", _pct(w.dram_bw_pct),
-                     _num(w.power_w, "W"), _num(w.energy_j, "J", 2), *per_item,
-                     _num(w.sm_clock_min_mhz, "MHz"),
-                     "-" if w.temperature_c is None else f"{w.temperature_c:.0f} °C"))
+        per_item = (_cell(None if w.energy_per_item_j is None else w.energy_per_item_j * 1e3,
+                          2),) if c.items_per_step else ()
+        rows.append((label, _cell(w.sm_active_pct, 1),
+                     _cell(None if est is None else est * 100, 1), _cell(w.dram_bw_pct, 1),
+                     _cell(w.power_w), _cell(w.energy_j, 2), *per_item,
+                     _cell(w.sm_clock_min_mhz), _cell(w.temperature_c)))
     return rows
 
 
