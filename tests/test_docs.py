@@ -112,6 +112,23 @@ def test_every_command_page_is_in_the_nav() -> None:
         assert f"commands/{name}.md" in nav, name
 
 
+def test_an_analysis_page_needs_no_edit_elsewhere_in_the_guide() -> None:
+    """A page added to docs/analyses/ joins the nav's Analyses section and its *In the
+    JSON* section the JSON reference, without an edit to mkdocs.yml or analysis-json.md."""
+    from json_docs import gathered, reference
+
+    nav = [{"Home": "index.md"}, {"Analyses": [{"Steps and GPU busy": "analyses/steps.md"}]}]
+    gathered.on_config({"nav": nav})
+    listed = [next(iter(e.values())) for e in nav[1]["Analyses"]]
+    pages = sorted(p.name for p in (ROOT / "docs" / "analyses").glob("*.md"))
+    assert listed[0] == "analyses/steps.md" and len(listed) == len(pages)
+    assert {"GPU counters": "analyses/gpu-counters.md"} in nav[1]["Analyses"]
+    text = reference()
+    assert gathered.GATHER_MARK not in text
+    assert "### GPU counters\n\nFrom [GPU counters](analyses/gpu-counters.md)" in text
+    assert "`energy_per_item_j`" in text and "](sm-occupancy.md)" not in text
+
+
 def test_readme_links_resolve() -> None:
     """The front page's relative links name files that exist (the guide checks its own)."""
     text = README.read_text(encoding="utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import json_docs
 import pytest
 from rich.console import Console
 
@@ -120,7 +121,7 @@ def test_every_json_field_is_documented(analyses):
     doc = analysis_json.document(analyses, compare(analyses))
     for t in doc["traces"]:
         t["skipped"] = t["normalized"] = {}  # their keys are reasons, not fields
-    text = (Path(__file__).parents[2] / "docs" / "analysis-json.md").read_text()
+    text = json_docs.reference()
     missing = sorted(k for k in _keys(doc, set()) if f"`{k}`" not in text)
     assert not missing, f"fields missing from docs/analysis-json.md: {missing}"
 

@@ -3,6 +3,7 @@ hand, stragglers, mixed jobs, duplicate and missing ranks, offset clocks."""
 
 from __future__ import annotations
 
+import json_docs
 import msgspec
 import pytest
 
@@ -162,7 +163,6 @@ def test_bad_summaries_file_is_one_clear_error(tmp_path) -> None:
 
 
 def test_every_job_json_field_is_documented() -> None:
-    from pathlib import Path
 
     from profiler_kit.render.json import analysis as analysis_json
     steps_ranks = [summary(r, [(10 + 30 * r, 60)]) for r in (0, 1)]
@@ -184,7 +184,7 @@ def test_every_job_json_field_is_documented() -> None:
     walk(doc["jobs"])
     assert doc["jobs"][0]["straggler"] is not None
     assert doc["jobs"][0]["pipeline"]["transfers"]
-    text = (Path(__file__).parents[2] / "docs" / "analysis-json.md").read_text()
+    text = json_docs.reference()
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"fields missing from docs/analysis-json.md: {missing}"
 

@@ -1,18 +1,18 @@
 """The registry of analyses: ``TraceAnalysis`` has one field per registered analysis, in
 registration order, so an analysis registered anywhere (here, in a test) is a field of the
 result and a key of its JSON without an edit to trace_analysis.py; each analysis is a
-documented function, and each field is in docs/analysis-json.md."""
+documented function, and each field is in the JSON reference (docs/analysis-json.md, or
+its analysis's own page)."""
 
 from __future__ import annotations
 
 import json
 import pickle
-import re
-from pathlib import Path
 
 import msgspec
 import pytest
 from analysis_tables import kernel, launch, make_table, op
+from json_docs import trace_object_fields
 
 from profiler_kit.analysis.registry import TraceContext
 from profiler_kit.analysis.time.busy import Timeline
@@ -20,8 +20,6 @@ from profiler_kit.analysis.trace_analysis import ANALYSES, TraceAnalysis, analyz
 from profiler_kit.render.json.analysis import dumps, trace_document
 from profiler_kit.render.sections import PRESENTERS
 from profiler_kit.trace.table import Cat
-
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "analysis-json.md"
 
 
 def _table():
@@ -141,17 +139,6 @@ def test_the_result_travels_between_processes_and_keeps_its_properties():
         a.gpu = None  # frozen
 
 
-def _trace_object_fields() -> set[str]:
-    """The names in the first column of the *Trace object* table of docs/analysis-json.md."""
-    text = DOCS.read_text()
-    section = text.split("\n## Trace object\n", 1)[1].split("\n#", 1)[0]
-    names: set[str] = set()
-    for row in section.splitlines():
-        if row.startswith("| `"):
-            names.update(re.findall(r"`([a-z_]+)`", row.split("|")[1]))
-    return names
-
-
 def test_every_field_has_one_presenter_and_its_keys_are_documented():
     """Each field of TraceAnalysis is presented by exactly one presenter, and every key of
     a trace object (on a GPU trace with modules, stacks and SM figures, and a CPU one) is
@@ -160,7 +147,7 @@ def test_every_field_has_one_presenter_and_its_keys_are_documented():
 
     owners = [f for p in PRESENTERS for f in p.fields]
     assert sorted(owners) == sorted(TraceAnalysis.__struct_fields__)
-    documented = _trace_object_fields()
+    documented = trace_object_fields()
     for name in ("h100_bert_small.json.gz", "cpu_only_gloo.json.gz"):
         keys = set(trace_document(analysis(name)))
         assert keys - documented == set(), name
