@@ -37,6 +37,7 @@ from profiler_kit.analysis.advice.sm_rules import sm_recommendations
 from profiler_kit.analysis.code.provenance import Provenance
 from profiler_kit.analysis.code.view import CodeView, analyze_code, with_idle_kernel_lines
 from profiler_kit.analysis.core.arrays import distinct
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.recommendation import Recommendation
 from profiler_kit.analysis.core.steps import Steps
 from profiler_kit.analysis.diffs.op_diff import NameProfile, name_profile
@@ -416,8 +417,8 @@ def _held_back(ctx: TraceContext) -> tuple[Recommendation, ...]:
     return ctx.memo(_ranked).held_back
 
 
-@analysis("notes", tuple[str, ...])
-def _notes(ctx: TraceContext) -> tuple[str, ...]:
+@analysis("notes", tuple[Note, ...])
+def _notes(ctx: TraceContext) -> tuple[Note, ...]:
     """Rules that could not be evaluated and why, and what the figures cover."""
     missing = ctx.missing
     notes = list(ctx.memo(_findings).notes)
@@ -425,16 +426,13 @@ def _notes(ctx: TraceContext) -> tuple[str, ...]:
     if held is not None:
         notes.append(held)
     if missing is not None:  # gpu_activity_missing says why the GPU rules did not run
-        notes = [n for n in notes if not n.startswith("CPU-only trace")]
+        notes = [n for n in notes if n.code != "cpu_only_trace"]
     if ctx.steps.source == "window":
-        notes.insert(0, "no ProfilerStep# spans: step and GPU figures describe the whole "
-                        "trace window")
+        notes.insert(0, note("no_step_spans"))
     if ctx.unlinked_steps:
-        notes.insert(0, "no GPU activity is linked to a launch inside the steps (no runtime "
-                        "correlation): GPU figures describe the whole trace window")
+        notes.insert(0, note("gpu_not_linked_to_steps"))
     if ctx.result("critical_path") is None and missing is None:
-        notes.append(f"critical path left out: its window holds more than {MAX_EVENTS:,} "
-                     "events (profile with a schedule to get ProfilerStep# spans)")
+        notes.append(note("critical_path_too_large", max_events=MAX_EVENTS))
     return tuple(notes)
 
 
@@ -514,7 +512,7 @@ class TraceAnalysis(TraceAnalysisBase, frozen=True, kw_only=True):
     # findings
     recommendations: tuple[Recommendation, ...]
     held_back: tuple[Recommendation, ...] = ()  # predicted gain under the threshold
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
 
 
 ANALYSES.declare(TraceAnalysis)

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.note import note
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.perf import device_specs
 from profiler_kit.analysis.perf.device_specs import (
@@ -191,7 +192,8 @@ def test_an_unknown_device_is_named_once_and_gets_no_peaks() -> None:
     d = identify([{"name": "NVIDIA H100 NVL", "totalGlobalMem": 94 * GIB, "numSms": 132}],
                  ["nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT"])
     assert d.peak is None
-    assert d.note == "device 'NVIDIA H100 NVL' is not in the peak table: rates without % of peak"
+    assert d.note == note("device_not_in_peak_table", name="NVIDIA H100 NVL",
+                          amd_matrix_kernels=False)
 
 
 def test_an_unknown_device_on_a_real_trace_withholds_every_share() -> None:
@@ -205,8 +207,9 @@ def test_an_unknown_device_on_a_real_trace_withholds_every_share() -> None:
     assert perf.flops > 0 and all(g.flops_per_s is not None for g in perf.groups)
     assert all(g.compute_peak_share is None and g.memory_peak_share is None
                and g.bound is None for g in perf.groups)
-    assert [n for n in perf.notes if "peak table" in n] == [
-        "device 'NVIDIA GeForce RTX 3090 Ti' is not in the peak table: rates without % of peak"]
+    assert [n for n in perf.notes if n.code.startswith("device_")] == [
+        note("device_not_in_peak_table", name="NVIDIA GeForce RTX 3090 Ti",
+             amd_matrix_kernels=False)]
 
 
 @pytest.mark.parametrize("trace", ["mi300_bert_small", "mi300_resnet_act_checkpoint",
@@ -219,13 +222,13 @@ def test_mi300_recognised_from_kernel_names_without_device_properties(trace: str
     assert any("_ISA942_" in n for n in table.names)
     with_props = _perf(table)
     table.meta = msgspec.structs.replace(table.meta, device_properties=[])
-    name, peak, note = device_of_table(table)
+    name, peak, inferred = device_of_table(table)
     assert name is None and peak is not None and peak.name == "MI300X"
-    assert note == "no deviceProperties: MI300X inferred from the gfx942 target in the " \
-                   "kernel names"
+    assert inferred == note("device_inferred_from_target", name=None, has_properties=False,
+                            part="MI300X", gfx="gfx942")
     perf = _perf(table)
     assert perf.peak == with_props.peak and perf.device is None
-    assert [n for n in perf.notes if "inferred" in n] == [note]
+    assert [n for n in perf.notes if n.code.startswith("device_")] == [inferred]
     assert [g.compute_peak_share for g in perf.groups] == \
         [g.compute_peak_share for g in with_props.groups]
     assert perf.model_flops_utilization == with_props.model_flops_utilization
@@ -236,8 +239,8 @@ def test_no_kernel_names_the_part() -> None:
     deviceProperties the part stays unknown."""
     table = load(DATA / "mi300_normalization_layers.json.gz")
     table.meta = msgspec.structs.replace(table.meta, device_properties=[])
-    assert device_of_table(table) == (None, None, "no deviceProperties: rates without % "
-                                                  "of peak")
+    assert device_of_table(table) == (None, None, note("device_unnamed", has_properties=False,
+                                                       amd_matrix_kernels=False))
 
 
 def test_mi250_gcd_recognised_behind_a_generic_name() -> None:
@@ -245,11 +248,11 @@ def test_mi250_gcd_recognised_behind_a_generic_name() -> None:
     and deviceProperties 104 CUs: one MI250 GCD (an MI210 has the same peaks)."""
     table = load(DATA / "mi250_minitoy_train.json.gz")
     assert any("_ISA90a_" in n for n in table.names)
-    name, peak, note = device_of_table(table)
+    name, peak, inferred = device_of_table(table)
     assert name == "AMD Radeon Graphics" and peak is not None
     assert peak.name == "MI250 (one GCD)"
-    assert note == "device 'AMD Radeon Graphics': MI250 (one GCD) inferred from the gfx90a " \
-                   "target in the kernel names"
+    assert inferred == note("device_inferred_from_target", name="AMD Radeon Graphics",
+                            has_properties=True, part="MI250 (one GCD)", gfx="gfx90a")
 
 
 def test_inference_rules() -> None:
@@ -257,7 +260,9 @@ def test_inference_rules() -> None:
                    "LDSB1_GLS0_ISA942_IU1_K1"
     # a CU count that is no part of the table (MI308X: 80 CUs): withheld
     d = identify([{"name": "AMD Radeon Graphics", "numSms": 80}], [mi300_kernel])
-    assert d.peak is None and "gfx942 target is not one part" in d.note
+    assert d.peak is None and d.note == note("device_target_not_in_peak_table",
+                                             name="AMD Radeon Graphics", has_properties=True,
+                                             gfx="gfx942")
     # MI325X: the same target and CUs, more memory
     d = identify([{"name": "AMD Radeon Graphics", "numSms": 304,
                    "totalGlobalMem": 256 * GIB}], [mi300_kernel])
@@ -267,17 +272,18 @@ def test_inference_rules() -> None:
     assert d.peak is None
     # MFMA kernels that name no target
     d = identify([], ["_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd"])
-    assert d.peak is None and "no gfx target" in d.note
+    assert d.peak is None and d.note == note("device_unnamed", has_properties=False,
+                                             amd_matrix_kernels=True)
     # a named NVIDIA part is never inferred from kernels
     d = identify([{"name": "NVIDIA H100 NVL"}], [mi300_kernel])
     assert d.peak is None
     # the generic name and no kernel naming a target; a nameless entry
     assert identify([{"name": "AMD Radeon Graphics", "numSms": 104}], ["attn_fwd"]).note == \
-        "device 'AMD Radeon Graphics' is not in the peak table: rates without % of peak"
+        note("device_not_in_peak_table", name="AMD Radeon Graphics", amd_matrix_kernels=False)
     d = identify([{"id": 0, "numSms": 304}], [mi300_kernel])
     assert d.peak is not None and d.peak.name == "MI300X"
-    assert d.note == "deviceProperties without a name: MI300X inferred from the gfx942 " \
-                     "target in the kernel names"
+    assert d.note == note("device_inferred_from_target", name=None, has_properties=True,
+                          part="MI300X", gfx="gfx942")
     assert {t.gfx for t in AMD_TARGETS} == {"gfx942", "gfx90a"}
 
 
@@ -286,7 +292,8 @@ def test_nvidia_without_device_properties_stays_unknown() -> None:
     inferred from kernels, so no peaks and one note."""
     table = load(DATA / "two_ranks" / "rank0.json.gz")
     assert table.meta.device_properties == []
-    assert device_of_table(table)[1:] == (None, "no deviceProperties: rates without % of peak")
+    assert device_of_table(table)[1:] == (None, note("device_unnamed", has_properties=False,
+                                                     amd_matrix_kernels=False))
 
 
 def _props(trace: str) -> list[dict]:

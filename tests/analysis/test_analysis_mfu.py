@@ -17,6 +17,7 @@ from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.render.console import analysis as analysis_console
 from profiler_kit.render.markdown import analysis as analysis_markdown
 from profiler_kit.render.sections.recommendations import notes
+from profiler_kit.render.wording.notes import said
 from profiler_kit.render.wording.trace_words import missing_gpu_line
 from profiler_kit.trace.loader import load
 
@@ -176,13 +177,13 @@ def test_a_trace_without_its_gpu_activity_is_named_and_nothing_uses_host_time(dr
     assert m.launch_names[:3] == ("cudaLaunchKernel", "cudaMemsetAsync", "cuLaunchKernel")
     assert m.devices == ("NVIDIA H100 80GB HBM3",)
     line = missing_gpu_line(m)  # the analysis gives figures; the words are the renderers'
-    assert notes(a)[0] == line and line not in a.notes
+    assert notes(a)[0] == line and line not in said(a.notes)
     assert line.startswith("GPU activity missing: 205 launch calls (cudaLaunchKernel, "
                              "cudaMemsetAsync, cuLaunchKernel, …) but no kernel, memcpy or "
                              "memset (likely cause: CUPTI dropped its activity buffer, or "
                              "CUDA activity was not enabled: "
                              "activities=[ProfilerActivity.CUDA] missing)")
-    assert not any(n.startswith("CPU-only trace") for n in a.notes)
+    assert "cpu_only_trace" not in [n.code for n in a.notes]
     # the FLOPs and bytes stay (they come from the shapes); nothing is rated on host time
     perf = a.perf
     assert perf.time_source == "host" and perf.device_time_missing
@@ -267,7 +268,7 @@ def test_a_cpu_workload_on_a_gpu_machine_is_not_flagged(tmp_path):
     path.write_text(json.dumps(doc))
     a = analyze_table(load(path))
     assert a.gpu_activity_missing is None
-    assert any(n.startswith("CPU-only trace") for n in a.notes)
+    assert "cpu_only_trace" in [n.code for n in a.notes]
     perf = a.perf
     assert perf.time_source == "host" and not perf.device_time_missing
     assert perf.flops_per_s is not None  # the CPU's own rate, over its own time

@@ -12,6 +12,7 @@ import pytest
 from real_traces import analysis as analyzed
 
 from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.note import note
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.perf.roofline import analyze_roofline
 from profiler_kit.trace.loader import load
@@ -142,7 +143,8 @@ def test_unknown_device_gets_rates_without_peak() -> None:
     assert perf.flops_per_s_peak_share is None
     assert perf.flops > 0 and all(g.flops_per_s is not None for g in perf.groups)
     assert all(g.compute_peak_share is None and g.bound is None for g in perf.groups)
-    assert any("'Mystery GPU' is not in the peak table" in n for n in perf.notes)
+    assert note("device_not_in_peak_table", name="Mystery GPU", amd_matrix_kernels=False) \
+        in perf.notes
 
 
 def test_cpu_only_trace_gets_flops_and_gflops() -> None:
@@ -170,7 +172,7 @@ def test_trace_without_shapes_costs_nothing_and_says_so() -> None:
     table = load(DATA / "a100_alexnet.json.gz")
     perf = perf_of(table)
     assert not perf.shapes_recorded and perf.groups == () and perf.ops == 0
-    assert "record_shapes" in perf.notes[0]
+    assert perf.notes[0] == note("perf_no_input_shapes")
 
 
 def test_norms_forward_and_backward() -> None:

@@ -15,6 +15,7 @@ from real_traces import DATA, analysis, ns
 from profiler_kit.analysis.code.kernel_names import fused_kernel
 from profiler_kit.analysis.code.view import NO_MODULES_NOTE, CodeView, ModuleNode
 from profiler_kit.render.json.analysis import trace_document
+from profiler_kit.render.wording.notes import say
 from profiler_kit.trace.loader import load, load_simple
 
 INFERENCE = ["h100_bert_small.json.gz", "h100_vit_image_classification.json.gz"]
@@ -90,8 +91,9 @@ def test_inference_traces_lines_without_calling_lines_use_frames():
 def test_trace_without_module_events_says_how_to_record_them():
     view = _view("a100_simple_add.json.gz")
     assert view.modules == () and view.lines == ()
-    assert view.notes == (NO_MODULES_NOTE,)
-    assert "with_stack=True" in NO_MODULES_NOTE and "with_modules=True" in NO_MODULES_NOTE
+    assert view.notes == (NO_MODULES_NOTE,) and NO_MODULES_NOTE.code == "no_module_events"
+    words = say(NO_MODULES_NOTE)
+    assert "with_stack=True" in words and "with_modules=True" in words
     assert "modules" not in trace_document(analysis("a100_simple_add.json.gz"))
 
 

@@ -36,6 +36,7 @@ from real_traces import analysis, ns
 from rich.console import Console
 
 from profiler_kit.analysis.advice import cpu_advice
+from profiler_kit.analysis.core.note import note
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.core.steps import analyze_steps
 from profiler_kit.analysis.trace_analysis import analyze_table
@@ -180,8 +181,7 @@ def test_sequential_convolutions_wait(name):
     assert r.rule == "cpu_ops_waiting" and r.measured >= 0.8
     ev = {(e.label, e.name): e.value for e in r.evidence}
     assert ev[("waited", "aten::mkldnn_convolution")] > 0.5 * total
-    assert any("not judged: most of the op time is waiting" in n
-               for n in analysis(name).notes)
+    assert "cpu_rules_not_judged_waiting" in [n.code for n in analysis(name).notes]
 
 
 def test_the_tiny_model_waits_in_every_step():
@@ -212,7 +212,7 @@ def test_the_threads_trace_computes_in_fp32_on_two_threads():
     assert ev[("bf16 hardware", "")] == cpu_advice.UNKNOWN
     assert "does not show which CPU" in r.advice and "lscpu" in r.advice
     assert len([e for e in r.evidence if e.label == "busy (union of its ops)"]) == 2
-    assert not any("intra-op threads" in n for n in analysis(name).notes)
+    assert "cpu_one_thread" not in [n.code for n in analysis(name).notes]
 
 
 def test_a_step_without_ops_says_so():
@@ -222,7 +222,7 @@ def test_a_step_without_ops_says_so():
                                                                         (1074, 3554)}
     a = analysis("cpu_only_gloo.json.gz")
     assert a.recommendations == ()
-    assert "CPU rules: no CPU op time in the steps" in a.notes
+    assert note("cpu_rules_no_op_time", window="steps") in a.notes
 
 
 # --- tables built to cross each threshold ----------------------------------------------
@@ -240,7 +240,7 @@ def _typed(name: str, ts: int, dur: int, dims: list, types: list, tid: int = 1) 
 
 def _rules(events: list[Ev]):
     a = analyze_table(make_table(events))
-    return {r.rule: r for r in a.recommendations}, a.notes
+    return {r.rule: r for r in a.recommendations}, [n.code for n in a.notes]
 
 
 def _elementwise(n: int, each: int) -> list[Ev]:
@@ -276,9 +276,9 @@ def test_bf16_advice_follows_what_the_trace_shows():
     assert "This CPU has AMX" in r.advice and "torch.autocast('cpu'" in r.advice
     assert {e.label: e.name for e in r.evidence}["bf16 hardware"] == "brgemm:avx512_core_amx"
     avx2 = [op("brg:avx2", 1_050_000, 10, cat=Cat.USER_ANNOTATION)]
-    fired, notes = _rules(_gemms(avx2))
+    fired, codes = _rules(_gemms(avx2))
     assert "cpu_fp32_matmul_conv" not in fired
-    assert any("name no ISA with bf16" in n for n in notes)
+    assert "cpu_bf16_not_advised" in codes
 
 
 def test_bf16_gemms_and_untyped_gemms_are_not_called_fp32():
@@ -286,9 +286,9 @@ def test_bf16_gemms_and_untyped_gemms_are_not_called_fp32():
     bf16 = _step([_typed("aten::mm", 1000 + i * 100_000, 90_000, dims,
                          ["c10::BFloat16", "c10::BFloat16"]) for i in range(10)], 1_100_000)
     assert "cpu_fp32_matmul_conv" not in _rules(bf16)[0]
-    fired, notes = _rules(_step([op("aten::mm", 1000 + i * 100_000, 90_000)
+    fired, codes = _rules(_step([op("aten::mm", 1000 + i * 100_000, 90_000)
                                  for i in range(10)], 1_100_000))
-    assert not fired and any("no Input type" in n for n in notes)
+    assert not fired and "cpu_precision_no_input_types" in codes
 
 
 def _mm_calls(durations: list[int], name: str = "aten::mm") -> list[Ev]:
@@ -303,14 +303,14 @@ def _mm_calls(durations: list[int], name: str = "aten::mm") -> list[Ev]:
 
 
 def test_identical_calls_far_slower_than_the_fastest_waited():
-    fired, notes = _rules(_mm_calls([100_000, 100_000, 20_000_000, 20_000_000]))
+    fired, codes = _rules(_mm_calls([100_000, 100_000, 20_000_000, 20_000_000]))
     r = fired["cpu_ops_waiting"]
     assert r.measured == pytest.approx(2 * 19_900_000 / 40_200_000)
     ev = {(e.label, e.name): e.value for e in r.evidence}
     assert ev[("waited", "aten::mm")] == 2 * 19_900_000
     assert ev[("what their work needs at most, mean", "aten::mm")] == 100_000
     assert "cpu_fp32_matmul_conv" not in fired  # not judged while the ops wait
-    assert any("not judged" in n for n in notes)
+    assert "cpu_rules_not_judged_waiting" in codes
 
 
 def test_a_slow_first_call_alone_is_kernel_creation_not_waiting():

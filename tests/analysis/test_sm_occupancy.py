@@ -19,6 +19,7 @@ from profiler_kit.analysis.perf.occupancy_rules import (
     device_limits,
     theoretical,
 )
+from profiler_kit.analysis.perf.sm_occupancy import NO_FIELDS_NOTE
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.render.json.analysis import trace_document
 from profiler_kit.trace.loader import load
@@ -144,7 +145,8 @@ def test_figures_withheld_without_the_fields(name):
     doc = trace_document(a)
     assert all("sm_efficiency" not in d for d in (doc["timeline"] or {}).get("devices", []))
     if a.has_gpu:  # AMD: one note, no figure
-        assert not a.sm.available and "withheld" in a.sm.note
+        assert not a.sm.available and a.sm.note == NO_FIELDS_NOTE
+        assert "withheld" in doc["sm_occupancy"]["note"]
         assert not doc["sm_occupancy"]["devices"]
     else:
         assert "sm_occupancy" not in doc
@@ -261,7 +263,7 @@ def test_no_fields_no_figures(tmp_path):
         {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 5,
          "args": {"device": 0, "stream": 7}}]}))
     sm = analyze_table(load(path)).sm
-    assert not sm.available and sm.devices == () and sm.note is not None
+    assert not sm.available and sm.devices == () and sm.note == NO_FIELDS_NOTE
 
 
 def test_html_report_draws_the_figures_over_time():

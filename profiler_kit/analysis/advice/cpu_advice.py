@@ -54,6 +54,7 @@ from profiler_kit.analysis.advice.recommend import Findings
 from profiler_kit.analysis.core import classify, intervals
 from profiler_kit.analysis.core.arrays import dense_ids, distinct, percentile
 from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.recommendation import Evidence, Recommendation
 from profiler_kit.analysis.core.steps import Steps
@@ -394,21 +395,18 @@ def with_cpu_findings(findings: Findings, table: EventTable, tree: OpTree, gpu: 
 def cpu_recommendations(table: EventTable, tree: OpTree, steps: Steps) -> Findings:
     """The CPU rules (meant for traces without GPU activity)."""
     p = cpu_profile(table, tree, steps)
-    notes: list[str] = []
+    notes: list[Note] = []
     if p.op_ns <= 0:
-        notes.append(f"CPU rules: no CPU op time in the {_where(p)}")
+        notes.append(note("cpu_rules_no_op_time", window=_where(p)))
         return Findings((), tuple(notes))
     recs = _waiting_rule(p, notes)
     if recs:
-        notes.append("CPU rules on GEMM/convolution precision and small elementwise ops not "
-                     "judged: most of the op time is waiting")
+        notes.append(note("cpu_rules_not_judged_waiting"))
     else:
         recs += _fp32_matmul_conv(p, notes)
         recs += _small_elementwise(p)
     if len(p.threads) == 1 and p.threads[0].busy_ns >= ONE_THREAD_BUSY * p.window_ns:
-        notes.append("intra-op threads: one thread ran every op, and a trace does not record "
-                     "the intra-op worker threads or the machine's cores: whether "
-                     "torch.set_num_threads would help cannot be told from it")
+        notes.append(note("cpu_one_thread"))
     return Findings(tuple(recs), tuple(notes))
 
 
@@ -440,11 +438,10 @@ def _context(p: CpuProfile) -> list[Evidence]:
     return ev + [Evidence(f"{_where(p)} window", p.window_ns, "ns")]
 
 
-def _waiting_rule(p: CpuProfile, notes: list[str]) -> list[Recommendation]:
+def _waiting_rule(p: CpuProfile, notes: list[Note]) -> list[Recommendation]:
     w = p.waiting
     if w is None:
-        notes.append("CPU waiting rule: no recorded shapes (record_shapes=True) to judge "
-                     "op times against")
+        notes.append(note("cpu_waiting_no_shapes"))
         return []
     share = p.share(w.excess_ns)
     if share < WAITING_SHARE:
@@ -471,21 +468,18 @@ def _waiting_rule(p: CpuProfile, notes: list[str]) -> list[Recommendation]:
         evidence=tuple(ev + _context(p)))]
 
 
-def _fp32_matmul_conv(p: CpuProfile, notes: list[str]) -> list[Recommendation]:
+def _fp32_matmul_conv(p: CpuProfile, notes: list[Note]) -> list[Recommendation]:
     share = p.share(p.gemm_conv_ns)
     if share < GEMM_CONV_SHARE:
         return []
     if p.gemm_conv_fp32_ns + p.gemm_conv_low_ns <= 0:
-        notes.append("CPU precision rule: the GEMM/convolution ops recorded no Input type "
-                     "(record_shapes=True): their precision is unknown")
+        notes.append(note("cpu_precision_no_input_types"))
         return []
     fp32 = p.gemm_conv_fp32_ns / p.gemm_conv_ns
     if fp32 < FP32_SHARE:
         return []
     if p.bf16 == NO_BF16:
-        notes.append(f"CPU precision rule: fp32 GEMM/convolution take most of the op time, "
-                     f"but oneDNN's kernels ({p.bf16_evidence}) name no ISA with bf16: bf16 "
-                     "would be emulated, so it is not advised")
+        notes.append(note("cpu_bf16_not_advised", kernel=p.bf16_evidence))
         return []
     if p.bf16 in (AMX, AVX512_BF16):
         advice = (f"This CPU has {p.bf16} (the trace's oneDNN kernel names say so): run the "

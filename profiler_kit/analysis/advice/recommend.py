@@ -16,11 +16,12 @@ import numpy as np
 from profiler_kit.analysis.core import classify, intervals
 from profiler_kit.analysis.core.arrays import median
 from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.recommendation import Evidence, Recommendation
 from profiler_kit.analysis.core.steps import Steps
 from profiler_kit.analysis.jobs import comm_context
-from profiler_kit.analysis.memory.usage import WHY_NO_MEMORY_EVENTS, Memory
+from profiler_kit.analysis.memory.usage import Memory
 from profiler_kit.analysis.perf.autocast_scope import autocast_scope
 from profiler_kit.analysis.perf.precision import Precision
 from profiler_kit.analysis.time.busy import Timeline
@@ -61,7 +62,7 @@ _BIAS_ADD = re.compile(r"^aten::add_?$")
 
 class Findings(msgspec.Struct, frozen=True):
     recommendations: tuple[Recommendation, ...]
-    notes: tuple[str, ...]  # rules not evaluated and why
+    notes: tuple[Note, ...]  # rules not evaluated and why
 
 
 def _dev(device: int) -> str:
@@ -89,9 +90,9 @@ def recommend(
     """
     causes: list[Recommendation] = []
     recs: list[Recommendation] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     if not len(gpu):
-        notes.append("CPU-only trace (no GPU kernels, memcpy or memset): GPU rules not evaluated")
+        notes.append(note("cpu_only_trace"))
         idle = None
     else:
         causes += _host_bound(idle, timeline, step_device_ns)
@@ -409,12 +410,12 @@ def _exposed_comm(table: EventTable, tree: OpTree, gpu: GpuActivity,
 
 
 def _fp32_matmul(table: EventTable, precision: Precision, gpu_bd: Breakdown,
-                 notes: list[str]) -> list[Recommendation]:
+                 notes: list[Note]) -> list[Recommendation]:
     props = table.meta.device_properties
     nvidia = [p for p in props if p.get("warpSize") == 32
               and isinstance(p.get("computeMajor"), int)]
     if not nvidia:
-        notes.append("fp32-matmul rule: no NVIDIA deviceProperties (compute capability unknown)")
+        notes.append(note("fp32_matmul_no_compute_capability"))
         return []
     major = max(int(p["computeMajor"]) for p in nvidia)
     if major < TENSOR_CORE_MAJOR or precision.gemm_ns <= 0:
@@ -440,9 +441,9 @@ def _fp32_matmul(table: EventTable, precision: Precision, gpu_bd: Breakdown,
     )]
 
 
-def _memory(memory: Memory, notes: list[str]) -> list[Recommendation]:
+def _memory(memory: Memory, notes: list[Note]) -> list[Recommendation]:
     if not memory.recorded:
-        notes.append(f"memory rule: no [memory] events ({WHY_NO_MEMORY_EVENTS})")
+        notes.append(note("memory_rule_no_memory_events"))
         return []
     out = []
     for d in memory.devices:

@@ -37,6 +37,7 @@ from profiler_kit.analysis.code.provenance import (
 from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.arrays import dense_ids, distinct
 from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.steps import cpu_steps
 from profiler_kit.analysis.memory.code_sites import is_library_file
@@ -44,13 +45,8 @@ from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy
 from profiler_kit.trace.table import Cat, EventTable
 
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
-NO_MODULES_NOTE = ("no nn.Module events or Python stacks in this trace: record with "
-                   "`profkit record --stack` or `profkit run --with-stack` (or "
-                   "torch.profiler.profile(with_stack=True, "
-                   "with_modules=True)) for time by module and source line")
-NO_STACKS_NOTE = ("nn.Module events but no calling lines (CallFrom): lines are the "
-                  "functions' first lines; record with torch.profiler.profile(with_stack=True) "
-                  "on PyTorch 2.1 or later for the calling lines")
+NO_MODULES_NOTE = note("no_module_events")
+NO_STACKS_NOTE = note("no_calling_lines")
 
 
 class ModuleNode(msgspec.Struct, frozen=True):
@@ -141,7 +137,7 @@ class CodeView(msgspec.Struct, frozen=True):
     coverage: Coverage | None
     compiled: tuple[FusedKernel, ...]
     graph_replays: GraphReplay | None
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
 
 
 def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5,
@@ -152,7 +148,7 @@ def analyze_code(table: EventTable, tree: OpTree, gpu: GpuActivity, top: int = 5
     mods = Nesting(table, module_rows(table, frames))
     fr = Nesting(table, frames)
     links = _with_accumulate_grad(table, tree, link_backward(table, tree))
-    notes: list[str] = []
+    notes: list[Note] = []
     if not len(fr):
         notes.append(NO_MODULES_NOTE)
     elif table.call_from is None or not (table.call_from[frames] >= 0).any():

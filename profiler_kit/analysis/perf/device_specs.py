@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from profiler_kit.analysis.core.arrays import distinct
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.trace.table import Cat, EventTable
 
 T = 1e12
@@ -57,7 +58,7 @@ class Device(msgspec.Struct, frozen=True):
 
     name: str | None  # deviceProperties name (None when the trace records none)
     peak: DevicePeak | None
-    note: str | None = None
+    note: Note | None = None
 
 
 def _peak(name: str, tb_s: float, vector_fp32: float, vector_fp64: float | None, source: str,
@@ -309,27 +310,25 @@ def identify(props: list[dict[str, Any]], kernel_names: Iterable[str]) -> Device
         peak = match_device(name, mem, cus)
         if peak is not None:
             return Device(name, peak)
-        return Device(name, None, f"device {name!r} is not in the peak table: rates "
-                                  f"without % of peak")
+        return Device(name, None, note("device_not_in_peak_table", name=name,
+                                       amd_matrix_kernels=False))
     targets, mfma = _targets(kernel_names)
-    what = f"device {name!r}" if name else "no deviceProperties" if not props else \
-        "deviceProperties without a name"
     if not targets:
-        unknown = f"device {name!r} is not in the peak table" if name else what
-        extra = " (AMD matrix-core kernels, but no gfx target in their names)" if mfma \
-            else ""
-        return Device(name, None, f"{unknown}{extra}: rates without % of peak")
+        return Device(name, None, note("device_not_in_peak_table", name=name,
+                                       amd_matrix_kernels=mfma) if name else
+                      note("device_unnamed", has_properties=bool(props), amd_matrix_kernels=mfma))
     gfx = sorted(targets)[0]
     gib = (mem or 0) / 2**30
     for t in AMD_TARGETS:
         if t.gfx == gfx and t.cus == cus and gib >= t.min_gib:
-            return Device(name, t.peak, f"{what}: {t.peak.name} inferred from the {gfx} "
-                                        f"target in the kernel names")
-    return Device(name, None, f"{what}: the kernel names' {gfx} target is not one part "
-                              f"in the peak table: rates without % of peak")
+            return Device(name, t.peak, note("device_inferred_from_target", name=name,
+                                             has_properties=bool(props), part=t.peak.name,
+                                             gfx=gfx))
+    return Device(name, None, note("device_target_not_in_peak_table", name=name,
+                                   has_properties=bool(props), gfx=gfx))
 
 
-def device_of_table(table: EventTable) -> tuple[str | None, DevicePeak | None, str | None]:
+def device_of_table(table: EventTable) -> tuple[str | None, DevicePeak | None, Note | None]:
     """:func:`identify` on a trace: its ``deviceProperties`` and its kernels' names; the
     GPU's name, its peaks, and the one note to show when the trace ran GPU work."""
     ids = distinct(table.name[table.cat == Cat.KERNEL])

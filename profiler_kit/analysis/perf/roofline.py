@@ -33,6 +33,7 @@ import numpy as np
 from profiler_kit.analysis.core import classify, intervals
 from profiler_kit.analysis.core.arrays import dense_ids, distinct
 from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.op_tree import _nearest_self_or_ancestor as nearest_self_or_ancestor
 from profiler_kit.analysis.core.steps import Steps
@@ -140,7 +141,7 @@ class PerfModel(msgspec.Struct, frozen=True):
     groups: tuple[ShapeGroup, ...]  # largest total first
     unmodelled: tuple[Unmodelled, ...]  # largest total first
     unmodelled_ns: int
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     # modelled ops' GPU time / GPU time outside communication (None: CPU trace)
     modelled_share: float | None = None
     mfu_partial: bool = False  # MFU left out: modelled ops cover < MFU_MIN_COVERAGE
@@ -194,14 +195,14 @@ NO_INSTANCES = Instances(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)
                          np.zeros(0, dtype=np.float64))
 
 
-def empty(table: EventTable, has_gpu: bool, note: str) -> PerfModel:
+def empty(table: EventTable, has_gpu: bool, why: Note) -> PerfModel:
     name, peak, _ = device_of_table(table)
     return PerfModel(
         time_source=DEVICE if has_gpu else HOST, device=name, peak=peak,
         shapes_recorded=bool(table.inputs), ops=0, flops=0, bytes=0, time_ns=0,
         flops_per_s=None, bytes_per_s=None, gpu_busy_ns=0, model_flops_utilization=None,
         mfu_dtype=None, mfu_peak_flops_per_s=None, families=(), groups=(), unmodelled=(),
-        unmodelled_ns=0, notes=(note,))
+        unmodelled_ns=0, notes=(why,))
 
 
 def analyze_roofline(table: EventTable, tree: OpTree, gpu: GpuActivity) -> PerfModel:
@@ -221,8 +222,7 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity,
     FLOPs and bytes are counted and no rate, share of a peak, bound or MFU is given."""
     has_gpu = len(gpu) > 0
     if not table.inputs:
-        return empty(table, has_gpu, "no input shapes in the trace (record_shapes=False): "
-                                     "FLOPs and bytes not modelled"), NO_INSTANCES
+        return empty(table, has_gpu, note("perf_no_input_shapes")), NO_INSTANCES
     name_ids = table.name[tree.row]
     modelled = np.fromiter((n in MODELS for n in table.names), dtype=bool,
                            count=len(table.names))
@@ -270,25 +270,22 @@ def measure(table: EventTable, tree: OpTree, gpu: GpuActivity,
     # shares of a peak, bounds and MFU take device time only: a CPU op's duration on a GPU
     # machine is not the GPU's time
     rated = peak if has_gpu else None
-    notes: list[str] = []
+    notes: list[Note] = []
     if device_time_missing:
-        notes.append("no GPU time recorded: FLOPs and bytes from the recorded shapes, no "
-                     "rate, % of peak or MFU (an op's CPU time is only its launches')")
-    if has_gpu and device_note:  # unknown device (peaks withheld), or one inferred
+        notes.append(note("perf_no_gpu_time"))
+    if has_gpu and device_note is not None:  # unknown device (peaks withheld), or one inferred
         notes.append(device_note)
     counted_nodes = np.flatnonzero(counted & (time_ns > 0))
     idle = int((counted & (time_ns == 0)).sum())
     if idle:
-        notes.append(f"{idle} modelled op instances ran no GPU work (CPU-side tensors): "
-                     f"left out" if has_gpu else f"{idle} modelled ops took no time: left out")
+        notes.append(note("perf_ops_without_gpu_work" if has_gpu else "perf_ops_without_time",
+                          ops=idle))
     sm = _sm_by_node(table, gpu, owner_of_node) if has_gpu else None
     groups = _groups(table, tree, counted_nodes, node_key, keys, time_ns, tf32, rated, sm)
     if device_time_missing:
         groups = tuple(_unrated(g) for g in groups)
     if any(g.causal for g in groups):
-        notes.append("causal attention counted at half the full QK^T and PV products "
-                     "(as FlashAttention and TraceLens count it; torch.utils.flop_counter "
-                     "counts them in full): groups marked causal")
+        notes.append(note("perf_causal_attention_halved"))
     unmodelled = _unmodelled(table, tree, unmod, no_shapes, misfit)
     notes += _above_peak_notes(groups)
 
@@ -556,21 +553,15 @@ def _cpu_unmodelled(table: EventTable, tree: OpTree, owner_of_node: np.ndarray
     return {int(s): (0, int(dur[s])) for s in sel.tolist()}
 
 
-def _above_peak_notes(groups: tuple[ShapeGroup, ...]) -> list[str]:
+def _above_peak_notes(groups: tuple[ShapeGroup, ...]) -> list[Note]:
     """Why a share of a peak can read above 1, where one does (marked * when printed)."""
     notes = []
     over = [g.memory_peak_share for g in groups if (g.memory_peak_share or 0) > 1]
     if over:
-        notes.append(f"{len(over)} shape groups moved bytes faster than the memory peak (up "
-                     f"to {max(over):.0%}, marked *): the model counts every operand byte "
-                     f"as read from device memory, and these were partly served from cache "
-                     f"(left there by the kernel before, or small enough to fit)")
+        notes.append(note("perf_above_memory_peak", groups=len(over), max_share=max(over)))
     over = [g.compute_peak_share for g in groups if (g.compute_peak_share or 0) > 1]
     if over:
-        notes.append(f"{len(over)} shape groups ran above the FLOP/s peak of their data "
-                     f"type (up to {max(over):.0%}, marked *): their kernels took a faster "
-                     f"path than that peak assumes (lower precision than the inputs', or "
-                     f"structured sparsity)")
+        notes.append(note("perf_above_compute_peak", groups=len(over), max_share=max(over)))
     return notes
 
 

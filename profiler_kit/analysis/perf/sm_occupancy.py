@@ -39,6 +39,7 @@ import numpy as np
 from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.arrays import dense_ids
 from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.steps import Step, Steps, step_of_activities
 from profiler_kit.analysis.perf.occupancy_rules import (
     GRID,
@@ -52,8 +53,7 @@ from profiler_kit.trace.table import Cat, EventTable
 TOP_KERNELS = 20
 TOP_IDLE = 5
 BUCKETS = 100  # points of the figures over time, per device
-NO_FIELDS_NOTE = ("SM efficiency and achieved occupancy withheld: the trace records no "
-                  "'blocks per SM' or 'est. achieved occupancy %' for its kernels")
+NO_FIELDS_NOTE = note("sm_fields_not_recorded")
 
 
 class DeviceSm(msgspec.Struct, frozen=True):
@@ -119,7 +119,7 @@ class SmOccupancy(msgspec.Struct, frozen=True):
     idle_kernels: tuple[KernelSm, ...]  # most idle SM time first (those with any)
     over_time: tuple[OverTime, ...]
     sms: int | None  # the (first) GPU's SMs (CUs)
-    note: str | None = None
+    note: Note | None = None
     # compute (non-communication) kernels with 'blocks per SM', over the whole trace: their
     # time, and the SM time they left idle in launches too small to fill the GPU (limiter
     # "grid"): the evidence of the small-kernels rule

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from profiler_kit.analysis.code.view import CodeView, ModuleNode, SourceLine
 from profiler_kit.render.wording.names import short_name
+from profiler_kit.render.wording.notes import said
 from profiler_kit.render.wording.units import duration, percent
 
 _MORE = "    "  # the figures of a line too wide for the console, on the lines below it
@@ -45,7 +46,7 @@ def module_lines(view: CodeView, depth: int = 3, width: int | None = None) -> li
     trace has no module events. A module's line wider than ``width`` puts its times on
     the lines below it."""
     if not view.modules:
-        return list(view.notes) or ["no nn.Module events in this trace"]
+        return said(view.notes) or ["no nn.Module events in this trace"]
     gpu = _has_gpu(view)
     steps = f" over {view.steps} steps" if view.steps else ""
     out = [f"nn.Module time{steps} (calls, host, then forward and backward):"]
@@ -69,7 +70,7 @@ def module_lines(view: CodeView, depth: int = 3, width: int | None = None) -> li
                    + (f"; the rest: {rest}" if rest else ""))
     out.append(f"backward ops linked to their forward op: {view.backward_linked} of "
                f"{view.backward_ops}")
-    out.extend(n for n in view.notes if n not in out)
+    out.extend(n for n in said(view.notes) if n not in out)
     return out
 
 
@@ -104,7 +105,7 @@ def by_line_lines(view: CodeView, top: int = 10, width: int | None = None) -> li
     ``width`` puts its figures on the lines below it."""
     out: list[str] = []
     if not view.lines:
-        out.extend(view.notes or ["no Python stacks in this trace"])
+        out.extend(said(view.notes) or ["no Python stacks in this trace"])
     else:
         out.append("time by source line (first user frame; backward at its forward's line):")
         for s in view.lines[:top]:

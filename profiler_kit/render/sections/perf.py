@@ -13,6 +13,7 @@ from profiler_kit.render.markdown.tables import table
 from profiler_kit.render.sections.base import Page, Presenter, View
 from profiler_kit.render.sections.blocks import Block, Lines, Styled
 from profiler_kit.render.wording import perf_tables
+from profiler_kit.render.wording.notes import said
 
 
 def _titled(title: str, lines: list[str]) -> Lines:
@@ -73,7 +74,7 @@ class Perf(Presenter):
         return out
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
-        return {"perf": plain(a.perf)}
+        return {"perf": {**plain(a.perf), "notes": said(a.perf.notes)}}
 
     def charts(self, page: Page) -> list[Chart]:
         return roofline_charts.roofline_charts(page.analyses)

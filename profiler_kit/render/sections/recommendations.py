@@ -11,6 +11,7 @@ from profiler_kit.render.html.markup import e
 from profiler_kit.render.json.plain import plain
 from profiler_kit.render.sections.base import Body, Page, Presenter, View
 from profiler_kit.render.sections.blocks import Block, Lines, Styled
+from profiler_kit.render.wording.notes import said
 from profiler_kit.render.wording.recommendation_gain import gain_line
 from profiler_kit.render.wording.trace_words import missing_gpu_line, recommendation_lines
 
@@ -19,7 +20,7 @@ def notes(a: TraceAnalysis) -> list[str]:
     """Every note, the line of GPU work gone unrecorded first (the JSON's and the
     report's; the console and Markdown say that line above, under the steps)."""
     m = a.gpu_activity_missing
-    return ([missing_gpu_line(m)] if m is not None else []) + list(a.notes)
+    return ([missing_gpu_line(m)] if m is not None else []) + said(a.notes)
 
 
 class Recommendations(Presenter):
@@ -35,7 +36,7 @@ class Recommendations(Presenter):
             if gain is not None:
                 pieces.append(Styled(f"   {gain}\n", "bold"))
             pieces.append(Styled(f"   {body}\n"))
-        pieces += [Styled(f"note: {n}\n", "dim") for n in a.notes]
+        pieces += [Styled(f"note: {n}\n", "dim") for n in said(a.notes)]
         return [Lines(tuple(pieces))]
 
     def markdown(self, a: TraceAnalysis, view: View) -> list[str]:
@@ -46,7 +47,7 @@ class Recommendations(Presenter):
             head, body = recommendation_lines(r)
             gain = gain_line(r)
             out.append(f"- **{head}**  \n  " + (f"_{gain}_  \n  " if gain else "") + body)
-        return out + [f"- _note: {n}_" for n in a.notes] + [""]
+        return out + [f"- _note: {n}_" for n in said(a.notes)] + [""]
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
         return {"recommendations": plain(a.recommendations),

@@ -13,6 +13,7 @@ from profiler_kit.render.html.trace_charts import name_of, trace_colors
 from profiler_kit.render.json.plain import plain
 from profiler_kit.render.sections.base import Page, Presenter, View
 from profiler_kit.render.sections.blocks import Block, Lines
+from profiler_kit.render.wording.notes import say
 from profiler_kit.render.wording.sm_figures import sm_line
 
 SECTION = "Below the busy line"
@@ -34,7 +35,8 @@ class SmOccupancyPresenter(Presenter):
         sm = a.sm
         if sm is None or (not sm.available and sm.note is None):
             return {}
-        return {"sm_occupancy": plain(sm)}
+        return {"sm_occupancy": {**plain(sm),
+                                 "note": None if sm.note is None else say(sm.note)}}
 
     def charts(self, page: Page) -> list[Chart]:
         """One chart of every trace's GPUs: SM efficiency (solid), achieved occupancy

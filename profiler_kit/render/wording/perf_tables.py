@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from profiler_kit.analysis.perf.roofline import DEVICE, HOST, PerfModel, ShapeGroup
 from profiler_kit.render.wording import units
+from profiler_kit.render.wording.notes import said
 from profiler_kit.render.wording.sm_figures import occupancy_text
 
 
@@ -52,7 +53,7 @@ def summary_lines(perf: PerfModel) -> list[str]:
     if perf.device_time_missing:  # a note says why there is no rate
         return [f"Perf model: {perf.ops:,} op instances modelled, "
                 f"{units.count(perf.flops, 'FLOP')} and {units.count(perf.bytes, 'B')} from "
-                f"the recorded shapes."] + [f"note: {n}" for n in perf.notes]
+                f"the recorded shapes."] + [f"note: {n}" for n in said(perf.notes)]
     where = "GPU time of each op's kernels" if perf.time_source == DEVICE else \
         "CPU time of each op"
     covers = f", {units.percent(perf.modelled_share)} of the GPU compute time" \
@@ -75,7 +76,7 @@ def summary_lines(perf: PerfModel) -> list[str]:
         what = "GPU time" if perf.time_source == DEVICE else "CPU time"
         lines.append(f"Without a model: {units.duration(perf.unmodelled_ns)} of {what} "
                      f"({top}{', …' if len(perf.unmodelled) > 4 else ''}).")
-    lines += [f"note: {n}" for n in perf.notes]
+    lines += [f"note: {n}" for n in said(perf.notes)]
     return lines
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from profiler_kit.analysis.perf.sm_occupancy import KernelSm, SmOccupancy
 from profiler_kit.render.wording import units
 from profiler_kit.render.wording.names import short_name
+from profiler_kit.render.wording.notes import say
 
 
 def sm_line(sm: SmOccupancy | None) -> str | None:
@@ -14,7 +15,7 @@ def sm_line(sm: SmOccupancy | None) -> str | None:
     if sm is None:
         return None
     if not sm.available:
-        return sm.note
+        return None if sm.note is None else say(sm.note)
     parts = [f"gpu:{d.device} SM efficiency {units.percent(d.sm_efficiency)}, achieved "
              f"occupancy {units.percent(d.achieved_occupancy)}" for d in sm.devices]
     if not parts:
