@@ -52,6 +52,7 @@ from profiler_kit.analysis.perf.sm_occupancy import SmOccupancy, sm_over_plugin_
 from profiler_kit.analysis.predicted_gains import MIN_GAIN_PCT, Ranked, predict, ranked
 from profiler_kit.analysis.registry import Registry, TraceContext
 from profiler_kit.analysis.time.busy import Timeline, analyze_timeline
+from profiler_kit.analysis.time.copies import Copies, host_copies
 from profiler_kit.analysis.time.critical_path import MAX_EVENTS, CriticalPath, critical_path
 from profiler_kit.analysis.time.hotspots import (
     Breakdown,
@@ -300,6 +301,13 @@ def _counters(ctx: TraceContext) -> GpuCounters | None:
                         ctx.items_per_step)
 
 
+@analysis("copies", Copies | None, default=None)
+def _copies(ctx: TraceContext) -> Copies | None:
+    """The copies (memcpy) by direction and memory, with the ops that launched them, in
+    ``window`` (None: none there)."""
+    return host_copies(ctx.table, ctx.gpu, ctx.in_steps, len(ctx.steps.steps))
+
+
 @analysis("phases", Phases)
 def _phases(ctx: TraceContext) -> Phases:
     """Time per ``record_function`` annotation, in ``window``."""
@@ -494,6 +502,7 @@ class TraceAnalysis(TraceAnalysisBase, frozen=True, kw_only=True):
     idle_gaps: IdleGaps | None = None  # the idle time by the length of its gaps
     sm: SmOccupancy | None = None
     counters: GpuCounters | None = None  # what the GPU's own counters measured
+    copies: Copies | None = None  # the copies by direction and memory
     phases: Phases  # record_function ranges
     precision: Precision
     perf: PerfModel  # FLOPs, bytes, roofline and MFU

@@ -64,6 +64,9 @@ class Presenter:
     analysis shows in."""
 
     fields: tuple[str, ...] = ()
+    # its place in every format: sections.PRESENTERS sorts the presenters by it (each its
+    # own number; a new one takes a free number between its neighbours')
+    order: int
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         """The console's blocks for one trace."""

@@ -13,6 +13,7 @@ from profiler_kit.render.sections.base import Page, Presenter
 
 class Code(Presenter):
     fields = ("code",)
+    order = 190
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
         """Only the keys the trace has something for (so traces without module events,

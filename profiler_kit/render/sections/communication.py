@@ -14,6 +14,7 @@ from profiler_kit.render.wording import units
 
 class Communication(Presenter):
     fields = ("communication",)
+    order = 220
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         c = a.communication

@@ -15,6 +15,7 @@ from profiler_kit.render.sections.breakdown import breakdown_grid, breakdown_mar
 
 class CpuTime(Presenter):
     fields = ("cpu",)
+    order = 120
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         if not a.cpu.count:

@@ -17,6 +17,7 @@ from profiler_kit.render.wording.trace_words import critical_path_shares, critic
 
 class CriticalPathPresenter(Presenter):
     fields = ("critical_path",)
+    order = 150
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         c = a.critical_path

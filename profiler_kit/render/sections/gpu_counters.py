@@ -122,6 +122,7 @@ def _step_rows(a: TraceAnalysis, c: GpuCounters) -> list[tuple[str, ...]]:
 
 class GpuCountersPresenter(Presenter):
     fields = ("counters",)
+    order = 70
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         blocks: list[Block] = [Lines.of(line, "dim" if line == ABSENT else "")

@@ -18,6 +18,7 @@ from profiler_kit.render.wording.trace_words import window_label
 
 class GpuTime(Presenter):
     fields = ("gpu", "gpu_by_device")
+    order = 100
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         if not a.has_gpu:

@@ -12,6 +12,7 @@ from profiler_kit.render.sections.blocks import Block, Lines, Styled
 
 class Header(Presenter):
     fields = ("path", "label", "rank", "world_size", "devices", "events")
+    order = 20
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         parts = [f"{a.events:,} events"]

@@ -39,6 +39,7 @@ def _lines(a: TraceAnalysis) -> list[str]:
 
 class IdleGapsPresenter(Presenter):
     fields = ("idle_gaps",)
+    order = 90
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         return [Lines.of(line) for line in _lines(a)]

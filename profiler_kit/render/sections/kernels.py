@@ -18,6 +18,7 @@ from profiler_kit.render.wording.sm_figures import idle_kernel_lines, limiter_te
 
 class Kernels(Presenter):
     fields = ("kernels", "attribution")
+    order = 110
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         if not a.has_gpu:

@@ -24,6 +24,7 @@ def launches_json(launches: Launches | None) -> dict[str, Any] | None:
 
 class LaunchesPresenter(Presenter):
     fields = ("launches", "idle")
+    order = 80
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         lines = launch_lines(a) if a.has_gpu else []

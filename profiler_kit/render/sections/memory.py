@@ -18,6 +18,7 @@ from profiler_kit.render.wording.names import short_name
 
 class MemoryPresenter(Presenter):
     fields = ("memory", "memory_timeline")
+    order = 200
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         m = a.memory

@@ -28,6 +28,7 @@ from profiler_kit.results import RunResult
 
 class RunStrategies(Presenter):
     """Each run's strategies side by side (with several runs, a section per run)."""
+    order = 10
 
     def charts(self, page: Page) -> list[Chart]:
         charts = []
@@ -42,6 +43,7 @@ class RunStrategies(Presenter):
 class StepChange(Presenter):
     """Why the step time differs: a waterfall per compared trace, or why none is drawn
     (said where the waterfall would be, as the console and summary.md say it)."""
+    order = 130
 
     def charts(self, page: Page) -> list[Chart]:
         return diff_charts.waterfall_charts(page.comparison, _withheld(page))
@@ -61,12 +63,14 @@ def _withheld(page: Page) -> dict[str, str]:
 class WhatIf(Presenter):
     """Each trace's predicted step per advised change, and each run's predicted strategies
     against their measured steps."""
+    order = 140
 
     def charts(self, page: Page) -> list[Chart]:
         return whatif_charts.whatif_charts(page.analyses, page.runs)
 
 
 class AcrossRanks(Presenter):
+    order = 250
     def charts(self, page: Page) -> list[Chart]:
         return job_charts.job_charts(page.jobs)
 
@@ -74,6 +78,7 @@ class AcrossRanks(Presenter):
 class ScenarioCharts(Presenter):
     """What a scenario draws of its own (N models at once, pipeline schedules, DDP's
     scaling)."""
+    order = 260
 
     def charts(self, page: Page) -> list[Chart]:
         charts = []
@@ -85,6 +90,7 @@ class ScenarioCharts(Presenter):
 
 
 class ComparisonTable(Presenter):
+    order = 270
     def body(self, page: Page) -> Body | None:
         c = page.comparison
         if c is None:
@@ -116,6 +122,7 @@ class ComparisonTable(Presenter):
 class MemoryReportPresenter(Presenter):
     """Bytes by category at each strategy's peak, then remedies, OOMs and the
     differences."""
+    order = 290
 
     def body(self, page: Page) -> Body | None:
         memory = page.memory
@@ -138,6 +145,7 @@ class MemoryReportPresenter(Presenter):
 
 class RunPredictions(Presenter):
     """Each strategy's predicted step against its measured one, per point."""
+    order = 300
 
     def body(self, page: Page) -> Body | None:
         headed = len(page.runs) > 1
@@ -159,6 +167,7 @@ class RunPredictions(Presenter):
 
 
 class NotMeasured(Presenter):
+    order = 310
     def body(self, page: Page) -> Body | None:
         parts = []
         for run in page.runs:
@@ -170,6 +179,7 @@ class NotMeasured(Presenter):
 
 
 class Parameters(Presenter):
+    order = 320
     def body(self, page: Page) -> Body | None:
         headed = len(page.runs) > 1
         return Body("parameters", "Parameters and environment",
@@ -200,6 +210,7 @@ def _fact(v: Any) -> str:
 
 
 class Traces(Presenter):
+    order = 330
     def body(self, page: Page) -> Body | None:
         rows = [[e(a.label), f"<code>{e(a.path)}</code>", f"{a.events:,}",
                  e(units.duration(a.steps.median_ns)), e(str(a.steps.count or "-"))]
@@ -209,6 +220,7 @@ class Traces(Presenter):
 
 
 class LeftOut(Presenter):
+    order = 340
     def body(self, page: Page) -> Body | None:
         if not page.unreadable:
             return None

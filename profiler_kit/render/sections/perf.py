@@ -22,6 +22,7 @@ def _titled(title: str, lines: list[str]) -> Lines:
 
 class Perf(Presenter):
     fields = ("perf",)
+    order = 170
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         """Summary, achieved rate per class, the largest op shapes (as plain fixed-width

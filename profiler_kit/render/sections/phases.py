@@ -19,6 +19,7 @@ _CAPTION = ("CPU time: union of the spans; GPU work: busy time of the GPU activi
 
 class PhasesPresenter(Presenter):
     fields = ("phases",)
+    order = 210
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         if not a.phases.phases:

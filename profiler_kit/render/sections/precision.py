@@ -14,6 +14,7 @@ from profiler_kit.render.wording.trace_words import precision_source
 
 class PrecisionPresenter(Presenter):
     fields = ("precision",)
+    order = 160
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         p = a.precision

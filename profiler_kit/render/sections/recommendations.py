@@ -25,6 +25,7 @@ def notes(a: TraceAnalysis) -> list[str]:
 
 class Recommendations(Presenter):
     fields = ("recommendations", "held_back", "notes")
+    order = 280
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         pieces = [Styled("Recommendations\n" if a.recommendations

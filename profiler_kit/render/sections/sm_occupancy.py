@@ -21,6 +21,7 @@ SECTION = "Below the busy line"
 
 class SmOccupancyPresenter(Presenter):
     fields = ("sm",)
+    order = 60
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         line = sm_line(a.sm)

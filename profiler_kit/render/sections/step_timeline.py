@@ -13,6 +13,7 @@ from profiler_kit.render.sections.base import Page, Presenter
 
 class StepTimelinePresenter(Presenter):
     fields = ("step_timeline",)
+    order = 180
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
         return {"step_timeline": {**plain(a.step_timeline),

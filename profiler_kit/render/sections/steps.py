@@ -16,6 +16,7 @@ from profiler_kit.render.wording.trace_words import step_breakdown_line
 
 class Steps(Presenter):
     fields = ("steps", "step_gpu_busy_share", "step_device_ns", "step_terms")
+    order = 30
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         s = a.steps

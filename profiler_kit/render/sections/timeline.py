@@ -24,6 +24,7 @@ def timeline_json(tl: Timeline | None) -> dict[str, Any] | None:
 
 class GpuTimeline(Presenter):
     fields = ("timeline",)
+    order = 50
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         if not a.timeline.devices:

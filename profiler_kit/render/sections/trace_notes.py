@@ -23,6 +23,7 @@ def _fixes(a: TraceAnalysis) -> list[str]:
 
 class TraceNotes(Presenter):
     fields = ("gpu_activity_missing", "skipped", "normalized")
+    order = 40
 
     def console(self, a: TraceAnalysis, view: View) -> list[Block]:
         out = []

@@ -15,6 +15,7 @@ from profiler_kit.render.sections.timeline import timeline_json
 
 class WholeTrace(Presenter):
     fields = ("window", "trace_gpu", "trace_timeline", "trace_phases", "trace_launches")
+    order = 230
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
         return {"window": a.window, "trace": {
@@ -30,3 +31,4 @@ class ComparedNames(Presenter):
     none."""
 
     fields = ("names",)
+    order = 240
