@@ -19,7 +19,7 @@ from profiler_kit.errors import ProfkitError
 def annotate_jobs(result: Any) -> Any:
     """``result`` with ``info["job"]`` on every measured strategy of several ranks."""
     from profiler_kit.analysis.job_analysis import analyze_jobs
-    from profiler_kit.analysis.jobs.job_view import run_info
+    from profiler_kit.render.json.job import run_info
     from profiler_kit.sources import summary_files
     from profiler_kit.sources.trace_files import summarize_files
 

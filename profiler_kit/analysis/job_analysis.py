@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from profiler_kit.analysis.advice.job_rules import job_recommendations
+from profiler_kit.analysis.core.note import Note
 from profiler_kit.analysis.jobs.job_view import JobView, folder_of, group_jobs, view_job
 from profiler_kit.analysis.jobs.rank_summary import RankSummary
 
@@ -20,11 +21,11 @@ def analyze_jobs(summaries: Sequence[RankSummary]) -> tuple[JobView, ...]:
             continue
         folders = {folder_of(m) for m in members}
         views.append(analyze_job(members, warnings=tuple(
-            w for w in warnings if w.split(": ", 1)[0] in folders)))
+            w for w in warnings if w.figures["folder"] in folders)))
     return tuple(views)
 
 
-def analyze_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) -> JobView:
+def analyze_job(members: Sequence[RankSummary], warnings: tuple[Note, ...] = ()) -> JobView:
     """The job view of the ranks ``members`` (one summary per rank), with the rules'
     recommendations and the notes of the rules that could not be judged."""
     members = sorted(members, key=lambda m: m.rank or 0)

@@ -55,6 +55,7 @@ def memory(args: argparse.Namespace) -> int:
 
     from profiler_kit import api
     from profiler_kit.errors import UsageError
+    from profiler_kit.render.json.memory_report import document
     from profiler_kit.render.wording.memory_lines import limits, notes, report_lines, shows_anything
     from profiler_kit.util import outputs
 
@@ -69,7 +70,7 @@ def memory(args: argparse.Namespace) -> int:
     for line in limits(report):
         print(f"profkit: note: {line}", file=sys.stderr)
     if args.json is not None:
-        outputs.write(target, msgspec.json.encode(report).decode() + "\n")
+        outputs.write(target, msgspec.json.encode(document(report)).decode() + "\n")
     if args.json is None or target is not None:
         print("\n".join(report_lines(report, args.top)))
     if problems:
@@ -94,7 +95,9 @@ def _check_usable(report, problems: list[str]) -> None:
 
 
 def _why_nothing(report) -> str:
-    whys = list(dict.fromkeys(u.why for s in report.strategies for u in s.unrecorded))
+    from profiler_kit.render.wording.notes import say
+
+    whys = list(dict.fromkeys(say(u.why) for s in report.strategies for u in s.unrecorded))
     return f": no memory events ({'; '.join(whys)})" if whys else ""
 
 

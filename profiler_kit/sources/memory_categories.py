@@ -6,11 +6,12 @@ from pathlib import Path
 
 import msgspec
 
+from profiler_kit.analysis.core.note import Note
 from profiler_kit.analysis.memory.categories import CategoriesDocument, CategoryPeak, category_peaks
 from profiler_kit.errors import TraceError
 
 
-def read_category_peaks(path: str | Path) -> tuple[list[CategoryPeak], str | None]:
+def read_category_peaks(path: str | Path) -> tuple[list[CategoryPeak], Note | None]:
     """The peak per device in the file at ``path``, and a note (see ``category_peaks``);
     a file that cannot be read or is not a categories file raises one-line TraceError."""
     path = Path(path)
@@ -20,4 +21,4 @@ def read_category_peaks(path: str | Path) -> tuple[list[CategoryPeak], str | Non
         raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise TraceError(f"{path}: not a memory categories file ({exc})") from None
-    return category_peaks(doc)
+    return category_peaks(doc, str(path))

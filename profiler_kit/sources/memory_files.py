@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.memory.explained import StrategyMemory
 from profiler_kit.analysis.memory.strategies import MemoryReport, combine
-from profiler_kit.analysis.memory.usage import WHY_PROFILE_MEMORY_OFF, WHY_THREADED
 from profiler_kit.errors import TraceError
 from profiler_kit.sources.strategy_memory import explain
 from profiler_kit.trace.pftrace import is_pftrace
@@ -89,7 +89,7 @@ def _in_a_run(folder: Path) -> bool:
     return any((f / "run.json").is_file() for f in (folder, *folder.parents[:3]))
 
 
-def _why_in_run(folder: Path) -> str | None:
+def _why_in_run(folder: Path) -> Note | None:
     """:func:`_why_no_memory` for a strategy folder of a run (its run.json one level up)."""
     run_json = folder.parent / "run.json"
     if not run_json.is_file():
@@ -107,12 +107,12 @@ def _why_in_run(folder: Path) -> str | None:
     return None
 
 
-def _why_no_memory(options: dict, info: dict) -> str | None:
+def _why_no_memory(options: dict, info: dict) -> Note | None:
     """Why a strategy's traces have no memory events, where the run recorded it."""
     if options.get("profile_memory") is False:
-        return WHY_PROFILE_MEMORY_OFF
+        return note("no_memory_events_profile_memory_off")
     if info.get("cpu_memory"):  # a threaded strategy (profile_all_threads)
-        return WHY_THREADED
+        return note("no_memory_events_threaded")
     return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.memory import snapshot as snap
 from profiler_kit.analysis.memory.advice import Advice, snapshot_advice, trace_advice
 from profiler_kit.analysis.memory.categories import CategoryPeak
@@ -25,7 +26,6 @@ from profiler_kit.analysis.memory.fit import from_categories
 from profiler_kit.analysis.memory.growth import Growth, step_growth
 from profiler_kit.analysis.memory.lifetimes import lifetimes
 from profiler_kit.analysis.memory.peak import TracePeak, trace_peaks
-from profiler_kit.analysis.memory.usage import WHY_NO_MEMORY_EVENTS
 from profiler_kit.errors import TraceError
 from profiler_kit.sources.allocator_snapshot import load_snapshot
 from profiler_kit.sources.memory_categories import read_category_peaks
@@ -49,26 +49,26 @@ def read_snapshot_memory(path: Path, top: int) -> tuple[SnapshotMemory, list[Adv
 def explain(label: str, traces: list[Path], categories: list[Path], snapshots: list[Path],
             items_per_step: int | None = None, device_memory: int | None = None,
             top: int = 10, *, by_profkit: bool = False,
-            why_no_memory: str | None = None) -> StrategyMemory:
+            why_no_memory: Note | None = None) -> StrategyMemory:
     """The memory of one strategy (or one file) from the files given; never raises on them.
 
     ``by_profkit``: the files are a run's that ``profkit run`` made, so a note names
     profkit's options rather than torch.profiler's arguments. ``why_no_memory``: why a
     trace of the strategy has no memory events, where the run recorded it.
     """
-    notes: list[str] = []
-    limits: list[str] = []
+    notes: list[Note] = []
+    limits: list[Note] = []
     unrecorded: list[Unrecorded] = []
     cats: list[CategoryPeak] = []
     for path in categories:
         try:
-            found, note = read_category_peaks(path)
+            found, remark = read_category_peaks(path)
         except TraceError as exc:
-            notes.append(str(exc))
+            notes.append(note("memory_file_unreadable", error=str(exc)))
             continue
         cats.extend(found)
-        if note:
-            notes.append(f"{path}: {note}")
+        if remark is not None:
+            notes.append(remark)
     peaks: list[TracePeak] = []
     growth: list[Growth] = []
     advice: list[Advice] = []
@@ -76,14 +76,13 @@ def explain(label: str, traces: list[Path], categories: list[Path], snapshots: l
         try:
             records = read_memory_records(path)
         except TraceError as exc:
-            notes.append(str(exc))
+            notes.append(note("memory_file_unreadable", error=str(exc)))
             continue
         if not len(records.allocations):
-            unrecorded.append(Unrecorded(str(path), why_no_memory or WHY_NO_MEMORY_EVENTS))
+            unrecorded.append(Unrecorded(str(path), why_no_memory or note("no_memory_events")))
             continue
         if not records.frames.call_from:
-            limits.append(f"{path}: no Python stacks ({_how_to_record_stacks(by_profkit)}): "
-                          "allocations are named by op only")
+            limits.append(note("trace_without_stacks", path=str(path), by_profkit=by_profkit))
         lives = lifetimes(records)
         found = trace_peaks(records, lives, top)
         peaks.extend(found)
@@ -101,15 +100,14 @@ def explain(label: str, traces: list[Path], categories: list[Path], snapshots: l
         try:
             snapshot, found_advice = read_snapshot_memory(path, top)
         except TraceError as exc:
-            notes.append(str(exc))
+            notes.append(note("memory_file_unreadable", error=str(exc)))
             continue
         advice = [a for a in advice if a.device not in {f.device for f in found_advice}]
         advice.extend(found_advice)
         if not snapshot.has_stacks:
-            limits.append(f"{path}: recorded without stacks "
-                         "(_record_memory_history(stacks='python')): sites cannot be named")
+            limits.append(note("snapshot_without_stacks", path=str(path)))
     for path in snapshots[1:]:
-        notes.append(f"{path}: left out (one allocator snapshot per strategy is read)")
+        notes.append(note("snapshot_left_out", path=str(path)))
     fit = None
     if cats and items_per_step:
         fit = from_categories(max(cats, key=lambda c: c.total_bytes), items_per_step,
@@ -117,9 +115,3 @@ def explain(label: str, traces: list[Path], categories: list[Path], snapshots: l
     return StrategyMemory(label, items_per_step, tuple(cats), tuple(peaks), tuple(growth),
                           snapshot, tuple(advice), fit, device_memory, tuple(notes),
                           tuple(limits), tuple(unrecorded))
-
-
-def _how_to_record_stacks(by_profkit: bool) -> str:
-    if by_profkit:
-        return "record them with profkit run --with-stack"
-    return "record them with profkit run --with-stack, or torch.profiler's with_stack=True"

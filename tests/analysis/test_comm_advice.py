@@ -17,11 +17,13 @@ from rich.console import Console
 from profiler_kit import api
 from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.note import note
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.job_analysis import analyze_job
 from profiler_kit.analysis.jobs.comm_context import ADVICE, DDP_GRADIENT, EMBEDDING
 from profiler_kit.analysis.jobs.rank_summary import GroupInfo, summarize_rank
 from profiler_kit.render.console.job import job_view
+from profiler_kit.render.wording.notes import say
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parents[1] / "data"
@@ -162,7 +164,7 @@ def test_two_ranks_split_waiting_from_exposed_transfer():
     assert set(contexts) == {EMBEDDING, DDP_GRADIENT, "optimizer"}
     assert sum(c.exposed_transfer_ns for c in contexts.values()) == \
         sum(r.exposed_transfer_ns for r in job.per_rank)
-    assert any("slow-transfer rule not judged" in n for n in job.rule_notes)
+    assert any(n.code == "slow_transfer_no_link" for n in job.rule_notes)
 
 
 def _as_one_host(world: int, device: str | None, hosts: tuple[str, str]):
@@ -186,7 +188,9 @@ def test_slow_transfer_against_the_link_when_the_traces_tell_it():
     assert any(e.unit == "bytes/s" and e.value == 300e9 for e in r.evidence)
     apart = analyze_job(_as_one_host(2, "NVIDIA A100-SXM4-80GB", ("h0", "h1")))
     assert "slow_transfer" not in {x.rule for x in apart.recommendations}
-    assert any("ranks on 2 hosts" in n for n in apart.rule_notes)
+    (why,) = apart.rule_notes
+    assert why == note("slow_transfer_no_link", why="several_hosts", hosts=2)
+    assert say(why).endswith("here: ranks on 2 hosts: the network's bandwidth is not recorded)")
 
 
 # -- 5. the job view fits an 80-column terminal -----------------------------------------

@@ -158,7 +158,8 @@ def test_two_ranks_sendrecv_kernels_matched_as_collectives() -> None:
     pairs = [(summaries[0].calls[i], summaries[1].calls[i]) for i in range(10)]
     disagree = sum(a.kind != b.kind or a.size_bytes != b.size_bytes for a, b in pairs)
     assert job.mismatched == disagree == 6
-    assert any("disagree" in w for w in job.warnings)
+    assert any(w.code == "collectives_mismatched" and w.figures["count"] == 6
+               for w in job.warnings)
 
 
 def test_fused_sendrecv_calls_pair_across_two_ranks() -> None:

@@ -7,8 +7,10 @@ import json_docs
 import msgspec
 import pytest
 
+from profiler_kit.analysis.core.note import note
 from profiler_kit.analysis.job_analysis import analyze_job, analyze_jobs
 from profiler_kit.analysis.jobs.rank_summary import Call, GroupInfo, RankStep, RankSummary
+from profiler_kit.render.wording.notes import say
 from profiler_kit.sources.summary_files import dumps, load
 from profiler_kit.trace.source import Unreadable
 
@@ -91,7 +93,12 @@ def test_different_jobs_in_one_folder_are_separated_with_a_warning() -> None:
     b = [summary(r, [(10, 20)], world=4, name=f"other{r}") for r in range(4)]
     jobs = analyze_jobs([a0, a1, *b])
     assert sorted(len(j.ranks) for j in jobs) == [2, 4]
-    assert all(any("traces of different jobs" in w for w in j.warnings) for j in jobs)
+    (warning,) = {w for j in jobs for w in j.warnings}
+    assert warning.code == "different_jobs_in_folder" and warning.figures["groups"] == (
+        (("rank0", "rank1"), 2), (("other0", "other1", "other2", "other3"), 4))
+    assert say(warning) == ("/job: traces of different jobs (world sizes or process groups "
+                            "disagree), analyzed as separate groups: rank0, rank1: world size "
+                            "2; other0, other1, other2, other3: world size 4")
 
 
 def test_duplicate_ranks_make_separate_groups() -> None:
@@ -100,8 +107,10 @@ def test_duplicate_ranks_make_separate_groups() -> None:
     jobs = analyze_jobs([*first, *second])
     assert len(jobs) == 2
     assert {j.labels for j in jobs} == {("a-rank0", "a-rank1"), ("b-rank0", "b-rank1")}
-    assert all(any("rank 0-1 appears in more than one trace" in w for w in j.warnings)
-               for j in jobs)
+    dup = note("ranks_in_several_traces", folder="/job", ranks=(0, 1), groups=2)
+    assert all(j.warnings == (dup,) for j in jobs)
+    assert say(dup) == "/job: rank 0-1 appears in more than one trace; analyzed as 2 " \
+                       "separate groups"
 
 
 def test_folders_are_jobs_of_their_own_without_warnings() -> None:
@@ -114,7 +123,11 @@ def test_missing_ranks_are_named_and_the_rest_analyzed() -> None:
     ranks = [summary(r, [(10 + r, 30)], world=8) for r in (0, 1, 2, 5)]
     (job,) = analyze_jobs(ranks)
     assert job.missing_ranks == (3, 4, 6, 7)
-    assert any("ranks 3-4, 6-7 of 8 have no trace here" in w for w in job.warnings)
+    (missing,) = job.warnings
+    assert missing == note("ranks_without_trace", missing=(3, 4, 6, 7), world=8,
+                           ranks=(0, 1, 2, 5))
+    assert say(missing) == "ranks 3-4, 6-7 of 8 have no trace here: the job view covers " \
+                           "ranks 0-2, 5"
     assert len(job.instances) == 1 and job.instances[0].last_rank == 5
 
 
@@ -129,8 +142,11 @@ def test_offset_clocks_are_aligned_at_a_common_collective() -> None:
     assert [(c.rank, c.shift_ns) for c in shifted.clock_shifts] == [(1, offset * MS)]
     assert shifted.clock_reference == ("the median end of 3 collectives common to all ranks "
                                        "(against rank 0)")
-    assert any("clocks differ between ranks" in w and "rank 1 +5000.000 ms" in w
-               for w in shifted.warnings)
+    (clocks,) = shifted.warnings
+    assert clocks == note("clocks_differ", collectives=3, against=0, shifts=((1, offset * MS),))
+    # the sentence names the reference the job view keeps as words (merged traces carry it)
+    assert say(clocks) == (f"clocks differ between ranks: aligned at "
+                           f"{shifted.clock_reference} (rank 1 +5000.000 ms)")
     assert [r.wait_ns for r in shifted.per_rank] == [r.wait_ns for r in plain.per_rank]
     assert shifted.straggler == plain.straggler
 
@@ -140,7 +156,7 @@ def test_mismatched_sizes_are_reported() -> None:
     r1 = summary(1, [(10, 20), (30, 40)], size=1 << 10)
     job = analyze_job([r0, r1])
     assert job.mismatched == 2
-    assert any("disagree between ranks" in w for w in job.warnings)
+    assert job.warnings == (note("collectives_mismatched", count=2),)
 
 
 def test_summaries_file_round_trip(tmp_path) -> None:

@@ -82,4 +82,4 @@ def test_categories_without_one_allocation_are_left_out(tmp_path) -> None:
     path.write_text(json.dumps(doc))
     peaks, note = read_category_peaks(path)
     assert peaks == [] and note is not None
-    assert "recorded no allocation there (profile_all_threads records none)" in note
+    assert note.code == "categories_left_out" and note.figures["devices"] == ("cpu",)

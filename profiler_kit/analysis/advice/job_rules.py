@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from profiler_kit.analysis.core.arrays import median
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.recommendation import Evidence, Recommendation
 from profiler_kit.analysis.jobs import comm_context
 from profiler_kit.analysis.jobs.rank_summary import RankSummary
@@ -58,14 +59,14 @@ _OPTIMIZER = re.compile(r"^Optimizer\.|optimizer", re.IGNORECASE)
 
 
 def job_recommendations(job: JobView, members: Sequence[RankSummary]
-                        ) -> tuple[tuple[Recommendation, ...], tuple[str, ...]]:
+                        ) -> tuple[tuple[Recommendation, ...], tuple[Note, ...]]:
     """The job rules that fire, and notes on those that could not be judged."""
     if not job.instances:
         return (), ()
     step = _step_ns(job, members)
     if step <= 0:
-        return (), ("job rules: no step or trace time to measure against",)
-    notes: list[str] = []
+        return (), (note("job_rules_no_step_time"),)
+    notes: list[Note] = []
     on_device = {m.rank for m in members if m.on_device}
     recs = _waiting(job, step, on_device) + _slow_transfer(job, members, step, notes) \
         + _exposed_transfer(job, step)
@@ -176,16 +177,14 @@ def link_of(members: Sequence[RankSummary], missing: int) -> tuple[float, str] |
 
 
 def _slow_transfer(job: JobView, members: Sequence[RankSummary], step: float,
-                   notes: list[str]) -> list[Recommendation]:
+                   notes: list[Note]) -> list[Recommendation]:
     big = [k for k in job.kinds if k.size_low_bytes >= SLOW_MIN_BYTES
            and k.median_busbw_bytes_per_s is not None]
     if not big:
         return []
     link = link_of(members, len(job.missing_ranks))
     if link is None:
-        notes.append("slow-transfer rule not judged: the link between the ranks is not in the "
-                     "traces (it is known for SXM/OAM GPUs of one host, every rank traced; "
-                     "here: " + _why_no_link(job, members) + ")")
+        notes.append(_no_link(job, members))
         return []
     bw, name = link
     n = max(job.step_count, 1)
@@ -215,18 +214,21 @@ def _slow_transfer(job: JobView, members: Sequence[RankSummary], step: float,
         evidence=tuple(ev))]
 
 
-def _why_no_link(job: JobView, members: Sequence[RankSummary]) -> str:
+def _no_link(job: JobView, members: Sequence[RankSummary]) -> Note:
+    """Why the slow-transfer rule has no link to measure against, the first that holds."""
     if job.missing_ranks:
-        return f"{len(job.missing_ranks)} ranks not traced, maybe on other hosts"
+        return note("slow_transfer_no_link", why="ranks_missing",
+                    missing=len(job.missing_ranks))
     hosts = {m.host for m in members}
     if None in hosts:
-        return "no host name in the traces"
+        return note("slow_transfer_no_link", why="no_host_name")
     if len(hosts) > 1:
-        return f"ranks on {len(hosts)} hosts: the network's bandwidth is not recorded"
+        return note("slow_transfer_no_link", why="several_hosts", hosts=len(hosts))
     names = {m.device_name for m in members}
     if None in names:
-        return "no GPU name in the traces"
-    return f"no interconnect figure for {', '.join(sorted(str(x) for x in names))}"
+        return note("slow_transfer_no_link", why="no_gpu_name")
+    return note("slow_transfer_no_link", why="unknown_gpu",
+                gpus=tuple(sorted(str(x) for x in names)))
 
 
 def _exposed_transfer(job: JobView, step: float) -> list[Recommendation]:

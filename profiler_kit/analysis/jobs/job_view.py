@@ -42,7 +42,6 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import PurePath
-from typing import Any
 
 import msgspec
 import numpy as np
@@ -50,6 +49,7 @@ import numpy as np
 from profiler_kit.analysis.core import intervals
 from profiler_kit.analysis.core.arrays import median
 from profiler_kit.analysis.core.collective_kinds import P2P, RECV, SEND, SENDRECV
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.recommendation import Recommendation
 from profiler_kit.analysis.jobs.bandwidth import algbw_bytes_per_s, busbw_bytes_per_s
 from profiler_kit.analysis.jobs.comm_context import OTHER
@@ -224,44 +224,16 @@ class JobView(msgspec.Struct, frozen=True):
     straggler: Straggler | None
     clock_shifts: tuple[ClockShift, ...]  # empty: the clocks agreed
     clock_reference: str | None  # the instance the clocks were aligned at
-    warnings: tuple[str, ...]
+    warnings: tuple[Note, ...]
     pipeline: PipelineView | None = None  # when the ranks send and receive
     contexts: tuple[ContextTotals, ...] = ()  # exposed communication by what it is for
     # rules on the job (job_rules): waiting for a late rank, slow transfer, exposed
     # transfer; and the rules that could not be judged, and why
     recommendations: tuple[Recommendation, ...] = ()
-    rule_notes: tuple[str, ...] = ()
+    rule_notes: tuple[Note, ...] = ()
 
 
-def run_info(job: JobView) -> dict[str, Any]:
-    """The job view in a few numbers, as plain JSON data (a run's ``info["job"]``):
-    per step, averaged over the ranks where it says "per rank"."""
-    n = max(job.step_count, 1)
-    ranks = max(len(job.per_rank), 1)
-    s = job.straggler
-    p = job.pipeline
-    return {
-        "ranks": list(job.ranks),
-        "missing_ranks": list(job.missing_ranks),
-        "steps": job.step_count,
-        "collectives": len(job.instances),
-        "straggler": None if s is None else {
-            "rank": s.rank, "host": s.host, "last_arrivals": s.last_arrivals,
-            "instances": s.instances, "others_wait_per_step_ns": s.others_wait_per_step_ns},
-        "wait_per_step_ns": {str(r.rank): r.wait_per_step_ns for r in job.per_rank},
-        "exposed_wait_per_rank_per_step_ns":
-            sum(r.exposed_wait_ns for r in job.per_rank) / ranks / n,
-        "exposed_transfer_per_rank_per_step_ns":
-            sum(r.exposed_transfer_ns for r in job.per_rank) / ranks / n,
-        "pipeline_bubble_share": None if p is None else p.bubble_share,
-        "p2p_wait_per_rank_per_step_ns": None if p is None else
-            sum(st.recv_wait_ns + st.send_wait_ns for st in p.stages) / ranks / n,
-        "p2p_transfers": None if p is None else len(p.transfers),
-        "warnings": list(job.warnings),
-    }
-
-
-def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]], list[str]]:
+def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]], list[Note]]:
     """Summaries grouped into jobs, and the warnings.
 
     Traces that agree on the job (world size, backend, process groups) and name distinct
@@ -270,7 +242,7 @@ def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]
     job of its own, and within a folder a rank seen again starts another group, with a
     warning. Traces of one folder that disagree on the job are separated, with a warning.
     """
-    warnings: list[str] = []
+    warnings: list[Note] = []
     ranked = [s for s in summaries if s.rank is not None]
     by_folder: dict[str, list[RankSummary]] = defaultdict(list)
     for s in ranked:
@@ -280,10 +252,9 @@ def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]
         for s in members:
             kinds[_signature(s)].append(s)
         if len(kinds) > 1:
-            desc = "; ".join(f"{', '.join(m.label for m in ms)}: world size {sig[0]}"
-                             for sig, ms in kinds.items())
-            warnings.append(f"{folder}: traces of different jobs (world sizes or process "
-                            f"groups disagree), analyzed as separate groups: {desc}")
+            # each group: its traces' labels and its world size
+            warnings.append(note("different_jobs_in_folder", folder=folder, groups=tuple(
+                (tuple(m.label for m in ms), sig[0]) for sig, ms in kinds.items())))
     by_signature: dict[tuple, list[RankSummary]] = defaultdict(list)
     for s in ranked:
         by_signature[_signature(s)].append(s)
@@ -306,8 +277,8 @@ def group_jobs(summaries: Sequence[RankSummary]) -> tuple[list[list[RankSummary]
                     groups.append([s])
             if len(groups) > 1:
                 dup = sorted({s.rank for g in groups[1:] for s in g if s.rank is not None})
-                warnings.append(f"{folder}: rank {_ranges(dup)} appears in more than one "
-                                f"trace; analyzed as {len(groups)} separate groups")
+                warnings.append(note("ranks_in_several_traces", folder=folder,
+                                     ranks=tuple(dup), groups=len(groups)))
             jobs.extend(sorted(g, key=lambda m: m.rank or 0) for g in groups)
     return jobs, warnings
 
@@ -327,7 +298,7 @@ def _job_name(members: Sequence[RankSummary]) -> str:
         return ", ".join(folders)
 
 
-def view_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) -> JobView:
+def view_job(members: Sequence[RankSummary], warnings: tuple[Note, ...] = ()) -> JobView:
     """The job view of the ranks ``members`` (one summary per rank), without its
     recommendations (:mod:`profiler_kit.analysis.job_analysis` adds them)."""
     members = sorted(members, key=lambda m: m.rank or 0)
@@ -337,15 +308,20 @@ def view_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) -> 
     notes = list(warnings)
     missing = sorted(set(range(world)) - set(ranks)) if world else []
     if missing:
-        notes.append(f"ranks {_ranges(missing)} of {world} have no trace here: the job view "
-                     f"covers ranks {_ranges(ranks)}")  # type: ignore[arg-type]
+        notes.append(note("ranks_without_trace", missing=tuple(missing), world=world,
+                          ranks=tuple(ranks)))
     matched, unmatched, mismatched = _match(members)
-    shifts, reference = _clock_shifts(matched, ranks,  # type: ignore[arg-type]
-                                      {m.rank: m.host for m in members})
-    if shifts:
-        notes.append("clocks differ between ranks: aligned at " + str(reference) + " ("
-                     + ", ".join(f"rank {s.rank} {s.shift_ns / 1e6:+.3f} ms" for s in shifts)
-                     + ")")
+    shifts, aligned = _clock_shifts(matched, ranks,  # type: ignore[arg-type]
+                                    {m.rank: m.host for m in members})
+    reference = None
+    if aligned is not None:
+        common, against = aligned
+        # words, not a note: merged traces carry it (sources.merge), which cannot word one
+        reference = (f"the median end of {common} collectives common to all ranks "
+                     f"(against rank {against})")
+        if shifts:
+            notes.append(note("clocks_differ", collectives=common, against=against,
+                              shifts=tuple((s.rank, s.shift_ns) for s in shifts)))
     shift = {s.rank: s.shift_ns for s in shifts}
     steps = _steps(members, shift)
     step_count = max(len(steps), 1)
@@ -425,8 +401,7 @@ def view_job(members: Sequence[RankSummary], warnings: tuple[str, ...] = ()) -> 
             host=m.host, late_per_step_ns=late_ns[r] / step_count,  # type: ignore[index]
             late_doing=_doing(late.get(r, {}), step_count)))  # type: ignore[arg-type]
     if mismatched:
-        notes.append(f"{mismatched} matched collectives disagree between ranks on type or "
-                     "size: the ranks may not have run the same calls in the same order")
+        notes.append(note("collectives_mismatched", count=mismatched))
     return JobView(
         name=_job_name(members),
         world_size=world,
@@ -706,9 +681,12 @@ def _match(members: Sequence[RankSummary]
 
 
 def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks: list[int],
-                  hosts: dict[int, str | None]) -> tuple[list[ClockShift], str | None]:
+                  hosts: dict[int, str | None]
+                  ) -> tuple[list[ClockShift], tuple[int, int] | None]:
     """Shifts that make the ranks' clocks agree, when they visibly do not (see the
-    module docstring); none otherwise, and never for a rank on the lowest rank's host."""
+    module docstring), and what they were aligned at (the collectives common to all
+    ranks, and the rank the others are set against); none otherwise, and never for a
+    rank on the lowest rank's host."""
     ref_host = hosts.get(min(ranks)) if ranks else None
     elsewhere = [r for r in ranks if not (ref_host and hosts.get(r) == ref_host)]
     if not matched or not elsewhere:
@@ -736,8 +714,7 @@ def _clock_shifts(matched: list[tuple[tuple[str, int], dict[int, Call]]], ranks:
     if impossible * 10 < len(matched) and not consistent:  # a rare early end is noise
         return [], None
     shifts = [ClockShift(r, d) for r, d in medians.items() if d != 0]
-    return shifts, (f"the median end of {len(common)} collectives common to all ranks "
-                    f"(against rank {ref})")
+    return shifts, (len(common), ref)
 
 
 def _steps(members: Sequence[RankSummary], shift: dict[int, int]) -> tuple[StepAcross, ...]:
@@ -790,15 +767,3 @@ def _kind_summaries(rows: list[tuple]) -> tuple[KindSummary, ...]:
                                float(median(bus)) if bus else None))
     return tuple(out)
 
-
-def _ranges(values: Sequence[int]) -> str:
-    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7-8"``."""
-    vals = sorted(set(values))
-    out, i = [], 0
-    while i < len(vals):
-        j = i
-        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
-            j += 1
-        out.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
-        i = j + 1
-    return ", ".join(out)

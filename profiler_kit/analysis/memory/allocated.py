@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-IN_TRACE_ONLY = ("bytes allocated in the trace and not yet freed; tensors made before it "
-                 "(weights, optimizer state) are not counted")
-
 
 def counts_before_trace(on_cpu: bool, totals: np.ndarray) -> bool:
     """Whether the allocated figure includes memory allocated before the trace started."""

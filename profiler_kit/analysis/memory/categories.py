@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import msgspec
 
+from profiler_kit.analysis.core.note import Note, note
+
 # the part of the peak that does not grow with the batch
 FIXED = ("parameter", "gradient", "optimizer_state")
 
@@ -49,7 +51,7 @@ class CategoriesDocument(msgspec.Struct):
     format: int
     devices: dict[str, _Device]
     categories: list[str] = msgspec.field(default_factory=list)
-    note: str | None = None
+    note: str | None = None  # the run's words, when its memory profiler failed
 
 
 def _before_profile(d: _Device, names: list[str]) -> dict[str, int]:
@@ -58,11 +60,12 @@ def _before_profile(d: _Device, names: list[str]) -> dict[str, int]:
     return {n: b for n, b in zip(names, d.bytes[0], strict=False) if b}
 
 
-def category_peaks(doc: CategoriesDocument) -> tuple[list[CategoryPeak], str | None]:
-    """The peak per device, and a note: the one the run left when its memory profiler
-    failed, or why a device was left out. A device whose total never moves saw no
-    allocation or free in the profile (``profile_all_threads`` records none): its rows are
-    only the tensors from before, and say nothing of the peak, so it is left out."""
+def category_peaks(doc: CategoriesDocument, path: str) -> tuple[list[CategoryPeak], Note | None]:
+    """The peak per device, and a note on the file at ``path``: the one the run left when
+    its memory profiler failed, or why a device was left out. A device whose total never
+    moves saw no allocation or free in the profile (``profile_all_threads`` records none):
+    its rows are only the tensors from before, and say nothing of the peak, so it is left
+    out."""
     peaks, still = [], []
     for dev, d in sorted(doc.devices.items()):
         if len({sum(row) for row in d.bytes}) == 1:
@@ -70,8 +73,8 @@ def category_peaks(doc: CategoriesDocument) -> tuple[list[CategoryPeak], str | N
             continue
         peaks.append(CategoryPeak(dev, d.peak.time_us, d.peak.total_bytes,
                                   dict(d.peak.by_category), _before_profile(d, doc.categories)))
-    note = doc.note
     if still:
-        note = (f"categories of {', '.join(still)} left out: the profile recorded no allocation "
-                "there (profile_all_threads records none), only the tensors from before it")
-    return peaks, note
+        return peaks, note("categories_left_out", path=path, devices=tuple(still))
+    if doc.note:
+        return peaks, note("categories_run_note", path=path, text=doc.note)
+    return peaks, None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
+from profiler_kit.analysis.core.note import Note
 from profiler_kit.analysis.memory import snapshot as snap
 from profiler_kit.analysis.memory.advice import Advice
 from profiler_kit.analysis.memory.categories import CategoryPeak
@@ -34,7 +35,7 @@ class Unrecorded(msgspec.Struct, frozen=True):
     """A trace that recorded nothing about memory, and why."""
 
     path: str
-    why: str
+    why: Note
 
 
 class StrategyMemory(msgspec.Struct, frozen=True):
@@ -47,7 +48,7 @@ class StrategyMemory(msgspec.Struct, frozen=True):
     advice: tuple[Advice, ...]
     fit: Fit | None
     device_memory_bytes: int | None  # given, recorded by the run, or from the trace
-    notes: tuple[str, ...]  # one line per file that could not be used, and why
-    limits: tuple[str, ...] = ()  # one line per file used with less than it could give
+    notes: tuple[Note, ...]  # one per file that could not be used, and why
+    limits: tuple[Note, ...] = ()  # one per file used with less than it could give
     # traces without memory events (not a fault of the file: how it was profiled)
     unrecorded: tuple[Unrecorded, ...] = ()

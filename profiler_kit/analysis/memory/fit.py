@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.memory.categories import FIXED, CategoryPeak
 
 PER_ITEM = ("activation", "input", "temporary", "autograd_detail")
@@ -29,13 +30,10 @@ class Fit(msgspec.Struct, frozen=True):
     device_memory_bytes: int | None
     largest_batch: int | None  # None without a device memory, or when nothing grows
     method: str  # "two batch sizes" | "categories"
-    assumptions: tuple[str, ...]
+    assumptions: tuple[Note, ...]
 
 
-_COMMON = ("the same model, strategy and optimizer (parameters, gradients and optimizer "
-           "state do not change with the batch)",
-           "the peak the profiler saw: the allocator's reserve above it (caching, "
-           "fragmentation) and other processes on the device are not counted")
+_COMMON = (note("fit_same_model"), note("fit_profiler_peak"))
 
 
 def from_two_batches(a: BatchPoint, b: BatchPoint, device_memory: int | None) -> Fit | None:
@@ -50,8 +48,7 @@ def from_two_batches(a: BatchPoint, b: BatchPoint, device_memory: int | None) ->
         act = (hi.activation_bytes - lo.activation_bytes) / (hi.batch - lo.batch)
     return Fit(per_item, fixed, act, device_memory, _largest(per_item, fixed, device_memory),
                "two batch sizes",
-               (f"the peak grows linearly with the batch (measured at {lo.batch} and "
-                f"{hi.batch} items)", *_COMMON))
+               (note("fit_linear_in_batch", low=lo.batch, high=hi.batch), *_COMMON))
 
 
 def from_categories(peak: CategoryPeak, batch: int, device_memory: int | None) -> Fit | None:
@@ -64,8 +61,8 @@ def from_categories(peak: CategoryPeak, batch: int, device_memory: int | None) -
     act = peak.by_category.get("activation", 0) / batch
     return Fit(per_item, fixed, act, device_memory, _largest(per_item, fixed, device_memory),
                "categories",
-               (f"{', '.join(PER_ITEM)} at the peak are proportional to the batch "
-                f"({batch} items); {', '.join(FIXED)} and unknown bytes stay", *_COMMON))
+               (note("fit_categories_scale", growing=PER_ITEM, batch=batch, fixed=FIXED),
+                *_COMMON))
 
 
 def _largest(per_item: float, fixed: int, device_memory: int | None) -> int | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.memory.lifetimes import NEVER, Lifetimes
 from profiler_kit.analysis.memory.peak import by_site
 
@@ -43,16 +44,9 @@ class Growth(msgspec.Struct, frozen=True):
     device: str
     steps: tuple[StepGrowth, ...]
     leaks: tuple[Leak, ...]  # largest first
-    note: str | None = None  # why no verdict could be given
+    note: Note | None = None  # why no verdict could be given
     # set when the profiler itself may hold what the sites keep: the leaks are not a verdict
-    held_by_profiler: str | None = None
-
-
-HELD_BY_PROFILER = (
-    "each step ran a torch.func transform with record_shapes on, and PyTorch's profiler then "
-    "keeps the tensors that pass through it alive until it stops (pytorch/pytorch#116697): "
-    "profile with record_shapes=False (profkit run --no-record-shapes) to tell a leak from "
-    "the profiler")
+    held_by_profiler: Note | None = None
 
 
 def _transform_in_every_step(steps: tuple[tuple[int, int, int], ...],
@@ -71,10 +65,9 @@ def step_growth(life: Lifetimes, steps: tuple[tuple[int, int, int], ...],
     say whether the profiler may be the holder (see the module docstring).
     """
     if not life.has_addresses:
-        return Growth(life.device, (), (), "the trace's memory events have no addresses: "
-                                            "frees cannot be matched to allocations")
+        return Growth(life.device, (), (), note("growth_no_addresses"))
     if not steps:
-        return Growth(life.device, (), (), "no ProfilerStep#k ranges in the trace")
+        return Growth(life.device, (), (), note("growth_no_steps"))
     rows, per_step = [], []
     for number, start, end in steps:
         made = np.flatnonzero((life.ts_ns >= start) & (life.ts_ns < end))
@@ -85,8 +78,7 @@ def step_growth(life: Lifetimes, steps: tuple[tuple[int, int, int], ...],
         per_step.append({(s.site, None if s.site else s.op): s for s in by_site(life, kept)})
     if len(steps) < MIN_STEPS:
         return Growth(life.device, tuple(rows), (),
-                      f"{len(steps)} profiled step(s): a leak needs at least {MIN_STEPS} "
-                      "(the first and last are left out of the verdict)")
+                      note("growth_too_few_steps", steps=len(steps), needed=MIN_STEPS))
     leaks = []
     for key in set.intersection(*(set(k) for k in per_step[1:-1])):
         kept = tuple(k[key].bytes if key in k else 0 for k in per_step)
@@ -95,5 +87,5 @@ def step_growth(life: Lifetimes, steps: tuple[tuple[int, int, int], ...],
     held = None
     if (leaks and shapes_recorded and transform_starts_ns is not None
             and _transform_in_every_step(steps[1:-1], transform_starts_ns)):
-        held = HELD_BY_PROFILER
+        held = note("growth_held_by_profiler")
     return Growth(life.device, tuple(rows), tuple(leaks), held_by_profiler=held)

@@ -15,6 +15,7 @@ from rich.text import Text
 from profiler_kit.analysis.core.recommendation import Evidence
 from profiler_kit.analysis.jobs.job_view import JobView, PipelineView, Straggler
 from profiler_kit.render.wording import units
+from profiler_kit.render.wording.notes import said
 from profiler_kit.render.wording.units import link_bandwidth
 
 _TABLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "title_justify": "left",
@@ -67,7 +68,7 @@ def job_view(j: JobView) -> Panel:
     head.append(f"  ({world}; {j.backend or 'backend unknown'}; {len(j.instances)} collectives "
                 f"matched; {j.step_count} steps)", style="dim")
     parts.append(head)
-    for w in j.warnings:
+    for w in said(j.warnings):
         parts.append(Text(f"warning: {w}", style="yellow"))
     if j.instances:
         parts.append(straggler_line(j.straggler, j.step_count))
@@ -140,7 +141,7 @@ def _recommendations(j: JobView) -> list[Text]:
         t.append(f"{i}. {r.title}: {units.percent(r.measured)} {cmp} "
                  f"{units.percent(r.threshold)} ({r.rule})\n", style="yellow")
         t.append(f"   {r.advice} Evidence: {_evidence(r.evidence)}\n")
-    for n in j.rule_notes:
+    for n in said(j.rule_notes):
         t.append(f"note: {n}\n", style="dim")
     return [t]
 

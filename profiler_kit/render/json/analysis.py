@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from profiler_kit.render import sections
+from profiler_kit.render.json import job, memory_report
 from profiler_kit.render.json.plain import plain
 
 if TYPE_CHECKING:  # the job view's module is needed only when there is a job
@@ -75,9 +76,9 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
         "schema": SCHEMA,
         "traces": [trace_document(a) for a in analyses],
         "comparison": comp,
-        "jobs": [plain(j) for j in jobs],
+        "jobs": [job.document(j) for j in jobs],
         "unreadable": [{"path": u.path, "reason": u.reason} for u in unreadable],
-        "memory_explained": None if memory is None else msgspec.to_builtins(memory),
+        "memory_explained": None if memory is None else memory_report.document(memory),
     }
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from profiler_kit.analysis.memory.allocated import IN_TRACE_ONLY
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render.html import trace_charts
 from profiler_kit.render.html.figures import Chart
@@ -13,6 +12,7 @@ from profiler_kit.render.markdown.tables import table
 from profiler_kit.render.sections.base import Page, Presenter, View
 from profiler_kit.render.sections.blocks import Block, Column, Grid, Lines
 from profiler_kit.render.wording import units
+from profiler_kit.render.wording.memory_lines import IN_TRACE_ONLY
 from profiler_kit.render.wording.names import short_name
 
 

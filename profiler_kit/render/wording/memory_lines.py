@@ -9,7 +9,12 @@ from __future__ import annotations
 from profiler_kit.analysis.memory.explained import StrategyMemory
 from profiler_kit.analysis.memory.fit import Fit
 from profiler_kit.analysis.memory.strategies import MemoryDelta, MemoryReport
+from profiler_kit.render.wording.notes import said, say
 from profiler_kit.render.wording.units import nbytes, percent
+
+# what the CPU's peak allocated counts (see profiler_kit.analysis.memory.allocated)
+IN_TRACE_ONLY = ("bytes allocated in the trace and not yet freed; tensors made before it "
+                 "(weights, optimizer state) are not counted")
 
 
 def _categories(s: StrategyMemory) -> list[str]:
@@ -51,16 +56,16 @@ def _growth(s: StrategyMemory) -> list[str]:
         if g.steps:
             kept = ", ".join(f"#{st.step} {nbytes(st.kept_bytes)}" for st in g.steps)
             out.append(f"  kept to the trace's end, per step on {g.device}: {kept}")
-        if g.note:
-            out.append(f"  growth on {g.device}: {g.note}")
-        label = "KEPT" if g.held_by_profiler else "LEAK"
+        if g.note is not None:
+            out.append(f"  growth on {g.device}: {say(g.note)}")
+        label = "KEPT" if g.held_by_profiler is not None else "LEAK"
         for leak in g.leaks:
             per = ", ".join(nbytes(b) for b in leak.kept_bytes_per_step)
             out.append(f"  {label} {leak.site or leak.op}: keeps {per} from each step "
                        f"({leak.op})")
-        if g.held_by_profiler:
-            out.append(f"  not called a leak: {g.held_by_profiler}")
-        if g.steps and not g.leaks and not g.note:
+        if g.held_by_profiler is not None:
+            out.append(f"  not called a leak: {say(g.held_by_profiler)}")
+        if g.steps and not g.leaks and g.note is None:
             out.append(f"  no leak on {g.device}: no line keeps bytes from every step")
     return out
 
@@ -102,7 +107,7 @@ def fit_lines(fit: Fit | None, indent: str = "  ") -> list[str]:
         fits = "give --device-memory to size the largest batch"
     out = [f"{indent}what fits ({fit.method}): {nbytes(fit.bytes_per_item)}/item at the peak"
            f"{act}, {nbytes(fit.fixed_bytes)} that does not grow; {fits}"]
-    out.extend(f"{indent}  assumes {a}" for a in fit.assumptions)
+    out.extend(f"{indent}  assumes {a}" for a in said(fit.assumptions))
     return out
 
 
@@ -122,7 +127,7 @@ def strategy_lines(s: StrategyMemory, top: int = 10) -> list[str]:
     out += _categories(s) + _peaks(s, top) + _growth(s) + _snapshot(s, top)
     out += [f"  {a.remedy}: {a.evidence}" for a in s.advice]
     out += fit_lines(s.fit)
-    out += [f"  no memory events in {u.path} ({u.why})" for u in s.unrecorded]
+    out += [f"  no memory events in {u.path} ({say(u.why)})" for u in s.unrecorded]
     return out
 
 
@@ -132,7 +137,7 @@ def shows_anything(s: StrategyMemory) -> bool:
 
 
 def _nothing(s: StrategyMemory) -> str:
-    whys = list(dict.fromkeys(u.why for u in s.unrecorded))
+    whys = list(dict.fromkeys(say(u.why) for u in s.unrecorded))
     if not whys:
         return "nothing recorded about memory"
     where = f" in its {len(s.unrecorded)} traces" if len(s.unrecorded) > 1 else ""
@@ -154,12 +159,12 @@ def report_lines(report: MemoryReport, top: int = 10) -> list[str]:
 
 def notes(report: MemoryReport) -> list[str]:
     """One line per file that could not be used, and why."""
-    return [n for s in report.strategies for n in s.notes]
+    return [say(n) for s in report.strategies for n in s.notes]
 
 
 def limits(report: MemoryReport) -> list[str]:
     """One line per file used with less than it could give (no stacks), and why."""
-    return [n for s in report.strategies for n in s.limits]
+    return [say(n) for s in report.strategies for n in s.limits]
 
 
 def has_memory(report: MemoryReport) -> bool:
