@@ -163,7 +163,15 @@ class Prediction(msgspec.Struct, frozen=True):
     # whether the replay of the source trace is trusted (it lands within 3 % of that trace's
     # measurement); None where nothing was replayed
     trusted: bool | None = None
-    note: str = ""  # why there is none, why it is not trusted, what the change touched
+    # why there is none (run.json files written before the fields below: the whole note,
+    # what the replay said included)
+    note: str = ""
+    # what the replay said, as codes and figures ({"code", "figures"}: the renderers word
+    # them): what the change touched, why the replay is not trusted (None: it is), and
+    # the fixed delays' share of the steps' time where it makes the gain a lower bound
+    replay_notes: tuple[dict[str, Any], ...] = ()
+    untrusted_because: dict[str, Any] | None = None
+    lower_bound_share: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return msgspec.structs.asdict(self)

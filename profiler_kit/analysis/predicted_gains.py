@@ -10,18 +10,19 @@ under ``min_gain_pct`` is held back: not shown as a recommendation, and named in
 note line. A prediction that is not trusted (the unchanged replay misses the measurement)
 or only a lower bound (fixed delays hold much of the steps' GPU work) never holds a rule
 back, and ranks among the rules without a prediction unless its gain clears the line; it
-says so in ``prediction_caveat``.
+says so in ``prediction_caveat``. Caveats and reasons are notes, codes and figures
+(:mod:`profiler_kit.render.wording.whatif_notes` words them).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import msgspec
 
 from profiler_kit.analysis.advice.counterparts import CHANGE_OF_RULE, WHY_NO_PREDICTION
 from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.op_tree import OpTree
 from profiler_kit.analysis.core.recommendation import Recommendation
 from profiler_kit.analysis.perf.device_specs import device_of_table
@@ -33,9 +34,6 @@ MIN_GAIN_PCT = 2.0  # a rule whose trusted predicted gain is under this (percent
 # the fixed delays of the steps' GPU work over the steps' time above which a change cannot
 # move what they hold: the gain is a lower bound (docs/analyses/whatif.md)
 LOWER_BOUND_SHARE = 0.10
-# a change's note when it found nothing to change on the trace ("no-sync: no blocking call
-# waits for the GPU in the steps", "precision bf16: ... no change modeled")
-_NOTHING = re.compile(r"^[^:]*: no |no change modeled")
 
 
 class Ranked(msgspec.Struct, frozen=True):
@@ -44,7 +42,7 @@ class Ranked(msgspec.Struct, frozen=True):
 
     shown: tuple[Recommendation, ...]
     held_back: tuple[Recommendation, ...]
-    note: str | None
+    note: Note | None
 
 
 def change_of(label: str, table: EventTable) -> c.Change:
@@ -85,8 +83,8 @@ def predict(table: EventTable, gpu: GpuActivity, tree: OpTree,
 
 def _unpriced(r: Recommendation) -> Recommendation:
     """A rule no change models, with the reason it has no predicted gain."""
-    return msgspec.structs.replace(r, no_prediction=WHY_NO_PREDICTION.get(
-        r.rule, "no what-if change models its advice"))
+    return msgspec.structs.replace(r, no_prediction=note(WHY_NO_PREDICTION.get(
+        r.rule, "no_change_models_advice")))
 
 
 def _with(r: Recommendation, label: str | None, gain: Gain | None, replay: Baseline
@@ -95,19 +93,16 @@ def _with(r: Recommendation, label: str | None, gain: Gain | None, replay: Basel
         return _unpriced(r)
     if gain is None:
         return msgspec.structs.replace(r, change=label, prediction_caveat=(
-            "needs the traces of two or more ranks of one job: profkit whatif --no-straggler"
-            if label == "no-straggler" else None))
-    nothing = [n for n in gain.notes if _NOTHING.search(n)]
+            note("straggler_needs_job") if label == "no-straggler" else None))
+    nothing = [n for n in gain.notes if n.code in c.NOTHING_TO_CHANGE]
     if nothing:  # the change found nothing to change: no prediction, and why
         return msgspec.structs.replace(r, change=gain.change, prediction_caveat=nothing[0])
     caveat = None
     if not replay.trusted:
-        caveat = f"not trusted: {replay.untrusted_because}"
+        assert replay.untrusted_because is not None
+        caveat = Note("prediction_not_trusted", replay.untrusted_because.figures)
     elif replay.fixed_delay_share > LOWER_BOUND_SHARE:
-        caveat = (f"a lower bound: the fixed delays of the steps' GPU work (waits the "
-                  f"trace does not explain), summed over its streams, come to "
-                  f"{replay.fixed_delay_share:.0%} of the steps' time and do not move with "
-                  f"a change")
+        caveat = note("prediction_lower_bound", fixed_delay_share=replay.fixed_delay_share)
     return msgspec.structs.replace(
         r, change=gain.change, step_ns=replay.replayed_step_ns,
         predicted_step_ns=gain.predicted_step_ns,
@@ -131,10 +126,6 @@ def ranked(recs: Sequence[Recommendation], min_gain_pct: float = MIN_GAIN_PCT) -
         else:  # a lower bound under the line: the gain may be larger
             rest.append(r)
     shown.sort(key=lambda r: -(r.predicted_gain_pct or 0.0))  # stable: ties keep their order
-    note = None
-    if held:
-        names = ", ".join(f"{r.rule} [{r.scope}] ({r.change}: {r.predicted_gain_pct:.1f} %)"
-                          for r in held)
-        note = (f"held back: {len(held)} rule{'s' if len(held) != 1 else ''} whose predicted "
-                f"gain is under {min_gain_pct:g} %: {names} (--min-gain sets the line)")
-    return Ranked(tuple(shown + rest), tuple(held), note)
+    named = note("rules_held_back", min_gain_pct=min_gain_pct, rules=tuple(
+        (r.rule, r.scope, r.change, r.predicted_gain_pct) for r in held)) if held else None
+    return Ranked(tuple(shown + rest), tuple(held), named)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from profiler_kit.analysis.core.note import Note
 from profiler_kit.analysis.core.recommendation import priced_by_change
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 
@@ -31,7 +32,7 @@ class PredictionCheck(msgspec.Struct, frozen=True):
     measured_step_ns: int  # the other trace's measured step
     error: float  # (predicted - measured) / measured
     trusted: bool  # whether the baseline's replay matched its measurement
-    caveat: str | None  # e.g. "a lower bound"
+    caveat: Note | None  # the prediction's caveat, e.g. a lower bound
 
 
 def check_predictions(analyses: Sequence[TraceAnalysis], base: int,

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import msgspec
 from msgspec.structs import replace
 
 from profiler_kit.analysis.perf.device_specs import device_of_table
@@ -138,7 +139,8 @@ def _precision(result: RunResult, s: StrategyResult, base: StrategyResult,
                if w.gpu_activities == 0 else f"{name or 'the device'} has no known peaks")
         return replace(out, source_step_ns=float(w.measured_step_ns), trusted=w.trusted,
                        trace_step_ns=_trace_step(result, s, tables),
-                       note=f"{out.note}no prediction: {why} ({'; '.join(w.notes)})")
+                       note=f"{out.note}no prediction: {why}",
+                       replay_notes=tuple(msgspec.to_builtins(w.notes)))
     return _with(out, result, s, base, w, tables)
 
 
@@ -198,13 +200,12 @@ def _with(out: Prediction, result: RunResult, s: StrategyResult, base: StrategyR
     predicted, measured = float(w.predicted_step_ns), out.measured_ns or 0.0
     timed = (base.stats.median_ns * predicted / w.replayed_step_ns
              if base.stats and w.replayed_step_ns > 0 else None)
-    notes = out.note + "; ".join(w.notes)
-    note = notes if w.trusted else f"not trusted: {w.untrusted_because}; {notes}"
-    if w.fixed_delay_share > LOWER_BOUND_SHARE:
-        note += (f"; the gain is a lower bound: the fixed delays of the steps' GPU work come "
-                 f"to {w.fixed_delay_share:.0%} of the steps' time and do not move")
     return replace(out, source_step_ns=float(w.measured_step_ns), trace_step_ns=trace_step,
-                   trusted=w.trusted, predicted_ns=predicted, timed_ns=timed, note=note,
+                   trusted=w.trusted, predicted_ns=predicted, timed_ns=timed,
+                   replay_notes=tuple(msgspec.to_builtins(w.notes)),
+                   untrusted_because=msgspec.to_builtins(w.untrusted_because),
+                   lower_bound_share=(w.fixed_delay_share
+                                      if w.fixed_delay_share > LOWER_BOUND_SHARE else None),
                    error=_error(timed if timed is not None else predicted, measured),
                    trace_error=_error(predicted, trace_step) if trace_step else None)
 

@@ -13,11 +13,13 @@ from analysis_tables import kernel, launch, make_table, op
 from real_traces import DATA, analysis
 
 from profiler_kit.analysis import predicted_gains as pg
-from profiler_kit.analysis.advice.counterparts import CHANGE_OF_RULE
+from profiler_kit.analysis.advice.counterparts import CHANGE_OF_RULE, WHY_NO_PREDICTION
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.recommendation import Recommendation
 from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.analysis.whatif import changes as c
 from profiler_kit.analysis.whatif.replay import what_if
+from profiler_kit.render.wording.notes import say
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat
 
@@ -113,6 +115,10 @@ def test_rules_without_a_counterpart_have_no_prediction():
         if CHANGE_OF_RULE[r.rule] is None:
             assert r.change is None and r.predicted_step_ns is None \
                 and r.predicted_gain_pct is None and r.prediction_trusted is None
+            assert r.no_prediction == note(WHY_NO_PREDICTION[r.rule])
+    # every rule no change models says why
+    assert {r for r, change in CHANGE_OF_RULE.items() if change is None} == set(
+        WHY_NO_PREDICTION)
 
 
 def test_a_change_with_nothing_to_change_gives_no_prediction():
@@ -122,10 +128,10 @@ def test_a_change_with_nothing_to_change_gives_no_prediction():
     (r,) = [r for r in analyze_table(make_table(events)).recommendations
             if r.rule == "dataloader_share"]
     assert r.change == "no-dataloader-wait" and r.predicted_gain_pct is None
-    assert "no DataLoader __next__" in r.prediction_caveat
+    assert r.prediction_caveat == note("no_dataloader_next", change="no-dataloader-wait")
 
 
-def _rec(rule: str, gain: float | None, trusted: bool = True, caveat: str | None = None
+def _rec(rule: str, gain: float | None, trusted: bool = True, caveat: Note | None = None
          ) -> Recommendation:
     return Recommendation(rule, "trace", rule, "", 0.5, 0.2, "above", "fraction", (),
                           change=None if gain is None else "cuda-graphs",
@@ -138,14 +144,17 @@ def _rec(rule: str, gain: float | None, trusted: bool = True, caveat: str | None
 
 def test_ranked_by_gain_then_the_rest_in_their_order_and_small_gains_held_back():
     recs = [_rec("a", None), _rec("b", 5.0), _rec("c", 1.0), _rec("d", 40.0),
-            _rec("e", 60.0, trusted=False, caveat="not trusted: ..."),
-            _rec("f", 0.5, caveat="a lower bound: ..."), _rec("g", 3.0, caveat="a lower bound"),
+            _rec("e", 60.0, trusted=False, caveat=note("prediction_not_trusted")),
+            _rec("f", 0.5, caveat=note("prediction_lower_bound")),
+            _rec("g", 3.0, caveat=note("prediction_lower_bound")),
             _rec("h", None)]
     out = pg.ranked(recs, 2.0)
     assert [r.rule for r in out.shown] == ["d", "b", "g", "a", "e", "f", "h"]
     assert [r.rule for r in out.held_back] == ["c"]
-    assert out.note == ("held back: 1 rule whose predicted gain is under 2 %: c [trace] "
-                        "(cuda-graphs: 1.0 %) (--min-gain sets the line)")
+    assert out.note == note("rules_held_back", min_gain_pct=2.0,
+                            rules=(("c", "trace", "cuda-graphs", 1.0),))
+    assert say(out.note) == ("held back: 1 rule whose predicted gain is under 2 %: c [trace] "
+                             "(cuda-graphs: 1.0 %) (--min-gain sets the line)")
     assert pg.ranked(recs, 0.0).held_back == ()
     assert [r.rule for r in pg.ranked(recs, 50.0).held_back] == ["b", "c", "d"]
 

@@ -11,6 +11,7 @@ from analysis_tables import Ev, kernel, launch, make_table, op
 
 from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.launch_links import attribute_gpu
+from profiler_kit.analysis.core.note import note
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.perf.device_specs import compute_peak, match_device
 from profiler_kit.analysis.whatif.changes import (
@@ -24,6 +25,7 @@ from profiler_kit.analysis.whatif.changes import (
 )
 from profiler_kit.analysis.whatif.graph import build
 from profiler_kit.analysis.whatif.replay import replay, what_if
+from profiler_kit.render.wording.notes import say
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat
 
@@ -72,7 +74,8 @@ def test_kernels_gemm_twice_as_fast_by_hand():
     # a class with no kernel changes nothing and says so
     r = replay(gpu_bound_trace(), changes=[Kernels("convolution", 3)])
     assert r.predicted_step_ns == r.replayed_step_ns
-    assert "no GPU activity matches" in r.notes[0]
+    assert r.notes[0] == note("no_matching_activity", change="kernels convolution=3",
+                              pattern="convolution")
 
 
 def test_no_sync_by_hand():
@@ -91,7 +94,7 @@ def test_no_sync_by_hand():
     r = replay(table, changes=[NoSync()])
     # the step's CPU span ends at 160 - 105 = 55 µs; the GPU at 120 µs
     assert r.predicted_step_ns == 120 * US
-    assert "1 blocking calls no longer wait" in r.notes[0]
+    assert r.notes[0].code == "syncs_no_longer_wait" and r.notes[0].figures["calls"] == 1
 
 
 def launch_bound_trace():
@@ -117,8 +120,8 @@ def test_cuda_graphs_by_hand():
     # a region by name: each aten::add its own graph (5 µs each, 4 of them)
     r = replay(table, changes=[CudaGraphs("aten::add")])
     assert r.predicted_step_ns == 100 * US - 80 * US + 4 * 5 * US
-    assert replay(table, changes=[CudaGraphs("nothing_like_it")]).notes[0].endswith(
-        "no region 'nothing_like_it' in the trace")
+    assert replay(table, changes=[CudaGraphs("nothing_like_it")]).notes[0] == note(
+        "no_graph_region", change="cuda-graphs nothing_like_it", region="nothing_like_it")
 
 
 def test_fusion_by_hand():
@@ -139,11 +142,12 @@ def test_fusion_by_hand():
     ])
     r = replay(table, changes=[Fusion()])
     assert r.replayed_step_ns == 199 * US and r.predicted_step_ns == 165 * US
-    assert r.notes[0].startswith("fusion: 1 runs of 3 elementwise and normalization kernels, "
-                                 "0.06 ms of work → 0.03 ms")
+    assert r.notes[0].code == "kernels_fused"
+    assert say(r.notes[0]).startswith("fusion: 1 runs of 3 elementwise and normalization "
+                                      "kernels, 0.06 ms of work → 0.03 ms")
     r = replay(gpu_bound_trace(), changes=[Fusion()])  # GEMM, GEMM, one elementwise kernel
     assert r.predicted_step_ns == r.replayed_step_ns
-    assert "no two elementwise or normalization kernels back to back" in r.notes[0]
+    assert [n.code for n in r.notes] == ["no_fusable_run"]
 
 
 def test_fusion_on_host_bound_real_traces_gains_little():
@@ -208,8 +212,9 @@ def test_precision_by_hand():
     # the step ends with its CPU span (300 µs) either way: look at the kernel's end
     r = replay(table, gpu, [Precision("bf16")])
     assert r.predicted_step_ns == r.replayed_step_ns == 300 * US
-    assert "1 fp32 GEMM/convolution kernels" in r.notes[0]
-    assert f"{160 * US / ratio / 1e6:.2f} ms" in r.notes[0]
+    (n,) = r.notes
+    assert n.code == "precision_modeled" and n.figures["kernels"] == 1
+    assert n.figures["after_ns"] == pytest.approx(160 * US / ratio)
     # a GPU-bound version: the step ends with the kernel
     events[0] = step(15 * US)
     table = make_table(events, device_properties=props)
@@ -253,7 +258,7 @@ def test_real_precision_and_overlap_on_a_ddp_rank():
     gpu = attribute_gpu(table, build_op_tree(table))
     w = what_if(table, gpu, [Precision("bf16"), OverlapComm(), Kernels("communication", 2)])
     precision, overlap, comm = w.gains
-    assert "fp32 GEMM/convolution kernels in autocast's reach" in precision.notes[0]
+    assert precision.notes[0].code == "precision_modeled"
     assert precision.gain_ns >= 0 and overlap.gain_ns >= 0 and comm.gain_ns >= 0
     comm_ns = int(table.dur_ns[gpu.row[gpu.klass == classify.CLASS_INDEX[
         classify.COMMUNICATION]]].sum())
@@ -364,7 +369,7 @@ def test_cuda_graphs_keep_ops_that_launch_nothing():
     cpu = load(DATA / "cpu_torch_profiler.pt.trace.json.gz")
     r = replay(cpu, changes=[CudaGraphs()])
     assert r.predicted_step_ns == r.replayed_step_ns
-    assert "no GPU work launched in the trace" in r.notes[0]
+    assert [n.code for n in r.notes] == ["no_gpu_launch"]
 
 
 def test_overlap_comm_leaves_communication_streams_alone():
@@ -373,7 +378,8 @@ def test_overlap_comm_leaves_communication_streams_alone():
     table = load(DATA / "a100_recsys_16gpu_rank0.json.gz")
     r = replay(table, changes=[OverlapComm()])
     assert r.predicted_step_ns == r.replayed_step_ns
-    assert r.notes[0].startswith("overlap-comm: 0 of 80 communication kernels")
+    assert r.notes[0].code == "communication_moved"
+    assert (r.notes[0].figures["moved"], r.notes[0].figures["kernels"]) == (0, 80)
 
 
 @pytest.mark.parametrize("name", ["h100_owlv2_dataloader", "a100_recsys_8gpu_rank3",

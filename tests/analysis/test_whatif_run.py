@@ -21,6 +21,7 @@ from profiler_kit.analysis.whatif.replay import replay, what_if
 from profiler_kit.render.console import run as run_console
 from profiler_kit.render.html import report as html_report
 from profiler_kit.render.markdown.run import render_markdown
+from profiler_kit.render.wording.predictions import prediction_note
 from profiler_kit.results import Prediction, RunResult, read_run
 from profiler_kit.sources.run_predictions import NOT_MODELED, predict_run
 from profiler_kit.trace.loader import load
@@ -67,6 +68,9 @@ def test_cpu_amp_twins_get_no_prediction_and_say_why(cpu_run) -> None:
         assert p is not None and p.change == "precision bf16" and p.source == source
         assert p.predicted_ns is None and p.error is None and p.trace_error is None
         assert p.note.startswith("no prediction: the trace ran on the CPU")
+        assert [n["code"] for n in p.replay_notes] == ["precision_device_without_peaks"]
+        assert prediction_note(p) == f"{p.note} (precision bf16: device (unnamed) is not in " \
+                                     "the peak table; no change modeled)"
         assert p.measured_ns == s.stats.median_ns
         assert p.trace_step_ns == replay(load(cpu_run.run_dir / s.trace_files[0])
                                          ).measured_step_ns
@@ -91,7 +95,9 @@ def test_a_gpu_baseline_is_predicted_with_the_twins_dtype(gpu_run) -> None:
                                        / w.replayed_step_ns)
     assert p.error == pytest.approx((p.timed_ns - p.measured_ns) / p.measured_ns)
     assert p.trace_error == pytest.approx((p.predicted_ns - p.trace_step_ns) / p.trace_step_ns)
-    assert "fp32 GEMM/convolution kernels in autocast's reach" in p.note
+    assert [n["code"] for n in p.replay_notes] == ["precision_modeled"]
+    assert p.untrusted_because is None and p.lower_bound_share is None
+    assert prediction_note(p).startswith("precision fp16: 294 fp32 GEMM/convolution kernels")
 
 
 def test_fixed_delays_make_the_gain_a_lower_bound(tmp_path) -> None:
@@ -107,8 +113,10 @@ def test_fixed_delays_make_the_gain_a_lower_bound(tmp_path) -> None:
     w = what_if(load(DATA / trace), changes=[Precision("bf16")]).replay
     assert w.fixed_delay_share > 0.1
     assert p is not None and p.predicted_ns == w.predicted_step_ns
-    assert f"the gain is a lower bound: the fixed delays of the steps' GPU work come to " \
-           f"{w.fixed_delay_share:.0%}" in p.note
+    assert p.lower_bound_share == w.fixed_delay_share
+    assert prediction_note(p).endswith(
+        f"; the gain is a lower bound: the fixed delays of the steps' GPU work come to "
+        f"{w.fixed_delay_share:.0%} of the steps' time and do not move")
 
 
 def test_predictions_go_through_run_json(gpu_run) -> None:
@@ -243,7 +251,7 @@ def test_cpu_amp_twins_are_predicted_from_their_ops_timed_here(tmp_path) -> None
     p = got["sequential+amp"]
     assert p is not None and p.change == "precision bf16 (measured)"
     assert p.predicted_ns is not None and p.timed_ns is not None and p.error is not None
-    assert "timed on cpu from the trace's shapes" in p.note
+    assert "timed on cpu from the trace's shapes" in prediction_note(p)
     base = next(s for s in run.strategies if s.name == "sequential")
     assert p.timed_ns == pytest.approx(base.stats.median_ns * p.predicted_ns
                                        / p.source_step_ns, rel=0.03)  # replay within 3 %

@@ -188,7 +188,9 @@ def _check_predictions(run_dir: Path, doc: dict, summary: str) -> None:
         assert p["timed_ns"] == pytest.approx(
             base["stats"]["median_ns"] * p["predicted_ns"] / p["source_step_ns"], rel=0.05)
         assert p["error"] == pytest.approx((p["timed_ns"] - p["measured_ns"]) / p["measured_ns"])
-        assert f"timed on {doc['device']} from the trace's shapes" in p["note"]
+        (touched,) = p["replay_notes"]  # what the change touched, worded in summary.md
+        assert touched["code"] == "ops_measured" and touched["figures"]["device"] == doc["device"]
+        assert f"timed on {doc['device']} from the trace's shapes" in summary
         assert f"precision {dtype} (measured) on {base['name']}" in summary
     assert by_name["threads"]["prediction"]["note"].startswith("no what-if models this strategy")
     assert "Predicted by the what-if replay" in summary

@@ -47,29 +47,22 @@ CHANGE_OF_RULE: dict[str, str | None] = {
     "cpu_small_elementwise_ops": None,
 }
 
-# Why a rule no change models has no predicted gain: the reason said beside it in every
-# format (``Recommendation.no_prediction``).
+# Why a rule no change models has no predicted gain, as the code of the note said beside it
+# in every format (``Recommendation.no_prediction``; a rule not listed:
+# ``no_change_models_advice``).
 WHY_NO_PREDICTION: dict[str, str] = {
-    "idle_in_optimizer": "no change models a fused or foreach optimizer",
-    "low_gpu_utilization": "a symptom: the rules of its causes (host-bound, launch-bound, "
-                           "DataLoader, syncs) carry the predictions",
-    "slow_transfer": "the link's speed is not a change the replay models",
-    "exposed_transfer": "moving a transfer beside compute is not a change the replay models "
-                        "for the job",
-    "memcpy_share": "fewer or pinned copies are not a change the replay models",
-    "memory_near_capacity": "memory is not time: the step does not move",
-    "conv_bias_before_batchnorm": "dropping a bias the batchnorm cancels saves a kernel the "
-                                  "replay does not time",
-    "gemm_unaligned_dims": "padded shapes run other kernels, which only a run of them can "
-                           "time (profkit whatif --measure times the ops as recorded)",
-    "small_gemms": "batched GEMMs run other kernels, which only a run of them can time",
-    "conv_channels_last": "measured, not modeled: profkit whatif --measure --channels-last "
-                          "times each convolution in channels_last on this machine",
-    "small_kernels_underfill_gpu": "fusion or CUDA graphs price it: profkit whatif --fusion "
-                                   "--cuda-graphs",
-    "cpu_ops_waiting": "free cores are not a change the replay models",
-    "cpu_fp32_matmul_conv": "measured, not modeled: profkit whatif --measure --precision bf16 "
-                            "times each op in bf16 on this machine",
-    "cpu_small_elementwise_ops": "fusion on the CPU is not a change the replay models",
+    "idle_in_optimizer": "optimizer_not_modeled",
+    "low_gpu_utilization": "symptom_of_other_rules",
+    "slow_transfer": "link_speed_not_modeled",
+    "exposed_transfer": "transfer_overlap_not_modeled",
+    "memcpy_share": "copies_not_modeled",
+    "memory_near_capacity": "memory_is_not_time",
+    "conv_bias_before_batchnorm": "dropped_bias_not_timed",
+    "gemm_unaligned_dims": "padded_shapes_need_a_run",
+    "small_gemms": "batched_gemms_need_a_run",
+    "conv_channels_last": "channels_last_measured_only",
+    "small_kernels_underfill_gpu": "priced_by_fusion_or_graphs",
+    "cpu_ops_waiting": "free_cores_not_modeled",
+    "cpu_fp32_matmul_conv": "cpu_bf16_measured_only",
+    "cpu_small_elementwise_ops": "cpu_fusion_not_modeled",
 }
-

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 
 import msgspec
 
+from profiler_kit.analysis.core.note import Note
+
 
 class Evidence(msgspec.Struct, frozen=True):
     label: str
@@ -45,9 +47,9 @@ class Recommendation(msgspec.Struct, frozen=True):
     prediction_trusted: bool | None = None
     # what to know before reading the prediction as fact: why it is not trusted, that the
     # gain is a lower bound, or why the change could not be modeled on this trace
-    prediction_caveat: str | None = None
+    prediction_caveat: Note | None = None
     # why a rule no change models has no predicted gain (None where a change models it)
-    no_prediction: str | None = None
+    no_prediction: Note | None = None
 
 
 def priced_by_change(recs: Iterable[Recommendation]) -> dict[str, list[Recommendation]]:

@@ -2,8 +2,9 @@
 
 Each change edits an :class:`~profiler_kit.analysis.whatif.engine.Edits` in place (the
 durations of GPU activities, streams and waits, which blocking calls still wait, host
-time removed or added) and says in notes what it touched and which bound it used.
-Changes compose: several edit the same ``Edits`` in turn.
+time removed or added) and says in a note what it touched and which bound it used, as a
+code and figures (:mod:`profiler_kit.render.wording.whatif_notes` words them). Changes
+compose: several edit the same ``Edits`` in turn.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from profiler_kit.analysis.core import classify, intervals
 from profiler_kit.analysis.core.arrays import dense_ids, distinct, median
 from profiler_kit.analysis.core.launch_links import GpuActivity
+from profiler_kit.analysis.core.note import note
 from profiler_kit.analysis.core.op_tree import OpTree, build_op_tree
 from profiler_kit.analysis.perf.autocast_scope import in_reach
 from profiler_kit.analysis.perf.device_specs import compute_peak, device_of_table
@@ -29,6 +31,12 @@ from profiler_kit.trace.table import Cat, EventTable
 # the host's wait for the next batch, as the TensorBoard plugin names it
 DATALOADER = re.compile(r"^enumerate\(DataLoader\)#.*\.__next__$")
 PRECISIONS = ("bf16", "fp16")
+# the codes of the notes of a change that found nothing to change on the trace
+NOTHING_TO_CHANGE = frozenset({
+    "no_matching_activity", "precision_device_without_peaks", "no_fp32_matrix_kernel_in_reach",
+    "no_faster_matrix_rate", "no_gpu_launch", "no_graph_region", "no_fusable_kernel",
+    "no_fusable_run", "no_dataloader_next", "no_blocking_wait_in_steps",
+    "no_communication_kernel", "straggler_needs_ranks", "no_op_measured"})
 
 
 class Context:
@@ -57,10 +65,6 @@ class Change(msgspec.Struct, frozen=True):
         raise NotImplementedError
 
 
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:,.2f} ms"
-
-
 class Kernels(Change, frozen=True):
     """GPU activities of a class (``classify.CLASSES``: gemm, convolution, communication,
     ...) or whose name matches a regular expression run ``factor`` times faster."""
@@ -83,12 +87,13 @@ class Kernels(Change, frozen=True):
     def apply(self, ctx: Context, e: Edits) -> None:
         mask = self.matches(ctx)
         if not mask.any():
-            e.notes.append(f"{self.label()}: no GPU activity matches {self.pattern!r}")
+            e.notes.append(note("no_matching_activity", change=self.label(),
+                                pattern=self.pattern))
             return
         before = int(e.dur[mask].sum())
         e.dur[mask] = np.rint(e.dur[mask] / self.factor).astype(np.int64)
-        e.notes.append(f"{self.label()}: {int(mask.sum())} GPU activities, {_ms(before)} "
-                       f"of work → {_ms(int(e.dur[mask].sum()))}")
+        e.notes.append(note("kernels_sped_up", change=self.label(), activities=int(mask.sum()),
+                            before_ns=before, after_ns=int(e.dur[mask].sum())))
 
 
 class Precision(Change, frozen=True):
@@ -106,8 +111,8 @@ class Precision(Change, frozen=True):
         t, gpu, g = ctx.table, ctx.gpu, ctx.graph
         name, peak, _ = device_of_table(t)
         if peak is None:
-            e.notes.append(f"{self.label()}: device {name or '(unnamed)'} is not in the peak "
-                           f"table; no change modeled")
+            e.notes.append(note("precision_device_without_peaks", change=self.label(),
+                                device=name))
             return
         reach, low = in_reach(t, ctx.tree, gpu)
         fp32 = np.zeros(len(gpu), dtype=bool)
@@ -115,8 +120,7 @@ class Precision(Change, frozen=True):
         fp32 &= eligible_mask(t, gpu)
         sel = np.flatnonzero(fp32[g.act])  # graph indices
         if not len(sel):
-            e.notes.append(f"{self.label()}: no fp32 GEMM or convolution kernel in "
-                           f"autocast's reach")
+            e.notes.append(note("no_fp32_matrix_kernel_in_reach", change=self.label()))
             return
         low_peak = compute_peak(peak, self.dtype, True, False) or 0.0
         names = t.names
@@ -129,8 +133,8 @@ class Precision(Change, frozen=True):
                 tf32[nid] = low_peak / base if base > 0 and low_peak > 0 else 1.0
             ratio[j] = max(tf32[nid], 1.0)
         if not (ratio > 1.0).any():
-            e.notes.append(f"{self.label()}: {peak.name} has no faster {self.dtype} matrix "
-                           f"rate than its fp32 one; no change modeled")
+            e.notes.append(note("no_faster_matrix_rate", change=self.label(), device=peak.name,
+                                dtype=self.dtype))
             return
         dur = e.dur[sel].astype(np.float64)
         new = dur / ratio
@@ -152,15 +156,12 @@ class Precision(Change, frozen=True):
         memory_bound = bound > new
         new = np.minimum(np.maximum(new, bound), dur)
         e.dur[sel] = np.rint(new).astype(np.int64)
-        shaped = sum(1 for v in costs.values() if v > 0)
-        e.notes.append(
-            f"{self.label()}: {len(sel)} fp32 GEMM/convolution kernels in autocast's reach, "
-            f"{_ms(dur.sum())} → {_ms(new.sum())}: {peak.name} {self.dtype} matrix peak over "
-            f"its fp32/TF32 one (×{float(median(ratio)):.2g} median); "
-            + (f"{int(memory_bound.sum())} held at their op's 16-bit bytes over "
-               f"{peak.memory_bytes_per_s / 1e12:.2g} TB/s" if shaped
-               else "no shapes recorded: the compute ratio alone, no memory bound")
-            + "; the casts autocast adds are not counted")
+        e.notes.append(note(
+            "precision_modeled", change=self.label(), kernels=len(sel),
+            before_ns=float(dur.sum()), after_ns=float(new.sum()), device=peak.name,
+            dtype=self.dtype, median_ratio=float(median(ratio)),
+            shapes=any(v > 0 for v in costs.values()), memory_bound=int(memory_bound.sum()),
+            bytes_per_s=peak.memory_bytes_per_s))
 
 
 class CudaGraphs(Change, frozen=True):
@@ -180,12 +181,11 @@ class CudaGraphs(Change, frozen=True):
     def apply(self, ctx: Context, e: Edits) -> None:
         t, g = ctx.table, ctx.graph
         if not (g.thread >= 0).any():
-            e.notes.append(f"{self.label()}: no GPU work launched in the trace: nothing for a "
-                           f"graph to hold")
+            e.notes.append(note("no_gpu_launch", change=self.label()))
             return
         instances = self._instances(ctx)
         if not instances:
-            e.notes.append(f"{self.label()}: no region {self.region!r} in the trace")
+            e.notes.append(note("no_graph_region", change=self.label(), region=self.region))
             return
         launch_ids = [i for i, n in enumerate(t.names) if n in LAUNCH_CALLS]
         loader_ids = [i for i, n in enumerate(t.names) if DATALOADER.match(n)]
@@ -246,10 +246,8 @@ class CudaGraphs(Change, frozen=True):
                     e.insertions.append((th, int(s[ok].min()), cost_by_thread[th]))
                     graphs += 1
         cost = max(cost_by_thread.values(), default=0)
-        e.notes.append(f"{self.label()}: {graphs} region{'s' if graphs != 1 else ''}, "
-                       f"{_ms(removed)} of host op and "
-                       f"launch time collapse to one graph launch of {cost / 1e3:.0f} µs each"
-                       + (f"; {kept_syncs} blocking calls inside stay" if kept_syncs else ""))
+        e.notes.append(note("graphs_collapsed", change=self.label(), regions=graphs,
+                            removed_ns=removed, launch_ns=cost, kept_syncs=kept_syncs))
 
     def _instances(self, ctx: Context) -> list[tuple[int, int, int]]:
         """(thread, start, end) of the outermost instances of the region."""
@@ -301,8 +299,7 @@ class Fusion(Change, frozen=True):
         g, t = ctx.graph, ctx.table
         fusable = np.isin(g.klass, [classify.CLASS_INDEX[k] for k in FUSABLE_CLASSES])
         if not fusable.any():
-            e.notes.append(f"{self.label()}: no elementwise or normalization kernel in the "
-                           "trace: nothing to fuse")
+            e.notes.append(note("no_fusable_kernel", change=self.label()))
             return
         order = np.lexsort((g.key, e.stream))  # each stream's activities in order
         # runs: the longest stretches of fusable kernels back to back on one stream
@@ -333,12 +330,10 @@ class Fusion(Change, frozen=True):
         after = int(longest.sum())
         runs, kernels = len(firsts), len(members)
         if not runs:
-            e.notes.append(f"{self.label()}: no two elementwise or normalization kernels back "
-                           "to back on a stream")
+            e.notes.append(note("no_fusable_run", change=self.label()))
             return
-        e.notes.append(f"{self.label()}: {runs} runs of {kernels} elementwise and normalization "
-                       f"kernels, {_ms(before)} of work → {_ms(after)} (each run its longest "
-                       f"kernel); {_ms(launches)} of launch calls go (one launch a run)")
+        e.notes.append(note("kernels_fused", change=self.label(), runs=runs, kernels=kernels,
+                            before_ns=before, after_ns=after, launch_ns=launches))
 
 
 class NoDataloaderWait(Change, frozen=True):
@@ -352,7 +347,7 @@ class NoDataloaderWait(Change, frozen=True):
         ids = [i for i, n in enumerate(t.names) if DATALOADER.match(n)]
         hit = np.flatnonzero(np.isin(t.name[g.cpu_row], ids))
         if not len(hit):
-            e.notes.append(f"{self.label()}: no DataLoader __next__ in the trace")
+            e.notes.append(note("no_dataloader_next", change=self.label()))
             return
         rows = g.cpu_row[hit]
         removed = 0
@@ -361,8 +356,8 @@ class NoDataloaderWait(Change, frozen=True):
             start, end = intervals.union(t.ts_ns[mine], t.ts_ns[mine] + t.dur_ns[mine])
             e.remove(th, start, end)
             removed += int((end - start).sum())
-        e.notes.append(f"{self.label()}: {len(hit)} DataLoader __next__ calls, "
-                       f"{_ms(removed)} of host time, removed")
+        e.notes.append(note("dataloader_wait_removed", change=self.label(), calls=len(hit),
+                            removed_ns=removed))
 
 
 class NoSync(Change, frozen=True):
@@ -382,12 +377,12 @@ class NoSync(Change, frozen=True):
                 inside |= (g.sync_start >= a) & (g.sync_start < b)
             sel &= inside
         if not sel.any():
-            e.notes.append(f"{self.label()}: no blocking call waits for the GPU in the steps")
+            e.notes.append(note("no_blocking_wait_in_steps", change=self.label()))
             return
         e.sync_blocks[sel] = False
         waited = int((g.sync_end - g.sync_start - g.sync_own)[sel].sum())
-        e.notes.append(f"{self.label()}: {int(sel.sum())} blocking calls no longer wait "
-                       f"({_ms(waited)} recorded in them beyond their own cost)")
+        e.notes.append(note("syncs_no_longer_wait", change=self.label(), calls=int(sel.sum()),
+                            waited_ns=waited))
 
 
 class OverlapComm(Change, frozen=True):
@@ -403,7 +398,7 @@ class OverlapComm(Change, frozen=True):
         g = ctx.graph
         comm = g.klass == classify.CLASS_INDEX[classify.COMMUNICATION]
         if not comm.any():
-            e.notes.append(f"{self.label()}: no communication kernel in the trace")
+            e.notes.append(note("no_communication_kernel", change=self.label()))
             return
         shared = sorted(set(e.stream[comm].tolist()) & set(e.stream[~comm].tolist()))
         new_stream = {s: e.n_streams + k for k, s in enumerate(shared)}
@@ -414,9 +409,9 @@ class OverlapComm(Change, frozen=True):
         e.wait[waits_on_comm] = -1
         e.sync_streams = [s + tuple(new_stream[x] for x in s if x in new_stream)
                           for s in e.sync_streams]
-        e.notes.append(f"{self.label()}: {int(move.sum())} of {int(comm.sum())} communication "
-                       f"kernels ({_ms(int(e.dur[move].sum()))}) moved off {len(shared)} compute "
-                       f"streams; {int(waits_on_comm.sum())} waits on them dropped")
+        e.notes.append(note("communication_moved", change=self.label(), moved=int(move.sum()),
+                            kernels=int(comm.sum()), moved_ns=int(e.dur[move].sum()),
+                            streams=len(shared), waits_dropped=int(waits_on_comm.sum())))
 
 
 CHANGES = (Kernels, Precision, CudaGraphs, NoDataloaderWait, NoSync, OverlapComm)
@@ -437,8 +432,7 @@ class NoStraggler(Change, frozen=True):
     def apply(self, ctx: Context, e: Edits) -> None:
         t, g = ctx.table, ctx.graph
         if not self.waits:
-            e.notes.append(f"{self.label()}: needs the traces of two or more ranks of one "
-                           f"job, matched by their collectives; no change modeled")
+            e.notes.append(note("straggler_needs_ranks", change=self.label()))
             return
         comm = np.flatnonzero(g.klass == classify.CLASS_INDEX[classify.COMMUNICATION])
         by_start = comm[np.argsort(g.start[comm], kind="stable")]
@@ -464,9 +458,8 @@ class NoStraggler(Change, frozen=True):
                 e.remove(int(g.cpu_thread[p]), [start], [start + cut])
                 spans += 1
                 total += cut
-        e.notes.append(f"{self.label()}: {kernels + spans} collectives "
-                       f"({kernels} kernels, {spans} CPU spans) no longer wait for the other "
-                       f"ranks, {_ms(total)} of waiting removed")
+        e.notes.append(note("straggler_waits_removed", change=self.label(), kernels=kernels,
+                            spans=spans, removed_ns=total))
 
 
 class MeasuredOps(Change, frozen=True):
@@ -497,7 +490,7 @@ class MeasuredOps(Change, frozen=True):
         top = top_level_ops(t, tree)
         effect_of_row, op_ns, measured_ns = self._effects_by_row(t, tree, top)
         if not effect_of_row:
-            e.notes.append(f"{self.label()}: none of the trace's ops was measured")
+            e.notes.append(note("no_op_measured", change=self.label()))
             return
         added = 0
         for r, (host_ns, _) in effect_of_row.items():
@@ -520,19 +513,16 @@ class MeasuredOps(Change, frozen=True):
             in_measured = np.isin(owner_row, list(effect_of_row))
             op_ns, measured_ns = int(g.dur[owned].sum()), int(g.dur[in_measured].sum())
         changed = scale != 1.0
-        kernels = ""
+        before = after = None  # the kernels' time, where a measured factor scales them
         if changed.any():
             before = int(e.dur[changed].sum())
             e.dur[changed] = np.rint(e.dur[changed] * scale[changed]).astype(np.int64)
-            kernels = f"; their kernels {_ms(before)} → {_ms(int(e.dur[changed].sum()))}"
-        e.notes.append(
-            f"{self.label()}: {len(effect_of_row)} op calls "
-            f"{'in chains compiled and ' if self.chains else ''}timed on {self.device} from "
-            f"the trace's shapes, {'+' if added >= 0 else '−'}{_ms(abs(added))} of host time"
-            f"{kernels}; measured {measured_ns / max(op_ns, 1):.0%} of the op time, the rest "
-            f"kept as recorded"
-            + (f" ({len(self.not_measured)} op groups not rebuilt, e.g. "
-               f"{next(iter(self.not_measured.values()))})" if self.not_measured else ""))
+            after = int(e.dur[changed].sum())
+        e.notes.append(note(
+            "ops_measured", change=self.label(), calls=len(effect_of_row), chains=self.chains,
+            device=self.device, host_ns=added, kernels_before_ns=before, kernels_after_ns=after,
+            measured_ns=measured_ns, op_ns=op_ns, not_measured=len(self.not_measured),
+            not_measured_why=next(iter(self.not_measured.values()), None)))
 
     def _effects_by_row(self, t: EventTable, tree: OpTree, top: np.ndarray
                         ) -> tuple[dict[int, tuple[float, float]], int, int]:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from profiler_kit.analysis.core.arrays import distinct
+from profiler_kit.analysis.core.note import Note
 from profiler_kit.analysis.whatif.graph import Graph
 
 _INF = 1 << 62
@@ -48,7 +49,7 @@ class Edits:
         self.insertions: list[tuple[int, int, int]] = []  # (thread, at, ns)
         self.n_streams = len(g.streams)
         self.sync_streams = list(g.sync_streams)
-        self.notes: list[str] = []
+        self.notes: list[Note] = []  # what each change touched
 
     def remove(self, thread: int | np.ndarray, start: Sequence[int] | np.ndarray,
                end: Sequence[int] | np.ndarray) -> None:

@@ -79,12 +79,12 @@ UNEXPLAINED = "unexplained"
 
 
 class MissingDependency(msgspec.Struct, frozen=True):
-    """Waits the graph cannot explain, of one kind: kept in the replay as fixed delays."""
+    """Waits the graph cannot explain, of one kind: kept in the replay as fixed delays
+    (:func:`profiler_kit.render.wording.whatif_notes.lacks` says what each kind is)."""
 
     kind: str  # other_ranks, no_launch, cross_stream, gpu_shared, late_return, unexplained
     events: int
     wait_ns: int  # summed over the events
-    what: str  # the sentence that names the dependency
 
 
 class Model(msgspec.Struct, frozen=True):
@@ -324,25 +324,15 @@ def build(table: EventTable, gpu: GpuActivity) -> Graph:
     cross = late & ~comm & ~unlinked & _another_stream_ended_just_before(g, end)
     shared = late & ~comm & ~unlinked & ~cross & _another_stream_ran_meanwhile(g, end)
     kinds = [
-        (OTHER_RANKS, late & comm, "communication kernels start {ms} later than their launch "
-         "and stream allow: they wait for other ranks, which one rank's trace does not show"),
-        (NO_LAUNCH, late & ~comm & unlinked, "GPU activities with no launch call in the trace "
-         "start {ms} later than their stream allows: what launched them (a CUDA graph, an "
-         "unprofiled thread) is not in the trace"),
-        (CROSS_STREAM, cross, "GPU activities start {ms} later than their launch and stream "
-         "allow, right after work on another stream ended: a dependency between streams the "
-         "trace records no event for"),
-        (GPU_SHARED, shared, "GPU activities start {ms} later than their launch and stream "
-         "allow while other streams' work ran: the GPU shared between streams, which the "
-         "replay does not model"),
-        (UNEXPLAINED, late & ~comm & ~unlinked & ~cross & ~shared, "GPU activities start {ms} "
-         "later than their launch and stream allow, for no reason the trace shows"),
+        (OTHER_RANKS, late & comm),  # they wait for other ranks
+        (NO_LAUNCH, late & ~comm & unlinked),  # what launched them is not in the trace
+        (CROSS_STREAM, cross),  # right after work on another stream ended
+        (GPU_SHARED, shared),  # while other streams' work ran
+        (UNEXPLAINED, late & ~comm & ~unlinked & ~cross & ~shared),
     ]
-    for kind, mask, text in kinds:
+    for kind, mask in kinds:
         if mask.any():
-            total = int(g.delay[mask].sum())
-            missing.append(MissingDependency(kind, int(mask.sum()), total,
-                                             f"{int(mask.sum())} " + text.format(ms=_ms(total))))
+            missing.append(MissingDependency(kind, int(mask.sum()), int(g.delay[mask].sum())))
 
     _blocking_calls(g, table, gpu, end, pos_of_act, event_targets, missing)
     g.missing = tuple(missing)
@@ -397,10 +387,6 @@ def _issue_keys(table: EventTable, gpu: GpuActivity, linked: np.ndarray, launch_
     out[order] = np.where(k != np.iinfo(np.int64).min, k,
                           np.where(run >= 0, inherited, QUEUED_BEFORE))
     return out
-
-
-def _ms(ns: int) -> str:
-    return f"{ns / 1e6:,.1f} ms" if ns >= 1_000_000 else f"{ns / 1e3:,.0f} µs"
 
 
 def _another_stream_ended_just_before(g: Graph, end: np.ndarray) -> np.ndarray:
@@ -552,11 +538,7 @@ def _blocking_calls(g: Graph, table: EventTable, gpu: GpuActivity, end: np.ndarr
     late = waited & (excess > _late_after(g.sync_wake))
     g.sync_delay = np.where(late, excess, 0).astype(np.int64)
     if late.any():
-        total = int(g.sync_delay.sum())
-        missing.append(MissingDependency(
-            LATE_RETURN, int(late.sum()), total,
-            f"{int(late.sum())} blocking calls return {_ms(total)} later than the GPU work "
-            f"they wait for allows: they wait for something else the trace does not show"))
+        missing.append(MissingDependency(LATE_RETURN, int(late.sum()), int(g.sync_delay.sum())))
     g.wake_median = _median(wake_values)
     g.wake_cases = int(waited.sum())
 

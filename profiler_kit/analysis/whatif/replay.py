@@ -16,6 +16,7 @@ import numpy as np
 
 from profiler_kit.analysis.core.arrays import median
 from profiler_kit.analysis.core.launch_links import GpuActivity, attribute_gpu
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.core.op_tree import OpTree, build_op_tree
 from profiler_kit.analysis.whatif import engine
 from profiler_kit.analysis.whatif.changes import Change, Context
@@ -60,7 +61,7 @@ class Replay(msgspec.Struct, frozen=True):
     trusted: bool
     # why the prediction is not trusted (None when it is): the replay's miss and the
     # dependencies it lacks
-    untrusted_because: str | None
+    untrusted_because: Note | None
     missing: tuple[MissingDependency, ...]
     fixed_delay_ns: int  # the late waits kept as fixed delays, summed
     # those of the GPU work launched in the steps (all of it without steps), against the
@@ -73,7 +74,7 @@ class Replay(msgspec.Struct, frozen=True):
     window_error_without_fixed_delays: float
     model: Model
     changes: tuple[str, ...]
-    notes: tuple[str, ...]  # what each change touched and the bound it used
+    notes: tuple[Note, ...]  # what each change touched and the bound it used
     gpu_activities: int
     blocking_calls: int
 
@@ -86,7 +87,7 @@ class Gain(msgspec.Struct, frozen=True):
     predicted_step_ns: int
     gain_ns: int
     gain_pct: float
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
 
 
 class WhatIf(msgspec.Struct, frozen=True):
@@ -126,7 +127,7 @@ class _Prepared:
                                              / np.maximum(self.measured[has], 1))) \
             if has.any() else None
 
-    def run(self, changes: Sequence[Change]) -> tuple[np.ndarray, int, list[str]]:
+    def run(self, changes: Sequence[Change]) -> tuple[np.ndarray, int, list[Note]]:
         e = engine.Edits(self.graph)
         for c in changes:
             c.apply(self.ctx, e)
@@ -144,7 +145,7 @@ def replay(table: EventTable, gpu: GpuActivity | None = None,
 
 
 def _replay(p: _Prepared, changes: Sequence[Change],
-            ran: tuple[np.ndarray, int, list[str]] | None = None) -> Replay:
+            ran: tuple[np.ndarray, int, list[Note]] | None = None) -> Replay:
     """The replay with ``changes`` (``ran``: its result when already run)."""
     g = p.graph
     if ran is not None:
@@ -206,13 +207,11 @@ def _delay_share(g: Graph, measured: np.ndarray) -> float:
 
 
 def _why(step_error: float, window_error: float,
-         missing: tuple[MissingDependency, ...]) -> str:
-    miss = f"the replay misses the measured step by {step_error:.1%} and the window by " \
-           f"{window_error:.1%}"
-    if missing:
-        return f"{miss}; the graph lacks: " + "; ".join(m.what for m in missing)
-    return f"{miss}: a dependency the trace does not record (between host threads, or " \
-           f"GPU work it does not show)"
+         missing: tuple[MissingDependency, ...]) -> Note:
+    """The replay's miss and the dependencies the graph lacks (none: one the trace does
+    not record), each as its kind, events and wait."""
+    return note("replay_untrusted", step_error=step_error, window_error=window_error,
+                missing=tuple((m.kind, m.events, m.wait_ns) for m in missing))
 
 
 def what_if(table: EventTable, gpu: GpuActivity | None = None,
@@ -243,7 +242,7 @@ class Baseline(msgspec.Struct, frozen=True):
     step_error: float
     window_error: float
     trusted: bool
-    untrusted_because: str | None
+    untrusted_because: Note | None
     fixed_delay_share: float
 
 
@@ -271,7 +270,7 @@ def each_alone(table: EventTable, gpu: GpuActivity | None = None,
         fixed_delay_share=_delay_share(p.graph, p.measured)), tuple(gains)
 
 
-def _gain(label: str, base: int, predicted: int, notes: list[str]) -> Gain:
+def _gain(label: str, base: int, predicted: int, notes: list[Note]) -> Gain:
     gain = base - predicted
     return Gain(label, predicted, gain, gain / base if base else 0.0, tuple(notes))
 

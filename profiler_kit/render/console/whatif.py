@@ -9,7 +9,9 @@ from rich.text import Text
 
 from profiler_kit.analysis.whatif.replay import Gain, TraceWhatIf
 from profiler_kit.render.console.fit import WORDS, wrap
+from profiler_kit.render.wording.notes import said, say
 from profiler_kit.render.wording.units import duration
+from profiler_kit.render.wording.whatif_notes import lacks
 
 DELAY_CAUTION = 0.1  # fixed delays over this share of the steps' time get a caution line
 _STEP = {"device": "device-side step", "cpu": "step (CPU span)", "window": "whole trace (no steps)"}
@@ -36,9 +38,10 @@ def trace_lines(t: TraceWhatIf) -> list[str]:
              f"(median over steps), whole window {r.window_error:.1%}"
              + ("" if r.trusted else "  NOT TRUSTED")]
     if not r.trusted and r.untrusted_because:
-        lines.append(f"  not trusted: {r.untrusted_because}")
+        lines.append(f"  not trusted: {say(r.untrusted_because)}")
     for m in r.missing:
-        lines.append(f"  missing dependency: {m.what} (kept as fixed delays)")
+        lines.append(f"  missing dependency: {lacks(m.kind, m.events, m.wait_ns)} "
+                     f"(kept as fixed delays)")
     if r.fixed_delay_share > DELAY_CAUTION:
         lines.append(f"  caution: the fixed delays of the steps' GPU work, summed over its "
                      f"streams, come to {r.fixed_delay_share:.0%} of the steps' time; the work "
@@ -56,7 +59,7 @@ def trace_lines(t: TraceWhatIf) -> list[str]:
     width = max(len(g.change) for g in rows)
     lines.append(f"  {'change':<{width}}  {'step':>10}  {'gain':>9}")
     lines += [_gain_row(g, width) for g in rows]
-    notes = [n for g in w.gains for n in g.notes]
+    notes = [n for g in w.gains for n in said(g.notes)]
     if notes:
         lines.append("  what each change touched:")
         lines += [f"    {n}" for n in notes]

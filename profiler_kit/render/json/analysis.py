@@ -16,6 +16,7 @@ import msgspec
 from profiler_kit.render import sections
 from profiler_kit.render.json import job, memory_report
 from profiler_kit.render.json.plain import plain
+from profiler_kit.render.wording.notes import say
 
 if TYPE_CHECKING:  # the job view's module is needed only when there is a job
     from profiler_kit.analysis.compare import Comparison
@@ -70,7 +71,8 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
             "verdicts": [verdict_line(w) for w in (comparison.steps.waterfalls
                                                    if comparison.steps else ()) if w],
             "unpaired": list(comparison.unpaired),
-            "predictions": [plain(p) for p in comparison.predictions],
+            "predictions": [{**plain(p), "caveat": say(p.caveat) if p.caveat else None}
+                            for p in comparison.predictions],
         }
     return {
         "schema": SCHEMA,

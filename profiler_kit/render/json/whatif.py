@@ -12,6 +12,8 @@ from typing import Any
 import msgspec
 
 from profiler_kit.analysis.whatif.replay import Gain, TraceWhatIf
+from profiler_kit.render.wording.notes import said, say
+from profiler_kit.render.wording.whatif_notes import lacks
 
 SCHEMA = "profkit.whatif/1"
 
@@ -22,7 +24,7 @@ def _ms(ns: int) -> float:
 
 def _gain(g: Gain) -> dict[str, Any]:
     return {"change": g.change, "predicted_step_ms": _ms(g.predicted_step_ns),
-            "gain_ms": _ms(g.gain_ns), "gain_pct": round(g.gain_pct, 6), "notes": list(g.notes)}
+            "gain_ms": _ms(g.gain_ns), "gain_pct": round(g.gain_pct, 6), "notes": said(g.notes)}
 
 
 def trace_object(t: TraceWhatIf) -> dict[str, Any]:
@@ -41,9 +43,10 @@ def trace_object(t: TraceWhatIf) -> dict[str, Any]:
         "predicted_window_ms": _ms(r.predicted_window_ns),
         "window_error": round(r.window_error, 6),
         "trusted": r.trusted,
-        "untrusted_because": r.untrusted_because,
+        "untrusted_because": say(r.untrusted_because) if r.untrusted_because else None,
         "missing_dependencies": [{"kind": m.kind, "events": m.events,
-                                  "wait_ms": _ms(m.wait_ns), "what": m.what}
+                                  "wait_ms": _ms(m.wait_ns),
+                                  "what": lacks(m.kind, m.events, m.wait_ns)}
                                  for m in r.missing],
         "fixed_delay_ms": _ms(r.fixed_delay_ns),
         "fixed_delay_share": round(r.fixed_delay_share, 6),

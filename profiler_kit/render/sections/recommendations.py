@@ -8,7 +8,7 @@ from typing import Any
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.render.html import trace_charts
 from profiler_kit.render.html.markup import e
-from profiler_kit.render.json.plain import plain
+from profiler_kit.render.json.plain import recommendations
 from profiler_kit.render.sections.base import Body, Page, Presenter, View
 from profiler_kit.render.sections.blocks import Block, Lines, Styled
 from profiler_kit.render.wording.notes import said
@@ -51,8 +51,8 @@ class Recommendations(Presenter):
         return out + [f"- _note: {n}_" for n in said(a.notes)] + [""]
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
-        return {"recommendations": plain(a.recommendations),
-                "held_back": plain(a.held_back), "notes": notes(a)}
+        return {"recommendations": recommendations(a.recommendations),
+                "held_back": recommendations(a.held_back), "notes": notes(a)}
 
     def body(self, page: Page) -> Body | None:
         parts = []

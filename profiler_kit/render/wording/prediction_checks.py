@@ -22,7 +22,7 @@ def rows(c: Comparison) -> list[list[str]]:
         predicted = units.duration(p.predicted_step_ns)
         if not p.trusted:
             predicted += " (not trusted)"
-        elif p.caveat and "lower bound" in p.caveat:
+        elif p.caveat is not None and p.caveat.code == "prediction_lower_bound":
             predicted += " (lower bound)"
         out.append([p.label, f"{p.change} ({', '.join(p.rules)})",
                     units.duration(p.baseline_step_ns), predicted,

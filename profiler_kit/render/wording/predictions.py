@@ -5,7 +5,13 @@ Shared by the console, Markdown and HTML renderers so all show the same columns.
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
+from profiler_kit.analysis.core.note import Note
 from profiler_kit.render.wording import units
+from profiler_kit.render.wording.notes import say
 from profiler_kit.results import OK, Prediction, RunResult
 
 HEAD = ["strategy", "what-if", "from", "predicted", "measured", "error",
@@ -52,6 +58,26 @@ def prediction_rows(result: RunResult, point: str
                          units.duration(p.measured_ns),
                          units.signed_percent(p.error), units.duration(p.trace_step_ns),
                          units.signed_percent(p.trace_error)])
-        if p.note:
-            notes.append(f"{s.name}: {p.note}")
+        note = prediction_note(p)
+        if note:
+            notes.append(f"{s.name}: {note}")
     return body, notes
+
+
+def _said(n: dict[str, Any]) -> str:
+    return say(msgspec.convert(n, Note))
+
+
+def prediction_note(p: Prediction) -> str:
+    """Why there is no prediction, why it is not trusted, what the change touched, and
+    where fixed delays hold much of the steps, that the gain is a lower bound."""
+    touched = "; ".join(_said(n) for n in p.replay_notes)
+    if p.predicted_ns is None:
+        return f"{p.note} ({touched})" if touched else p.note
+    text = p.note + touched
+    if p.untrusted_because is not None:
+        text = f"not trusted: {_said(p.untrusted_because)}; {text}"
+    if p.lower_bound_share is not None:
+        text += (f"; the gain is a lower bound: the fixed delays of the steps' GPU work come "
+                 f"to {p.lower_bound_share:.0%} of the steps' time and do not move")
+    return text

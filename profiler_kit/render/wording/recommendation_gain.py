@@ -4,6 +4,8 @@ with cuda-graphs", or why there is no number to read as fact."""
 from __future__ import annotations
 
 from profiler_kit.analysis.core.recommendation import Recommendation
+from profiler_kit.render.wording.notes import say
+from profiler_kit.render.wording.whatif_notes import replay_miss
 
 _UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
 # a lower-bound gain under this (percent) is no figure to show: analyze's --min-gain default
@@ -30,18 +32,19 @@ def gain_line(r: Recommendation) -> str | None:
     """The predicted step and gain of ``r``, its caveat after it; what stands in for them
     where the change could not be modeled; why there is none for a rule no change models."""
     if r.change is None:
-        return f"no prediction: {r.no_prediction}" if r.no_prediction else None
+        return f"no prediction: {say(r.no_prediction)}" if r.no_prediction else None
+    c = r.prediction_caveat
+    caveat = say(c) if c is not None else ""
     if r.predicted_step_ns is None or r.step_ns is None or r.predicted_gain_pct is None:
-        return f"no prediction with {r.change}" + (f": {r.prediction_caveat}"
-                                                    if r.prediction_caveat else "")
-    caveat = r.prediction_caveat or ""
-    if caveat.startswith("a lower bound") and abs(r.predicted_gain_pct) < MIN_SHOWN_PCT:
+        return f"no prediction with {r.change}" + (f": {caveat}" if caveat else "")
+    if c is not None and c.code == "prediction_lower_bound" \
+            and abs(r.predicted_gain_pct) < MIN_SHOWN_PCT:
         # ±0 % as a lower bound reads as "no gain": say what holds the step instead
         return f"no gain the replay can show with {r.change}: {caveat}"
     figures = (f"step {_steps(r.step_ns, r.predicted_step_ns)} predicted "
                f"({_pct(r.predicted_gain_pct)}) with {r.change}")
     if not r.prediction_trusted:
-        why = (r.prediction_caveat or "").removeprefix("not trusted: ")
+        why = replay_miss(c.figures) if c is not None else ""  # prediction_not_trusted's
         return f"prediction with {r.change} not trusted ({why}); it reads " \
                f"step {_steps(r.step_ns, r.predicted_step_ns)}"
-    return figures + (f"; {r.prediction_caveat}" if r.prediction_caveat else "")
+    return figures + (f"; {caveat}" if caveat else "")
