@@ -113,6 +113,16 @@ def series_color(i: int) -> str:
     return SERIES_COLORS[i % len(SERIES_COLORS)]
 
 
+def counted_bar(i: int, name: str, x: list[str], ns: list[int], counts: list[int],
+                hover: str, noun: str) -> dict[str, Any]:
+    """One series of a stacked bar chart of time per trace, each bar with how many things
+    (``noun``) its time sums: ``hover`` names the series on hover."""
+    return {"type": "bar", "name": name, "x": x, "y": [ms(v) for v in ns],
+            "customdata": [[n] for n in counts], "marker": {"color": series_color(i)},
+            "hovertemplate": f"{hover}: %{{y:.4g}} ms in %{{customdata[0]:,}} {noun}"
+                             "<extra>%{x}</extra>"}
+
+
 def strategy_colors(names: Iterable[str]) -> dict[str, str]:
     """One colour per distinct name (a strategy, or a trace where there is none), in the
     order the names first come: a report passes the same map to every chart."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from profiler_kit.analysis.time.copies import Copies, CopyKind
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render.html.figures import Chart, axis, ms, series_color
+from profiler_kit.render.html.figures import Chart, axis, counted_bar
 from profiler_kit.render.html.trace_charts import TIME_BY_CLASS, name_of
 from profiler_kit.render.json.plain import plain
 from profiler_kit.render.markdown.tables import table
@@ -85,13 +85,9 @@ class CopiesPresenter(Presenter):
         for j, label in enumerate(labels):
             kinds = [{_label(k): k for k in ks}.get(label)
                      for _, ks in rows]
-            data.append({
-                "type": "bar", "name": label, "x": [name for name, _ in rows],
-                "y": [ms(k.total_ns) if k else 0 for k in kinds],
-                "customdata": [[k.count if k else 0] for k in kinds],
-                "marker": {"color": series_color(j)},
-                "hovertemplate": f"{label}: %{{y:.4g}} ms in %{{customdata[0]:,}} copies"
-                                 "<extra>%{x}</extra>"})
+            data.append(counted_bar(j, label, [name for name, _ in rows],
+                                    [k.total_ns if k else 0 for k in kinds],
+                                    [k.count if k else 0 for k in kinds], label, "copies"))
         return [Chart(
             id="copies", section=TIME_BY_CLASS, title="GPU copies by direction and memory",
             caption="The GPU time of the copies (memcpy) in each trace's window, by "

@@ -7,7 +7,7 @@ from typing import Any
 
 from profiler_kit.analysis.time.idle_gaps import DeviceGaps, GapBucket
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render.html.figures import Chart, axis, ms, series_color
+from profiler_kit.render.html.figures import Chart, axis, counted_bar
 from profiler_kit.render.html.trace_charts import TIME_BY_CLASS, name_of
 from profiler_kit.render.json.plain import plain
 from profiler_kit.render.sections.base import Page, Presenter, View
@@ -62,12 +62,8 @@ class IdleGapsPresenter(Presenter):
             label = bucket_label(b)
             idle = [sum(d.buckets[j].idle_ns for d in devices) for _, devices in rows]
             count = [sum(d.buckets[j].count for d in devices) for _, devices in rows]
-            data.append({
-                "type": "bar", "name": label, "x": [name for name, _ in rows],
-                "y": [ms(v) for v in idle], "customdata": [[n] for n in count],
-                "marker": {"color": series_color(j)},
-                "hovertemplate": f"gaps {label}: %{{y:.4g}} ms in %{{customdata[0]:,}} gaps"
-                                 "<extra>%{x}</extra>"})
+            data.append(counted_bar(j, label, [name for name, _ in rows], idle, count,
+                                    f"gaps {label}", "gaps"))
         return [Chart(
             id="idle-gaps", section=TIME_BY_CLASS, title="GPU idle time by gap length",
             caption="The GPU's idle time (summed over GPUs) by the length of each gap "
