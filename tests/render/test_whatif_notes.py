@@ -5,11 +5,11 @@ fails here; the notes of real traces are worded, also after run.json's round tri
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import msgspec
 import pytest
+from note_codes import note_calls
 from real_traces import DATA
 
 from profiler_kit.analysis.advice.counterparts import WHY_NO_PREDICTION
@@ -73,31 +73,15 @@ EXAMPLES: dict[str, dict] = {
 }
 
 
-def _made() -> dict[str, set[str] | None]:
-    """code -> the names of its figures, for every ``note(...)`` call in ``SOURCES`` (a
-    code chosen by a conditional counts both ways); None for a ``Note(code, figures)``
-    that takes another note's figures. The reasons a rule has no prediction are the
-    values of ``WHY_NO_PREDICTION``."""
-    found: dict[str, set[str] | None] = {code: set() for code in WHY_NO_PREDICTION.values()}
-    for rel in SOURCES:
-        for call in ast.walk(ast.parse((ANALYSIS / rel).read_text(encoding="utf-8"))):
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                    and call.func.id in ("note", "Note")):
-                continue
-            codes = [c.value for c in ast.walk(call.args[0]) if isinstance(c, ast.Constant)]
-            assert codes, ast.unparse(call)
-            for code in codes:
-                names = {k.arg for k in call.keywords} if call.func.id == "note" else None
-                assert found.setdefault(code, names) == names, code
-    return found
-
-
 def test_every_note_the_analyses_give_has_its_sentence_and_no_other():
-    made = _made()
+    # the reasons a rule has no prediction are the values of WHY_NO_PREDICTION
+    made = {code: {frozenset()} for code in WHY_NO_PREDICTION.values()} | note_calls(
+        ANALYSIS / rel for rel in SOURCES)
     assert set(made) == set(whatif_notes.SENTENCES) == set(EXAMPLES)
     for code, names in made.items():
-        assert set(EXAMPLES[code]) == (set(EXAMPLES["replay_untrusted"]) if names is None
-                                       else names), code
+        # a Note(code, figures) takes the untrusted replay's figures
+        assert {frozenset(EXAMPLES["replay_untrusted"]) if n is None else n
+                for n in names} == {frozenset(EXAMPLES[code])}, code
     assert c.NOTHING_TO_CHANGE < set(made)
 
 
