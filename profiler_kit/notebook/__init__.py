@@ -131,7 +131,7 @@ class Trace:
         """The first line a reader wants: the step time, the GPU's busy share, the top
         recommendation."""
         a = self.analysis
-        from profiler_kit.render.wording import units
+        from profiler_kit.render.wording import rules, units
 
         s = a.steps
         parts = [f"{s.count} step{'s' if s.count != 1 else ''}, median "
@@ -140,7 +140,7 @@ class Trace:
         if a.step_gpu_busy_share is not None:
             parts.append(f"GPU busy {units.percent(a.step_gpu_busy_share)}")
         if a.recommendations:
-            parts.append(f"first: {a.recommendations[0].title}")
+            parts.append(f"first: {rules.title(a.recommendations[0])}")
         return "; ".join(parts)
 
     def __repr__(self) -> str:
@@ -148,10 +148,11 @@ class Trace:
 
     def _repr_html_(self) -> str:
         from profiler_kit.notebook.figures import NAMES
+        from profiler_kit.render.wording import rules
         from profiler_kit.render.wording.recommendation_gain import gain_line
 
         a = self.analysis
-        rows = "".join(f"<li>{html.escape(r.title)}"
+        rows = "".join(f"<li>{html.escape(rules.title(r))}"
                        + (f"<br><small>{html.escape(g)}</small>" if (g := gain_line(r)) else "")
                        + "</li>" for r in a.recommendations[:5])
         return (f"<div><strong>{html.escape(self.label)}</strong> "

@@ -20,10 +20,12 @@ from profiler_kit.analysis.core.launch_links import attribute_gpu
 from profiler_kit.analysis.core.note import note
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.job_analysis import analyze_job
-from profiler_kit.analysis.jobs.comm_context import ADVICE, DDP_GRADIENT, EMBEDDING
+from profiler_kit.analysis.jobs.comm_context import DDP_GRADIENT, EMBEDDING
 from profiler_kit.analysis.jobs.rank_summary import GroupInfo, summarize_rank
 from profiler_kit.render.console.job import job_view
+from profiler_kit.render.wording import rules
 from profiler_kit.render.wording.notes import say
+from profiler_kit.render.wording.rules import COMM_ADVICE
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parents[1] / "data"
@@ -116,15 +118,18 @@ def test_ddp_bucket_advice_only_for_ddps_gradient_all_reduce():
     (83 of 88 ms): TorchRec's advice, not DDP's buckets. MI300 ResNet's is DDP's gradient
     all-reduce: bucket_cap_mb and no_sync."""
     dlrm = _rule("a100_recsys_8gpu_rank3.json.gz", "exposed_communication")
-    assert "TrainPipelineSparseDist" in dlrm.advice and "bucket_cap_mb" not in dlrm.advice
-    assert "embedding all-to-all" in dlrm.title
+    assert EMBEDDING in dlrm.figures["contexts"] and DDP_GRADIENT not in dlrm.figures["contexts"]
+    assert "TrainPipelineSparseDist" in rules.advice(dlrm)
+    assert "bucket_cap_mb" not in rules.advice(dlrm)
+    assert "embedding all-to-all" in rules.title(dlrm)
     ev = {e.label: e.value for e in dlrm.evidence}
     assert ev["exposed in embedding all-to-all (TorchRec)"] > 0.9 * ev["exposed"]
     ddp = _rule("mi300_resnet_act_checkpoint.json.gz", "exposed_communication")
-    assert "bucket_cap_mb" in ddp.advice and "no_sync" in ddp.advice
-    assert "TrainPipelineSparseDist" not in ddp.advice
+    assert DDP_GRADIENT in ddp.figures["contexts"]
+    assert "bucket_cap_mb" in rules.advice(ddp) and "no_sync" in rules.advice(ddp)
+    assert "TrainPipelineSparseDist" not in rules.advice(ddp)
     for r in (dlrm, ddp):  # one trace cannot split waiting from transferring
-        assert "all ranks together" in r.advice
+        assert "all ranks together" in rules.advice(r)
 
 
 def test_each_call_knows_what_it_is_for():
@@ -136,7 +141,7 @@ def test_each_call_knows_what_it_is_for():
         ("alltoall", EMBEDDING), ("allreduce", DDP_GRADIENT), ("allgather", "optimizer")}
     vllm = analysis("b200_vllm_eager.json.gz").communication
     assert {c.context for c in vllm.calls if c.kind == "allreduce"} == {"tensor_parallel"}
-    assert "bucket_cap_mb" not in ADVICE["tensor_parallel"] + ADVICE[EMBEDDING]
+    assert "bucket_cap_mb" not in COMM_ADVICE["tensor_parallel"] + COMM_ADVICE[EMBEDDING]
 
 
 def test_a_late_rank_is_named_with_what_it_was_doing():
@@ -144,22 +149,26 @@ def test_a_late_rank_is_named_with_what_it_was_doing():
     rule names rank 1 and its Python (no range: the sleep), not the network."""
     (job,) = api.job_view([DATA / "gloo_straggler"])
     (r,) = [r for r in job.recommendations if r.rule == "waiting_for_late_rank"]
-    assert "rank 1" in r.title and r.measured > 0.4
+    assert r.figures["straggler"][0] == 1 and r.measured > 0.4
+    assert "rank 1" in rules.title(r)
     late = {t.rank: t for t in job.per_rank}[1]
     assert late.late_doing[0].label == "" and late.late_doing[0].ns > 45e6
     assert late.late_doing[0].ns <= late.late_per_step_ns
-    assert "Python or untraced code" in r.advice and "interconnect" in r.advice
+    assert r.variant == "untraced" and r.figures["rank"] == 1
+    assert "Python or untraced code" in rules.advice(r) and "interconnect" in rules.advice(r)
     assert any(e.name == "Python or untraced code" and e.value > 45e6 for e in r.evidence)
 
 
 def test_two_ranks_split_waiting_from_exposed_transfer():
     (job,) = api.job_view([DATA / "two_ranks"])
-    rules = {r.rule: r for r in job.recommendations}
-    wait = rules["waiting_for_late_rank"]
-    assert "rank 1" in wait.title and "## backward ##" in wait.advice
-    transfer = rules["exposed_transfer"]
-    assert "TrainPipelineSparseDist" in transfer.advice and "bucket_cap_mb" not in \
-        transfer.advice
+    fired = {r.rule: r for r in job.recommendations}
+    wait = fired["waiting_for_late_rank"]
+    assert wait.figures["straggler"][0] == 1 and wait.figures["range"] == "## backward ##"
+    assert "rank 1" in rules.title(wait) and "## backward ##" in rules.advice(wait)
+    transfer = fired["exposed_transfer"]
+    assert EMBEDDING in transfer.figures["contexts"]
+    assert DDP_GRADIENT not in transfer.figures["contexts"]
+    assert "TrainPipelineSparseDist" in rules.advice(transfer)
     contexts = {c.context: c for c in job.contexts}
     assert set(contexts) == {EMBEDDING, DDP_GRADIENT, "optimizer"}
     assert sum(c.exposed_transfer_ns for c in contexts.values()) == \
@@ -184,7 +193,8 @@ def test_slow_transfer_against_the_link_when_the_traces_tell_it():
     link is the network, which no trace records: not judged, and the note says why."""
     job = analyze_job(_as_one_host(2, "NVIDIA A100-SXM4-80GB", ("h", "h")))
     (r,) = [r for r in job.recommendations if r.rule == "slow_transfer"]
-    assert r.measured < 0.1 and "NVLink 3" in r.title
+    assert r.measured < 0.1 and r.figures["link"] == "NVLink 3"
+    assert "NVLink 3" in rules.title(r)
     assert any(e.unit == "bytes/s" and e.value == 300e9 for e in r.evidence)
     apart = analyze_job(_as_one_host(2, "NVIDIA A100-SXM4-80GB", ("h0", "h1")))
     assert "slow_transfer" not in {x.rule for x in apart.recommendations}

@@ -43,6 +43,7 @@ from profiler_kit.analysis.trace_analysis import analyze_table
 from profiler_kit.render.console import analysis as analysis_console
 from profiler_kit.render.json import analysis as analysis_json
 from profiler_kit.render.markdown import analysis as analysis_markdown
+from profiler_kit.render.wording.rules import advice
 from profiler_kit.trace.loader import load
 from profiler_kit.trace.table import Cat
 
@@ -210,7 +211,8 @@ def test_the_threads_trace_computes_in_fp32_on_two_threads():
     assert r.rule == "cpu_fp32_matmul_conv" and r.measured == pytest.approx(gemm_conv / total)
     ev = {(e.label, e.name): e.value for e in r.evidence}
     assert ev[("bf16 hardware", "")] == cpu_advice.UNKNOWN
-    assert "does not show which CPU" in r.advice and "lscpu" in r.advice
+    assert r.variant == "cpu_unknown"
+    assert "does not show which CPU" in advice(r) and "lscpu" in advice(r)
     assert len([e for e in r.evidence if e.label == "busy (union of its ops)"]) == 2
     assert "cpu_one_thread" not in [n.code for n in analysis(name).notes]
 
@@ -252,7 +254,7 @@ def test_many_small_elementwise_ops_ask_for_torch_compile():
     fired, _ = _rules(_step(_elementwise(200, 2_000), 1_000_000))
     r = fired["cpu_small_elementwise_ops"]
     assert r.measured == pytest.approx(400_000 / 450_000)
-    assert "torch.compile" in r.advice
+    assert "torch.compile" in advice(r)
     assert {e.label: e.value for e in r.evidence}["elementwise calls below 100 µs"] == 200
     # too few to fuse, or each too long to be dispatch-bound
     assert "cpu_small_elementwise_ops" not in _rules(_step(_elementwise(50, 2_000),
@@ -269,11 +271,13 @@ def _gemms(extra: list[Ev]) -> list[Ev]:
 
 def test_bf16_advice_follows_what_the_trace_shows():
     fired, _ = _rules(_gemms([]))
-    assert "does not show which CPU" in fired["cpu_fp32_matmul_conv"].advice
+    assert fired["cpu_fp32_matmul_conv"].variant == "cpu_unknown"
+    assert "does not show which CPU" in advice(fired["cpu_fp32_matmul_conv"])
     amx = [op("brgemm:avx512_core_amx", 1_050_000, 10, cat=Cat.USER_ANNOTATION)]
     fired, _ = _rules(_gemms(amx))
     r = fired["cpu_fp32_matmul_conv"]
-    assert "This CPU has AMX" in r.advice and "torch.autocast('cpu'" in r.advice
+    assert r.variant == "bf16_units" and r.figures["bf16"] == cpu_advice.AMX
+    assert "This CPU has AMX" in advice(r) and "torch.autocast('cpu'" in advice(r)
     assert {e.label: e.name for e in r.evidence}["bf16 hardware"] == "brgemm:avx512_core_amx"
     avx2 = [op("brg:avx2", 1_050_000, 10, cat=Cat.USER_ANNOTATION)]
     fired, codes = _rules(_gemms(avx2))

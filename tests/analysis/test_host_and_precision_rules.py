@@ -11,6 +11,7 @@ from profiler_kit.analysis.advice import recommend as rules
 from profiler_kit.analysis.core.launch_links import attribute_gpu
 from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.perf.autocast_scope import autocast_scope
+from profiler_kit.render.wording.rules import advice
 from profiler_kit.trace.loader import load
 
 DATA = Path(__file__).parents[1] / "data"
@@ -46,7 +47,7 @@ def test_host_bound_names_the_regions_and_ops(name, region, op):
                                                                   "GPU window"))
     assert in_calls / window < rules.LAUNCH_CALL_SHARE
     assert "launch_bound" not in got
-    assert "CUDA graphs" in r.advice and "torch.compile" in r.advice
+    assert "CUDA graphs" in advice(r) and "torch.compile" in advice(r)
 
 
 def test_launch_bound_measures_the_launch_calls_not_the_code_before_them():
@@ -86,7 +87,7 @@ def test_precision_advice_says_what_share_it_could_touch():
     ev = {e.label: e.value for e in r.evidence}
     share = ev["GPU time in ops autocast changes, still 32-bit"] / ev["GPU time"]
     assert r.measured == pytest.approx(share) and 0.6 < share < 0.7
-    assert f"{share:.0%} of the GPU time" in r.advice
+    assert f"{share:.0%} of the GPU time" in advice(r)
     assert {e.name for e in r.evidence if e.label == "op"} >= {"aten::convolution_backward",
                                                                "aten::conv2d"}
 
@@ -109,4 +110,4 @@ def test_compiled_graphs_gemms_are_in_reach():
     ev = {e.label: e.value for e in r.evidence}
     assert ev["of it library GEMM/conv/attention kernels in torch.compile graphs"] > \
         0.9 * ev["GPU time in ops autocast changes"]
-    assert "compile it under autocast" in r.advice
+    assert r.figures["compiled"] and "compile it under autocast" in advice(r)

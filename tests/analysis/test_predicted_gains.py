@@ -5,12 +5,12 @@ that gain and the rules held back under the line."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pytest
 from analysis_tables import kernel, launch, make_table, op
 from real_traces import DATA, analysis
+from rule_codes import rule_entries
 
 from profiler_kit.analysis import predicted_gains as pg
 from profiler_kit.analysis.advice.counterparts import CHANGE_OF_RULE, WHY_NO_PREDICTION
@@ -27,12 +27,7 @@ ADVICE = Path(pg.__file__).parent / "advice"
 
 
 def _rule_ids() -> set[str]:
-    ids = set()
-    for f in ADVICE.glob("*.py"):
-        text = f.read_text()
-        ids |= set(re.findall(r'rule="([a-z0-9_]+)"', text))
-        ids |= set(re.findall(r'"(idle_[a-z_]+)",\n', text))  # the idle rules' ids
-    return ids
+    return {key.partition("/")[0] for key in rule_entries(ADVICE.glob("*.py"))}
 
 
 def test_every_rule_says_which_change_models_it():
@@ -133,7 +128,7 @@ def test_a_change_with_nothing_to_change_gives_no_prediction():
 
 def _rec(rule: str, gain: float | None, trusted: bool = True, caveat: Note | None = None
          ) -> Recommendation:
-    return Recommendation(rule, "trace", rule, "", 0.5, 0.2, "above", "fraction", (),
+    return Recommendation(rule, "trace", 0.5, 0.2, "above", "fraction", (),
                           change=None if gain is None else "cuda-graphs",
                           step_ns=None if gain is None else 100,
                           predicted_step_ns=None if gain is None else 100 - int(gain),

@@ -15,6 +15,7 @@ pd = pytest.importorskip("pandas")
 
 from profiler_kit import cli  # noqa: E402
 from profiler_kit import notebook as pk  # noqa: E402
+from profiler_kit.render.wording import rules  # noqa: E402
 
 GPU_TRACES = ("h100_vit_image_classification.json.gz", "a100_ddp_nccl_rank0.json.gz",
               "mi300_bert_small.json.gz", "v100_resnet50_train.json.gz")
@@ -145,7 +146,7 @@ def test_a_trace_shows_its_answer_in_a_notebook(traces) -> None:
     t = traces["v100_resnet50_train.json.gz"]
     html = t._repr_html_()
     assert t.label in html and "median" in html and "kernels" in html
-    assert t.analysis.recommendations[0].title.split()[0] in html
+    assert rules.title(t.analysis.recommendations[0]).split()[0] in html
 
 
 def test_loading_imports_neither_torch_nor_pandas_before_a_table_is_asked_for() -> None:

@@ -94,6 +94,27 @@ EXAMPLES: list[tuple[Note, str]] = [
           fixed=("parameter", "gradient", "optimizer_state")),
      "activation, input, temporary, autograd_detail at the peak are proportional to the "
      "batch (2 items); parameter, gradient, optimizer_state and unknown bytes stay"),
+    (note("snapshot_free_blocks_too_small", free=18 << 20, reserved=30 << 20,
+          unusable_share=8 / 18, largest_active=8 << 20, largest_free=10 << 20),
+     "18.0 MiB of 30.0 MiB reserved is free (60%); 44% of it is in blocks smaller than the "
+     "largest live block (8.0 MiB), the largest free block is 10.0 MiB: set "
+     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+    (note("snapshot_empty_segments", segments=1, empty=10 << 20, reserved=30 << 20),
+     "1 segment(s) of 10.0 MiB (33% of reserved) hold no live block: torch.cuda.empty_cache() "
+     "after the phase that allocated them returns them"),
+    (note("snapshot_nothing_to_gain", free=2 << 20, reserved=30 << 20, unusable_share=0.0),
+     "2.0 MiB of 30.0 MiB reserved is free (7%), 0% of it in blocks too small for the "
+     "largest live block: nothing to gain"),
+    (note("trace_reserve_idle_at_peak", allocated=6 << 20, reserved=8 << 20,
+          peak_reserved=12 << 20),
+     "at the peak 6.0 MiB allocated of 8.0 MiB reserved (25% reserved but free); the most "
+     "reserved was 12.0 MiB: free reserve at the peak is fragmentation or cached blocks of "
+     "other sizes; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow "
+     "instead (an allocator snapshot's segments tell which)"),
+    (note("trace_nothing_to_gain", allocated=31 << 18, reserved=8 << 20,
+          peak_reserved=8 << 20),
+     "at the peak 7.8 MiB allocated of 8.0 MiB reserved (3% reserved but free); the most "
+     "reserved was 8.0 MiB: nothing to gain"),
     (note("fit_same_model"),
      "the same model, strategy and optimizer (parameters, gradients and optimizer state do "
      "not change with the batch)"),

@@ -9,8 +9,7 @@ from profiler_kit.render.wording.recommendation_gain import gain_line
 
 
 def _rec(**kw) -> Recommendation:
-    return Recommendation("host_bound", "gpu:0", "t", "a", 0.5, 0.2, "above", "fraction", (),
-                          **kw)
+    return Recommendation("host_bound", "gpu:0", 0.5, 0.2, "above", "fraction", (), **kw)
 
 
 def test_the_figures_of_a_trusted_prediction():

@@ -26,7 +26,7 @@ from profiler_kit.render.console import run as run_console
 from profiler_kit.render.html import diff_charts, figures, trace_charts, whatif_charts
 from profiler_kit.render.html import report as html_report
 from profiler_kit.render.markdown.run import render_markdown
-from profiler_kit.render.wording import record_answer, units
+from profiler_kit.render.wording import record_answer, rules, units
 from profiler_kit.render.wording.diff_views import signed_duration, strategy_verdict
 from profiler_kit.results import RunResult, read_run
 from profiler_kit.sources import after_run
@@ -272,7 +272,7 @@ def test_a_record_folders_report_starts_with_its_answer(tmp_path) -> None:
     line = (f"Answer: a step takes {units.duration(a.steps.headline_median_ns)} (CPU-side "
             f"median of {a.steps.count} recorded steps), convolution the most of the CPU op "
             f"self time ({units.percent(a.cpu.classes[0].share)}); first recommendation: "
-            f"{a.recommendations[0].title}")
+            f"{rules.title(a.recommendations[0])}")
     assert f'<p class="answer"><strong>{html.escape(line)}</strong></p>' in body
     assert body.index('<p class="answer">') < body.index("<h2")
     # a folder of traces that is no recording has no answer to give

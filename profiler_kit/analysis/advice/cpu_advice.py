@@ -455,15 +455,6 @@ def _waiting_rule(p: CpuProfile, notes: list[Note]) -> list[Recommendation]:
                Evidence("what their work needs at most, mean", need, "ns", name=name)]
     return [Recommendation(
         rule="cpu_ops_waiting", scope="trace",
-        title="CPU ops took far longer than their work needs (threads waiting for cores)",
-        advice="The same op with the same inputs ran many times faster elsewhere in the trace, "
-               "or its FLOPs and bytes need a fraction of its time: the ops waited. The CPU "
-               "was shared with other processes, or this process runs more threads than "
-               "there are free cores, and the intra-op threads wait for each other at every "
-               "parallel loop. Profile on an otherwise idle machine, and set "
-               "torch.set_num_threads (OMP_NUM_THREADS) to the cores this process can use, "
-               "fewer where other processes share them; until then the op shares of this "
-               "trace measure the waiting, not the work.",
         measured=share, threshold=WAITING_SHARE, fires_when="above", unit="fraction",
         evidence=tuple(ev + _context(p)))]
 
@@ -481,22 +472,13 @@ def _fp32_matmul_conv(p: CpuProfile, notes: list[Note]) -> list[Recommendation]:
     if p.bf16 == NO_BF16:
         notes.append(note("cpu_bf16_not_advised", kernel=p.bf16_evidence))
         return []
-    if p.bf16 in (AMX, AVX512_BF16):
-        advice = (f"This CPU has {p.bf16} (the trace's oneDNN kernel names say so): run the "
-                  "model under torch.autocast('cpu', dtype=torch.bfloat16), which runs GEMMs "
-                  "and convolutions in bf16 on those units at several times the fp32 rate.")
-    else:
-        advice = ("bf16 (torch.autocast('cpu', dtype=torch.bfloat16)) pays off only on CPUs "
-                  "with AMX or AVX-512 BF16 and is slower without them, and this trace does "
-                  "not show which CPU ran it (no oneDNN kernel names in it): check the CPU's "
-                  "flags (lscpu: amx_bf16, avx512_bf16) before trying it.")
     ev = [Evidence("of it in fp32", fp32, "fraction"),
           Evidence("bf16 hardware", p.bf16, "", name=p.bf16_evidence)]
     ev += [Evidence("op", t.ns, "ns", name=t.name) for t in p.gemm_conv_top]
     return [Recommendation(
         rule="cpu_fp32_matmul_conv", scope="trace",
-        title="fp32 GEMM/convolution take most of the CPU time",
-        advice=advice, measured=share, threshold=GEMM_CONV_SHARE, fires_when="above",
+        variant="bf16_units" if p.bf16 in (AMX, AVX512_BF16) else "cpu_unknown",
+        figures={"bf16": p.bf16}, measured=share, threshold=GEMM_CONV_SHARE, fires_when="above",
         unit="fraction", evidence=tuple(ev + _context(p)))]
 
 
@@ -510,9 +492,5 @@ def _small_elementwise(p: CpuProfile) -> list[Recommendation]:
     ev += [Evidence("op", t.ns, "ns", name=t.name) for t in p.elementwise_top]
     return [Recommendation(
         rule="cpu_small_elementwise_ops", scope="trace",
-        title="Many small elementwise ops take much of the CPU time",
-        advice="Each op reads and writes its whole tensor and pays the dispatch cost for a "
-               "few microseconds of work: torch.compile fuses such chains into a few loops "
-               "(one pass over the data, no per-op dispatch).",
         measured=share, threshold=ELEMENTWISE_SHARE, fires_when="above", unit="fraction",
         evidence=tuple(ev + _context(p)))]

@@ -32,7 +32,7 @@ from profiler_kit.analysis.jobs import comm_context
 from profiler_kit.analysis.jobs.rank_summary import RankSummary
 
 if TYPE_CHECKING:
-    from profiler_kit.analysis.jobs.job_view import JobView, RankTotals
+    from profiler_kit.analysis.jobs.job_view import Doing, JobView
 
 WAIT_SHARE = 0.05  # exposed wait per rank per step / step time
 EXPOSED_TRANSFER_SHARE = 0.10  # exposed transfer per rank per step / step time
@@ -113,53 +113,30 @@ def _waiting(job: JobView, step: float, on_device: set[int | None]) -> list[Reco
                                name=d.label or "Python or untraced code"))
             if gpu:
                 ev.append(Evidence("of it, its GPU computing", d.gpu_ns, "ns"))
-    if s is not None:
-        title = (f"Ranks wait for rank {s.rank} (last in {s.last_arrivals} of {s.instances} "
-                 "collectives where a rank waited)")
-    else:
-        title = "Ranks wait for late ranks (no single straggler)"
+    lead = first.late_doing[0] if first is not None and first.late_doing else None
     return [Recommendation(
-        rule="waiting_for_late_rank", scope="job", title=title,
-        advice=_wait_advice(first, gpu),
+        rule="waiting_for_late_rank", scope="job", variant=_wait_variant(lead),
+        figures={"straggler": None if s is None else (s.rank, s.last_arrivals, s.instances),
+                 "rank": None if first is None else first.rank,
+                 "range": None if lead is None else lead.label,
+                 "gpu_share": None if lead is None or not gpu else
+                 lead.gpu_ns / lead.ns if lead.gpu_ns > 0 else 0.0},
         measured=share, threshold=WAIT_SHARE, fires_when="above", unit="fraction",
         evidence=tuple(ev))]
 
 
-def _wait_advice(r: RankTotals | None, gpu: bool) -> str:
-    """What to do about a late rank, from what it did while the others waited."""
-    tail = (" The others only wait: a faster interconnect or other collective settings do "
-            "not help until the late rank arrives sooner.")
-    if r is None or not r.late_doing:
-        return ("Find what the late ranks do before their collectives (their lead-ins are "
-                "not recorded here) and even it out across ranks." + tail)
-    d = r.late_doing[0]
-    name = d.label or "Python or untraced code"
+def _wait_variant(d: Doing | None) -> str:
+    """What the late rank did while the others waited (its first lead-in; None: none
+    recorded), which decides the advice."""
+    if d is None:
+        return "no_lead_ins"
     if d.gpu_ns >= GPU_BOUND_SHARE * d.ns:
-        what = (f"Rank {r.rank}'s GPU is still computing work launched in {name} when the "
-                "others arrive: its work is larger than theirs. Balance it: shard embedding "
-                "tables by cost (TorchRec's planner), give every rank batches of similar "
-                "size and sequence length (pad or bucket them), balance experts' load, or "
-                "check that GPU for a lower clock or another process.")
-    elif _DATALOADER.search(name):
-        what = (f"Rank {r.rank} is still loading data ({name}) when the others arrive: give "
-                "its DataLoader more workers or prefetching, or look for a slower disk or "
-                "busier host under it.")
-    elif _OPTIMIZER.search(name):
-        what = (f"Rank {r.rank} is still in the optimizer ({name}) when the others arrive: "
-                "its share of the optimizer's work (sharded states, per-rank parameters) is "
-                "larger; balance it.")
-    elif not d.label:
-        what = (f"Rank {r.rank} runs Python or untraced code (no record_function range open) "
-                "while the others wait: work only that rank does (logging, checkpointing, "
-                "evaluation, a sleep or a host-side wait); move it off the step or spread it "
-                "over every rank, and wrap it in record_function to name it.")
-    else:
-        busy = "" if not gpu else " (its GPU idle)" if d.gpu_ns <= 0 else \
-            f" (its GPU computing {d.gpu_ns / d.ns:.0%} of that time)"
-        what = (f"Rank {r.rank}'s CPU is still in {name}{busy} when the others arrive: its "
-                "host work there takes longer (more work on that rank, or a slower or busier "
-                "host).")
-    return what + tail
+        return "gpu_bound"
+    if _DATALOADER.search(d.label or ""):
+        return "loading_data"
+    if _OPTIMIZER.search(d.label or ""):
+        return "optimizer"
+    return "host_work" if d.label else "untraced"
 
 
 def link_of(members: Sequence[RankSummary], missing: int) -> tuple[float, str] | None:
@@ -194,6 +171,7 @@ def _slow_transfer(job: JobView, members: Sequence[RankSummary], step: float,
     if not slow or time / step < SLOW_MIN_STEP_SHARE:
         return []
     worst, share = max(slow, key=lambda ks: ks[0].transfer_ns)
+    link_name = name.split(" (")[0]
     ev = [Evidence("link (per direction)", bw, "bytes/s", name=name),
           Evidence(f"their transfer per rank {_per(job)}", time, "ns"),
           Evidence("step time (median)" if job.step_count else "trace time (median)", step,
@@ -202,14 +180,7 @@ def _slow_transfer(job: JobView, members: Sequence[RankSummary], step: float,
                     f"({s:.0%} of the link)", k.median_busbw_bytes_per_s, "bytes/s")  # type: ignore[arg-type]
            for k, s in slow]
     return [Recommendation(
-        rule="slow_transfer", scope="job",
-        title=f"Collectives transfer far below the link: {worst.kind} at {share:.0%} of "
-              f"{name.split(' (')[0]}",
-        advice="Large collectives move their bytes at a fraction of what the link carries: "
-               "check the path NCCL chose (NCCL_DEBUG=INFO: rings through PCIe or the network "
-               "instead of NVLink, NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set, GPUs split across "
-               "sockets), whether another job shares the GPUs' links, and the NCCL version "
-               "and its algorithm/protocol choice (NCCL_ALGO, NCCL_PROTO).",
+        rule="slow_transfer", scope="job", figures={"kind": worst.kind, "link": link_name},
         measured=share, threshold=SLOW_LINK_SHARE, fires_when="below", unit="fraction",
         evidence=tuple(ev))]
 
@@ -249,9 +220,6 @@ def _exposed_transfer(job: JobView, step: float) -> list[Recommendation]:
                     f"{_per(job)}", c.exposed_transfer_ns / ranks / n, "ns")
            for c in by]
     return [Recommendation(
-        rule="exposed_transfer", scope="job",
-        title="Transfers not hidden behind computation: "
-              + ", ".join(comm_context.LABELS[c] for c in main),
-        advice=" ".join(comm_context.ADVICE[c] for c in main),
+        rule="exposed_transfer", scope="job", figures={"contexts": tuple(main)},
         measured=share, threshold=EXPOSED_TRANSFER_SHARE, fires_when="above", unit="fraction",
         evidence=tuple(ev))]

@@ -79,10 +79,6 @@ def _unaligned_gemms(gemms: list[ShapeGroup], gpu_ns: int) -> list[Recommendatio
                            name=g.op))
     return [Recommendation(
         rule="gemm_unaligned_dims", scope="trace",
-        title="GEMMs far below peak with sizes tensor cores do not tile",
-        advice="Pad or choose sizes that are multiples of 8 for fp16/bf16 (16 for fp8): "
-               "hidden sizes, vocabulary, sequence length or batch (e.g. pad the vocabulary "
-               "to a multiple of 64, the sequence to a multiple of 8).",
         measured=share, threshold=UNALIGNED_GEMM_SHARE, fires_when="above", unit="fraction",
         evidence=tuple(ev))]
 
@@ -107,10 +103,6 @@ def _small_gemms(gemms: list[ShapeGroup], gpu_ns: int) -> list[Recommendation]:
                            f"{_pct(g.compute_peak_share)}", g.total_ns, "ns", name=g.op))
     return [Recommendation(
         rule="small_gemms", scope="trace",
-        title="Many small GEMMs",
-        advice="Each GEMM is too small to fill the GPU: batch independent ones into one bmm "
-               "(or a grouped GEMM), use a larger batch, or torch.compile / CUDA graphs to "
-               "cut the launch cost between them.",
         measured=share, threshold=SMALL_GEMM_SHARE, fires_when="above", unit="fraction",
         evidence=tuple(ev))]
 
@@ -150,9 +142,6 @@ def _elementwise_chains(table: EventTable, tree: OpTree, perf: PerfModel,
         return []
     return [Recommendation(
         rule="elementwise_chain_between_gemms", scope="trace",
-        title="Memory-bound elementwise chains between GEMMs",
-        advice="Each op reads and writes the whole tensor: torch.compile fuses such chains "
-               "into one kernel (or into the GEMM's epilogue), so the data moves once.",
         measured=share, threshold=CHAIN_SHARE, fires_when="above", unit="fraction",
         evidence=(Evidence("chains of 2+ elementwise/norm/softmax ops between two GEMMs",
                            chains, "count"),
@@ -198,11 +187,6 @@ def _nchw_convolutions(table: EventTable, tree: OpTree, gpu_bd: Breakdown, perf:
         return []
     return [Recommendation(
         rule="conv_channels_last", scope="trace",
-        title="fp16/bf16 convolutions in NCHW on a GPU with tensor cores",
-        advice="Convert the model and its inputs to channels_last "
-               "(model.to(memory_format=torch.channels_last), and the same for inputs): "
-               "tensor-core convolution kernels work in NHWC, so NCHW costs layout "
-               "conversions or slower kernels.",
         measured=share, threshold=NCHW_CONV_SHARE, fires_when="above", unit="fraction",
         evidence=(Evidence("convolutions with NCHW fp16/bf16 inputs", count, "count"),
                   Evidence("their GPU time", ns, "ns"),

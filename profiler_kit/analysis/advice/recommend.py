@@ -148,10 +148,6 @@ def _utilization(timeline: Timeline, step_device_ns: int | None = None,
         if util < LOW_UTILIZATION:
             out.append(Recommendation(
                 rule="low_gpu_utilization", scope=_dev(d.device),
-                title="GPU mostly idle",
-                advice="The GPU waits on the host: batch more work per launch, overlap data "
-                       "loading, use CUDA graphs or torch.compile, or run independent work "
-                       "on more streams.",
                 measured=util, threshold=LOW_UTILIZATION, fires_when="below", unit="fraction",
                 evidence=(Evidence("GPU busy", d.busy_ns, "ns"),
                           Evidence("device-side step time" if step_device_ns else
@@ -195,14 +191,8 @@ def _precision(table: EventTable, tree: OpTree, gpu: GpuActivity) -> list[Recomm
     ev += [Evidence("op", ns, "ns", name=name) for name, ns in scope.top_ops]
     return [Recommendation(
         rule="reduced_precision_unused", scope="trace",
-        title="Matmul/convolution/attention time autocast could run in 16 bits",
-        advice=f"Run the model under torch.autocast (bf16, or fp16 with a GradScaler) "
-               f"{'and compile it under autocast ' if scope.compiled_ns else ''}so these "
-               f"ops use tensor/matrix cores at 16 bits: they are {share:.0%} of the GPU "
-               "time, the most autocast can speed up; the rest of the GPU time "
-               "(elementwise, custom and Triton kernels, communication) stays as it is.",
         measured=share, threshold=AUTOCAST_MIN_SHARE, fires_when="above", unit="fraction",
-        evidence=tuple(ev),
+        evidence=tuple(ev), figures={"compiled": bool(scope.compiled_ns)},
     )]
 
 
@@ -241,13 +231,6 @@ def _host_bound(idle: IdleAttribution | None, timeline: Timeline,
                for c in dc.causes if c.kind in HOST_CODE_KINDS][:4]
         out.append(Recommendation(
             rule="host_bound", scope=_dev(dc.device),
-            title="GPU waits while the CPU runs model code (host-bound)",
-            advice="The CPU spends longer issuing each piece of work than the GPU spends "
-                   "running it: cut the host work per step where it is (the regions and ops "
-                   "below): torch.compile removes Python and per-op dispatch, CUDA graphs "
-                   "replay a whole step's launches at once, larger batches give each op "
-                   "more work, and data movement or Python-side bookkeeping can leave the "
-                   "step.",
             measured=host / window, threshold=HOST_BOUND_SHARE, fires_when="above",
             unit="fraction", evidence=tuple(ev),
         ))
@@ -287,12 +270,6 @@ def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline,
               Evidence("launches", launches.launched, "count")]
         out.append(Recommendation(
             rule="launch_bound", scope=_dev(d.device),
-            title="GPU waits for the launch calls themselves (launch-bound)",
-            advice="Each kernel runs in less time than the runtime call that launches it: "
-                   "launch fewer, larger kernels. CUDA graphs (torch.compile with "
-                   "mode='reduce-overhead', or torch.cuda.graphs) replay many launches "
-                   "for the cost of one; fusing ops (torch.compile) or larger batches "
-                   "cuts the number of launches.",
             measured=share, threshold=LAUNCH_CALL_SHARE, fires_when="above",
             unit="fraction", evidence=tuple(ev),
         ))
@@ -300,8 +277,7 @@ def _launch_bound(table: EventTable, gpu: GpuActivity, timeline: Timeline,
 
 
 def _idle_rule(idle: IdleAttribution | None, timeline: Timeline, step_device_ns: int | None,
-               kind: str, rule: str, title: str, advice: str
-               ) -> list[Recommendation]:
+               kind: str, rule: str, variant: str = "") -> list[Recommendation]:
     """GPU idle while the launching thread was in ``kind`` (see idle_attribution), over the
     device-side step time (or the GPU window without steps)."""
     if idle is None:
@@ -323,7 +299,7 @@ def _idle_rule(idle: IdleAttribution | None, timeline: Timeline, step_device_ns:
         ev += [Evidence("idle attributed to", c.ns, "ns", name=c.name)
                for c in dc.causes if c.kind == kind][:3]
         out.append(Recommendation(
-            rule=rule, scope=_dev(dc.device), title=title, advice=advice,
+            rule=rule, scope=_dev(dc.device), variant=variant,
             measured=ns / window, threshold=IDLE_CAUSE_SHARE, fires_when="above",
             unit="fraction", evidence=tuple(ev),
         ))
@@ -332,23 +308,13 @@ def _idle_rule(idle: IdleAttribution | None, timeline: Timeline, step_device_ns:
 
 def _synchronization(idle: IdleAttribution | None, timeline: Timeline,
                      step_device_ns: int | None) -> list[Recommendation]:
-    return _idle_rule(
-        idle, timeline, step_device_ns, SYNCHRONIZATION, "idle_after_synchronization",
-        "GPU idle after the CPU waited for it (synchronization)",
-        "A call that waits for the GPU (.item(), .cpu(), .tolist(), printing a tensor, "
-        "torch.cuda.synchronize()) drains the queue, and the GPU then idles while the CPU "
-        "launches again: keep such values on the device, read them every N steps, or "
-        "copy with non_blocking=True into pinned memory and wait on an event later.")
+    return _idle_rule(idle, timeline, step_device_ns, SYNCHRONIZATION,
+                      "idle_after_synchronization")
 
 
 def _optimizer(idle: IdleAttribution | None, timeline: Timeline,
                step_device_ns: int | None) -> list[Recommendation]:
-    return _idle_rule(
-        idle, timeline, step_device_ns, OPTIMIZER, "idle_in_optimizer",
-        "GPU idle while the CPU runs the optimizer",
-        "The optimizer launches many small kernels per parameter: use a fused or foreach "
-        "implementation (fused=True or foreach=True), or compile the step "
-        "(torch.compile on optimizer.step).")
+    return _idle_rule(idle, timeline, step_device_ns, OPTIMIZER, "idle_in_optimizer")
 
 
 def _memcpy(gpu_bd: Breakdown) -> list[Recommendation]:
@@ -360,9 +326,6 @@ def _memcpy(gpu_bd: Breakdown) -> list[Recommendation]:
         return []
     return [Recommendation(
         rule="memcpy_share", scope="trace",
-        title="Large share of GPU time in memory copies",
-        advice="Keep tensors on the device, create inputs there, and use pinned memory with "
-               "non_blocking=True for the copies that remain.",
         measured=share, threshold=MEMCPY_SHARE, fires_when="above", unit="fraction",
         evidence=(Evidence("memcpy time", memcpy, "ns"),
                   Evidence("GPU activity time", gpu_bd.total_ns, "ns")),
@@ -374,7 +337,8 @@ def _exposed_comm(table: EventTable, tree: OpTree, gpu: GpuActivity,
     """Communication kernels with no computation beside them, over the device window; the
     advice is that of what the exposed collectives are for (DDP's gradient all-reduce,
     embedding all-to-all, tensor parallelism, ...: see comm_context). One rank's trace
-    cannot tell waiting for a late rank from transferring: the job view of all ranks can."""
+    cannot tell waiting for a late rank from transferring (the advice says so): the job view
+    of all ranks can."""
     out = []
     for d in timeline.devices:
         if d.window_ns <= 0 or not d.communication_busy_ns:
@@ -388,16 +352,10 @@ def _exposed_comm(table: EventTable, tree: OpTree, gpu: GpuActivity,
         total = sum(ns for _, ns in by_context) or 1
         main = [c for c, ns in by_context if ns >= EXPOSED_CONTEXT_SHARE * total] or \
             [c for c, _ in by_context[:1]]
-        advice = " ".join(comm_context.ADVICE[c] for c in main) + (
-            " From one rank's trace, waiting for a late rank and transferring look the same: "
-            "analyze the traces of all ranks together for the split.")
         out.append(Recommendation(
             rule="exposed_communication", scope=_dev(d.device),
-            title="Communication not hidden behind computation: "
-                  + ", ".join(comm_context.LABELS[c] for c in main),
-            advice=advice.strip(),
-            measured=share, threshold=EXPOSED_COMM_SHARE, fires_when="above",
-            unit="fraction",
+            figures={"contexts": tuple(main)}, measured=share,
+            threshold=EXPOSED_COMM_SHARE, fires_when="above", unit="fraction",
             evidence=(Evidence("communication busy", d.communication_busy_ns, "ns"),
                       Evidence("overlapped with computation", d.comm_compute_overlap_ns,
                                "ns"),
@@ -433,9 +391,6 @@ def _fp32_matmul(table: EventTable, precision: Precision, gpu_bd: Breakdown,
            for name, ns in precision.gemm_fp32_simt_top[:3]]
     return [Recommendation(
         rule="fp32_matmul_on_tensor_core_gpu", scope="trace",
-        title="fp32 matmuls on a GPU with TF32 tensor cores",
-        advice="Allow TF32 for matmuls: torch.set_float32_matmul_precision('high') "
-               "(or use autocast).",
         measured=share, threshold=FP32_GEMM_SHARE, fires_when="above", unit="fraction",
         evidence=tuple(ev),
     )]
@@ -455,9 +410,6 @@ def _memory(memory: Memory, notes: list[Note]) -> list[Recommendation]:
         if frac >= MEMORY_NEAR_CAPACITY:
             out.append(Recommendation(
                 rule="memory_near_capacity", scope=d.device,
-                title="Memory near device capacity",
-                advice="Reduce activation memory (activation checkpointing, smaller batch, "
-                       "reduced precision) before the next allocation fails.",
                 measured=frac, threshold=MEMORY_NEAR_CAPACITY, fires_when="above",
                 unit="fraction",
                 evidence=(Evidence("peak", peak, "bytes"),
@@ -485,19 +437,15 @@ def _dataloader(table: EventTable, steps: Steps, idle: IdleAttribution | None,
               Evidence("steps window" if steps.source == "ProfilerStep" else "trace window",
                        window, "ns"),
               Evidence("data-loader spans", len(rows), "count"))
-    advice = ("Use more DataLoader workers (num_workers), pin_memory=True, "
-              "persistent_workers=True and prefetching, or move preprocessing to the GPU.")
     if idle is not None and idle.devices:
         out = _idle_rule(idle, timeline, step_device_ns, DATALOADER, "dataloader_share",
-                         "GPU idle while the DataLoader loads the next batch", advice)
+                         "gpu_idle")
         return [msgspec.structs.replace(r, evidence=r.evidence + cpu_ev) for r in out]
     share = loader_ns / window
     if share < DATALOADER_SHARE:
         return []
     return [Recommendation(
-        rule="dataloader_share", scope="trace",
-        title="Large share of time waiting for data",
-        advice=advice,
+        rule="dataloader_share", scope="trace", variant="cpu_time",
         measured=share, threshold=DATALOADER_SHARE, fires_when="above", unit="fraction",
         evidence=cpu_ev,
     )]
@@ -530,9 +478,6 @@ def _conv_bias_bn(table: EventTable, tree: OpTree) -> list[Recommendation]:
     follower = table.names[int(table.name[tree.row[nxt[with_bias[0]]]])]
     return [Recommendation(
         rule="conv_bias_before_batchnorm", scope="trace",
-        title="Convolution bias followed by batch norm",
-        advice="Batch norm subtracts the mean right after, so the convolution's bias does "
-               "nothing: build those convolutions with bias=False.",
         measured=len(with_bias), threshold=1, fires_when="above", unit="count",
         evidence=(Evidence("conv ops with a bias followed by batch norm", len(with_bias),
                            "count"),

@@ -42,12 +42,6 @@ def sm_recommendations(sm: SmOccupancy | None) -> tuple[Recommendation, ...]:
     return (Recommendation(
         rule="small_kernels_underfill_gpu",
         scope="trace",
-        title="Small kernels leave most SMs idle while the GPU reads busy",
-        advice=("Kernels launched with fewer blocks than the GPU has SMs keep the rest idle: "
-                "give each kernel more work (a larger batch), fuse the small ops into fewer "
-                "kernels (torch.compile), and replay the launches as a CUDA graph "
-                "(torch.compile mode='reduce-overhead') so their launch cost does not "
-                "stretch them apart."),
         measured=share,
         threshold=UNDERFILL_SHARE,
         fires_when="above",

@@ -6,11 +6,16 @@ value, unit), so a reader can check it. Values stay raw (ns, bytes, fractions);
 renderers format them. A rule whose advice a what-if change models also carries the step
 the replay predicts with that change (``change``, ``predicted_step_ns``,
 ``predicted_gain_pct``: :mod:`profiler_kit.analysis.predicted_gains`).
+
+A rule gives no sentences: :mod:`profiler_kit.render.wording.rules` writes its title and
+advice from its code, the branch it took (``variant``) and its figures, so the words live
+in one layer and every format says the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
@@ -27,13 +32,15 @@ class Evidence(msgspec.Struct, frozen=True):
 class Recommendation(msgspec.Struct, frozen=True):
     rule: str  # stable id, e.g. "low_gpu_utilization"
     scope: str  # "trace" or a device ("cuda:0")
-    title: str
-    advice: str
     measured: float
     threshold: float
     fires_when: str  # "above" or "below"
     unit: str  # unit of measured/threshold: "fraction", "count", ...
     evidence: tuple[Evidence, ...]
+    # the branch of the rule whose words fit ("": the rule has one) and the figures those
+    # words say beyond ``measured`` and the evidence (raw values, codes, names)
+    variant: str = ""
+    figures: dict[str, Any] = msgspec.field(default_factory=dict)
     # the what-if change that models doing what the rule advises (as ``profkit whatif``
     # names it; None: none does, and the rule has no prediction)
     change: str | None = None

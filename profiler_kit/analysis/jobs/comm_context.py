@@ -1,4 +1,5 @@
-"""What each collective is for, read from the ranges around its launch, and the advice that fits.
+"""What each collective is for, read from the ranges around its launch (the advice that fits
+each is worded by :mod:`profiler_kit.render.wording.rules`).
 
 The same all-reduce means different things: DDP's gradient all-reduce overlaps the
 backward pass bucket by bucket (``bucket_cap_mb``, ``no_sync`` tune it), a tensor-parallel
@@ -52,7 +53,7 @@ TENSOR_PARALLEL = "tensor_parallel"
 POINT_TO_POINT = "point_to_point"
 OTHER = "other"
 
-# what each context is, in a few words
+# what each context is, in a few words (the evidence labels and the rules' titles say it)
 LABELS = {
     DDP_GRADIENT: "DDP's gradient all-reduce",
     DDP_BUFFERS: "DDP's buffer broadcast",
@@ -63,39 +64,6 @@ LABELS = {
     TENSOR_PARALLEL: "tensor-parallel collectives in the layers",
     POINT_TO_POINT: "send/recv (pipeline)",
     OTHER: "other collectives",
-}
-# how to hide exposed transfer, per context
-ADVICE = {
-    DDP_GRADIENT: "DDP's gradient all-reduce overlaps the backward pass bucket by bucket: "
-                  "tune bucket_cap_mb (smaller buckets start sooner behind the backward), "
-                  "accumulate gradients over micro-batches under no_sync() so it runs once "
-                  "every N steps, or halve its bytes with a DDP comm hook "
-                  "(bf16_compress_hook).",
-    DDP_BUFFERS: "DDP broadcasts module buffers (batch-norm statistics) at every forward: "
-                 "broadcast_buffers=False if the ranks need not share them.",
-    EMBEDDING: "Hide the embeddings' all-to-all behind the dense compute: TorchRec's "
-               "TrainPipelineSparseDist runs the next batch's input all-to-all during this "
-               "batch's forward and backward; send pooled embeddings in fp16/bf16 "
-               "(quantized comms); or shard tables so fewer lookups cross ranks.",
-    MOE: "Overlap the token dispatch/combine with expert (or shared-expert) compute by "
-         "chunking it, send fewer tokens (capacity factor), or keep expert parallelism "
-         "within one node's NVLink.",
-    FSDP: "Prefetch the next unit's all-gather (forward_prefetch=True, "
-          "backward_prefetch=BACKWARD_PRE; FSDP2: set_modules_to_forward_prefetch), keep "
-          "parameters gathered between forward and backward (reshard_after_forward=False) "
-          "if memory allows, or wrap larger units.",
-    OPTIMIZER: "The optimizer's collectives run with nothing beside them: overlap them with "
-               "the next forward (ZeroRedundancyOptimizer(overlap_with_ddp=True)), or "
-               "communicate less often or in lower precision.",
-    TENSOR_PARALLEL: "Tensor-parallel collectives sit between each layer's GEMMs: overlap "
-                     "them with the GEMMs (async tensor parallelism: "
-                     "torch._inductor.config._micro_pipeline_tp, or sequence parallelism's "
-                     "reduce-scatter/all-gather), keep the tensor-parallel group inside one "
-                     "node's NVLink, or use a smaller tensor-parallel degree.",
-    POINT_TO_POINT: "Pipeline stages wait on send/recv: more micro-batches or an "
-                    "interleaved schedule fill the bubble (see the pipeline view).",
-    OTHER: "Issue the collective with async_op=True and wait only where its result is "
-           "needed, so independent computation runs beside it.",
 }
 
 _EMBEDDING = re.compile(r"kjt|all2all_pooled|sparse_data_dist|sdd_|reducescatterbase|"

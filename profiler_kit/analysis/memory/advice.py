@@ -10,23 +10,26 @@
   the device (for other processes, or before a phase of other sizes). Said when such
   segments are at least ``IDLE_SHARE`` of the reserve.
 - From a trace alone (no segments): reserved at the peak against allocated at the peak.
+
+The evidence is a note (a code and its figures): :mod:`profiler_kit.render.wording.job_notes`
+words it with what to do.
 """
 
 from __future__ import annotations
 
 import msgspec
 
+from profiler_kit.analysis.core.note import Note, note
 from profiler_kit.analysis.memory.snapshot import Fragmentation, Snapshot
 
 UNUSABLE_SHARE = 0.25
 IDLE_SHARE = 0.10
-MiB = 1 << 20
 
 
 class Advice(msgspec.Struct, frozen=True):
     remedy: str  # "expandable_segments" | "empty_cache" | "none"
     device: str
-    evidence: str
+    evidence: Note
 
 
 def snapshot_advice(snapshot: Snapshot, frags: list[Fragmentation]) -> list[Advice]:
@@ -37,25 +40,21 @@ def snapshot_advice(snapshot: Snapshot, frags: list[Fragmentation]) -> list[Advi
             continue
         idle_share = f.free_bytes / f.reserved_bytes
         if f.unusable_share >= UNUSABLE_SHARE and idle_share >= IDLE_SHARE:
-            out.append(Advice("expandable_segments", dev, (
-                f"{f.free_bytes / MiB:.1f} MiB of {f.reserved_bytes / MiB:.1f} MiB reserved is "
-                f"free ({idle_share:.0%}); {f.unusable_share:.0%} of it is in blocks smaller "
-                f"than the largest live block ({f.largest_active_bytes / MiB:.1f} MiB), the "
-                f"largest free block is {f.largest_free_bytes / MiB:.1f} MiB: set "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")))
+            out.append(Advice("expandable_segments", dev, note(
+                "snapshot_free_blocks_too_small", free=f.free_bytes, reserved=f.reserved_bytes,
+                unusable_share=f.unusable_share, largest_active=f.largest_active_bytes,
+                largest_free=f.largest_free_bytes)))
         empty = [s for s in snapshot.segments if s.device == f.device
                  and not any(b.state != "inactive" for b in s.blocks)]
         empty_bytes = sum(s.total_size for s in empty)
         if empty and empty_bytes / f.reserved_bytes >= IDLE_SHARE:
-            out.append(Advice("empty_cache", dev, (
-                f"{len(empty)} segment(s) of {empty_bytes / MiB:.1f} MiB "
-                f"({empty_bytes / f.reserved_bytes:.0%} of reserved) hold no live block: "
-                "torch.cuda.empty_cache() after the phase that allocated them returns them")))
+            out.append(Advice("empty_cache", dev, note(
+                "snapshot_empty_segments", segments=len(empty), empty=empty_bytes,
+                reserved=f.reserved_bytes)))
         if not any(a.device == dev for a in out):
-            out.append(Advice("none", dev, (
-                f"{f.free_bytes / MiB:.1f} MiB of {f.reserved_bytes / MiB:.1f} MiB reserved is "
-                f"free ({idle_share:.0%}), {f.unusable_share:.0%} of it in blocks too small "
-                "for the largest live block: nothing to gain")))
+            out.append(Advice("none", dev, note(
+                "snapshot_nothing_to_gain", free=f.free_bytes, reserved=f.reserved_bytes,
+                unusable_share=f.unusable_share)))
     return out
 
 
@@ -64,14 +63,8 @@ def trace_advice(device: str, allocated_at_peak: int, reserved_at_peak: int | No
     """Reserved against allocated at the peak; None where the trace reports no reserve."""
     if reserved_at_peak is None or peak_reserved is None or reserved_at_peak <= 0:
         return None
-    idle = reserved_at_peak - allocated_at_peak
-    share = idle / reserved_at_peak
-    evidence = (f"at the peak {allocated_at_peak / MiB:.1f} MiB allocated of "
-                f"{reserved_at_peak / MiB:.1f} MiB reserved ({share:.0%} reserved but free); "
-                f"the most reserved was {peak_reserved / MiB:.1f} MiB")
-    if share >= IDLE_SHARE:
-        return Advice("expandable_segments", device, evidence + (
-            ": free reserve at the peak is fragmentation or cached blocks of other sizes; "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow instead "
-            "(an allocator snapshot's segments tell which)"))
-    return Advice("none", device, evidence + ": nothing to gain")
+    idle = (reserved_at_peak - allocated_at_peak) / reserved_at_peak >= IDLE_SHARE
+    return Advice("expandable_segments" if idle else "none", device,
+                  note("trace_reserve_idle_at_peak" if idle else "trace_nothing_to_gain",
+                       allocated=allocated_at_peak, reserved=reserved_at_peak,
+                       peak_reserved=peak_reserved))

@@ -19,10 +19,6 @@ from profiler_kit.analysis.memory.allocated import allocated_after_each, counts_
 from profiler_kit.trace.table import EventTable
 
 _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
-# why a trace has no memory events: the two ways torch.profiler records none (the words of
-# a note: left here while the memory rule's note in render/wording/trace_notes reads it)
-WHY_NO_MEMORY_EVENTS = ("profile_memory was off, or the profiler followed every thread "
-                        "with profile_all_threads, which records none")
 
 
 class DeviceMemory(msgspec.Struct, frozen=True):

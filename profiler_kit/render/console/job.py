@@ -14,7 +14,7 @@ from rich.text import Text
 
 from profiler_kit.analysis.core.recommendation import Evidence
 from profiler_kit.analysis.jobs.job_view import JobView, PipelineView, Straggler
-from profiler_kit.render.wording import units
+from profiler_kit.render.wording import rules, units
 from profiler_kit.render.wording.notes import said
 from profiler_kit.render.wording.units import link_bandwidth
 
@@ -138,9 +138,9 @@ def _recommendations(j: JobView) -> list[Text]:
              "Recommendations for the job: none fired.\n", style="bold")
     for i, r in enumerate(j.recommendations, 1):
         cmp = "<" if r.fires_when == "below" else "≥"
-        t.append(f"{i}. {r.title}: {units.percent(r.measured)} {cmp} "
+        t.append(f"{i}. {rules.title(r)}: {units.percent(r.measured)} {cmp} "
                  f"{units.percent(r.threshold)} ({r.rule})\n", style="yellow")
-        t.append(f"   {r.advice} Evidence: {_evidence(r.evidence)}\n")
+        t.append(f"   {rules.advice(r)} Evidence: {_evidence(r.evidence)}\n")
     for n in said(j.rule_notes):
         t.append(f"note: {n}\n", style="dim")
     return [t]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from profiler_kit.render.json.plain import plain
+from profiler_kit.render.json.plain import plain, recommendations
 from profiler_kit.render.wording.notes import said
 
 if TYPE_CHECKING:  # the job view's module is needed only when there is a job
@@ -13,8 +13,9 @@ if TYPE_CHECKING:  # the job view's module is needed only when there is a job
 
 
 def document(job: JobView) -> dict[str, Any]:
-    """Every field of the job view, as it is."""
-    return {**plain(job), "warnings": said(job.warnings), "rule_notes": said(job.rule_notes)}
+    """Every field of the job view, as it is, its notes and rules said."""
+    return {**plain(job), "warnings": said(job.warnings), "rule_notes": said(job.rule_notes),
+            "recommendations": recommendations(job.recommendations)}
 
 
 def run_info(job: JobView) -> dict[str, Any]:

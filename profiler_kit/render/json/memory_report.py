@@ -19,6 +19,8 @@ def document(report: MemoryReport) -> dict[str, Any]:
     doc = msgspec.to_builtins(report)
     for s, d in zip(report.strategies, doc["strategies"], strict=True):
         d["notes"], d["limits"] = said(s.notes), said(s.limits)
+        for a, a_doc in zip(s.advice, d["advice"], strict=True):
+            a_doc["evidence"] = say(a.evidence)
         d["unrecorded"] = [{**u_doc, "why": say(u.why)}
                            for u, u_doc in zip(s.unrecorded, d["unrecorded"], strict=True)]
         for g, g_doc in zip(s.growth, d["growth"], strict=True):

@@ -9,6 +9,7 @@ import msgspec
 
 from profiler_kit.analysis.core.note import Note
 from profiler_kit.analysis.core.recommendation import Recommendation
+from profiler_kit.render.wording import rules
 from profiler_kit.render.wording.notes import say
 
 
@@ -19,10 +20,14 @@ def plain(value: Any) -> Any:
 
 
 def recommendations(recs: Iterable[Recommendation]) -> list[dict[str, Any]]:
-    """Recommendations as plain JSON data, the notes on their predictions said."""
+    """Recommendations as plain JSON data: the rule's title and advice said in place of the
+    branch and figures they are worded from, and the notes on their predictions said."""
     out = []
     for r in recs:
         doc = plain(r)
+        del doc["variant"], doc["figures"]
+        doc = {"rule": doc.pop("rule"), "scope": doc.pop("scope"), "title": rules.title(r),
+               "advice": rules.advice(r), **doc}
         for name in ("prediction_caveat", "no_prediction"):
             found: Note | None = getattr(r, name)
             doc[name] = say(found) if found is not None else None

@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from profiler_kit.analysis.memory.usage import WHY_NO_MEMORY_EVENTS
-
 Figures = Mapping[str, Any]
+
+# why a trace has no memory events: the two ways torch.profiler records none (the memory
+# rule's note in .trace_notes says it too)
+WHY_NO_MEMORY_EVENTS = ("profile_memory was off, or the profiler followed every thread "
+                        "with profile_all_threads, which records none")
 
 
 def _ranges(values: Sequence[int]) -> str:
@@ -51,6 +54,21 @@ def _no_link(f: Figures) -> str:
     return ("slow-transfer rule not judged: the link between the ranks is not in the traces "
             "(it is known for SXM/OAM GPUs of one host, every rank traced; here: "
             + _NO_LINK[f["why"]](f) + ")")
+
+
+MiB = 1 << 20
+
+
+def _reserve_at_peak(f: Figures) -> str:
+    share = (f["reserved"] - f["allocated"]) / f["reserved"]
+    return (f"at the peak {f['allocated'] / MiB:.1f} MiB allocated of "
+            f"{f['reserved'] / MiB:.1f} MiB reserved ({share:.0%} reserved but free); "
+            f"the most reserved was {f['peak_reserved'] / MiB:.1f} MiB")
+
+
+def _free_of_reserved(f: Figures) -> str:
+    return (f"{f['free'] / MiB:.1f} MiB of {f['reserved'] / MiB:.1f} MiB reserved is free "
+            f"({f['free'] / f['reserved']:.0%})")
 
 
 def _how_to_record_stacks(f: Figures) -> str:
@@ -109,6 +127,29 @@ SENTENCES: dict[str, Callable[[Figures], str]] = {
     "snapshot_without_stacks": lambda f: f"{f['path']}: recorded without stacks "
                                          "(_record_memory_history(stacks='python')): sites "
                                          "cannot be named",
+    # what would reduce fragmentation and idle reserve, with its evidence (memory.advice)
+    "snapshot_free_blocks_too_small": lambda f: f"{_free_of_reserved(f)}; "
+                                                f"{f['unusable_share']:.0%} of it is in blocks "
+                                                "smaller than the largest live block "
+                                                f"({f['largest_active'] / MiB:.1f} MiB), the "
+                                                "largest free block is "
+                                                f"{f['largest_free'] / MiB:.1f} MiB: set "
+                                                "PYTORCH_CUDA_ALLOC_CONF="
+                                                "expandable_segments:True",
+    "snapshot_empty_segments": lambda f: f"{f['segments']} segment(s) of "
+                                         f"{f['empty'] / MiB:.1f} MiB "
+                                         f"({f['empty'] / f['reserved']:.0%} of reserved) hold "
+                                         "no live block: torch.cuda.empty_cache() after the "
+                                         "phase that allocated them returns them",
+    "snapshot_nothing_to_gain": lambda f: f"{_free_of_reserved(f)}, {f['unusable_share']:.0%} "
+                                          "of it in blocks too small for the largest live "
+                                          "block: nothing to gain",
+    "trace_reserve_idle_at_peak": lambda f: f"{_reserve_at_peak(f)}: free reserve at the peak "
+                                            "is fragmentation or cached blocks of other sizes; "
+                                            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                                            "lets segments grow instead (an allocator "
+                                            "snapshot's segments tell which)",
+    "trace_nothing_to_gain": lambda f: f"{_reserve_at_peak(f)}: nothing to gain",
     # what a fit assumes (memory.fit)
     "fit_linear_in_batch": lambda f: f"the peak grows linearly with the batch (measured at "
                                      f"{f['low']} and {f['high']} items)",

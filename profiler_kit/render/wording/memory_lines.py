@@ -125,7 +125,7 @@ def strategy_lines(s: StrategyMemory, top: int = 10) -> list[str]:
         return [f"{s.label}: {_nothing(s)}"]
     out = [f"{s.label}"]
     out += _categories(s) + _peaks(s, top) + _growth(s) + _snapshot(s, top)
-    out += [f"  {a.remedy}: {a.evidence}" for a in s.advice]
+    out += [f"  {a.remedy}: {say(a.evidence)}" for a in s.advice]
     out += fit_lines(s.fit)
     out += [f"  no memory events in {u.path} ({say(u.why)})" for u in s.unrecorded]
     return out
@@ -180,7 +180,8 @@ def section_lines(report: MemoryReport) -> list[str]:
             parts = ", ".join(f"{name} {nbytes(b)}" for name, b in
                               sorted(c.by_category.items(), key=lambda kv: -kv[1]) if b)
             out.append(f"{s.label}: peak {nbytes(c.total_bytes)} on {c.device}: {parts}")
-        out += [f"{s.label}: {a.remedy}: {a.evidence}" for a in s.advice if a.remedy != "none"]
+        out += [f"{s.label}: {a.remedy}: {say(a.evidence)}" for a in s.advice
+                if a.remedy != "none"]
         if s.snapshot is not None:
             out += [f"{s.label}: OUT OF MEMORY on cuda:{o.device}, requested "
                     f"{nbytes(o.requested_bytes)}" for o in s.snapshot.oom_events]

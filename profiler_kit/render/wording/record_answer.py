@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render.wording import units
+from profiler_kit.render.wording import rules, units
 from profiler_kit.render.wording.recommendation_gain import gain_line
 
 
@@ -35,7 +35,7 @@ def answer(analyses: Sequence[TraceAnalysis], label: str = "") -> str | None:
         return text + "; no recommendation fired"
     first = a.recommendations[0]
     gain = gain_line(first) if first.predicted_gain_pct is not None else None
-    return text + f"; first recommendation: {first.title}" + (f" ({gain})" if gain else "")
+    return text + f"; first recommendation: {rules.title(first)}" + (f" ({gain})" if gain else "")
 
 
 def _step(a: TraceAnalysis) -> str:

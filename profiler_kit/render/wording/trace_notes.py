@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from profiler_kit.analysis.memory.usage import WHY_NO_MEMORY_EVENTS
+from profiler_kit.render.wording.job_notes import WHY_NO_MEMORY_EVENTS
 
 Figures = Mapping[str, Any]
 

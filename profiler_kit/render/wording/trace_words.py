@@ -13,7 +13,7 @@ from profiler_kit.analysis.time.busy import DeviceTimeline
 from profiler_kit.analysis.time.idle_causes import KIND_LABELS
 from profiler_kit.analysis.time.unrecorded_activity import MissingGpuActivity
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
-from profiler_kit.render.wording import units
+from profiler_kit.render.wording import rules, units
 from profiler_kit.render.wording.names import short_name
 
 
@@ -139,9 +139,9 @@ def _evidence(ev: Sequence[Evidence]) -> str:
 def recommendation_lines(r: Recommendation) -> tuple[str, str]:
     """Headline (with measured vs threshold) and evidence line of one recommendation."""
     cmp = "<" if r.fires_when == "below" else "≥"
-    head = (f"{r.title} [{r.scope}]: {value(r.measured, r.unit)} {cmp} "
+    head = (f"{rules.title(r)} [{r.scope}]: {value(r.measured, r.unit)} {cmp} "
             f"{value(r.threshold, r.unit)} ({r.rule})")
-    return head, f"{r.advice} Evidence: {_evidence(r.evidence)}"
+    return head, f"{rules.advice(r)} Evidence: {_evidence(r.evidence)}"
 
 WHOLE_TRACE_NOTE = ("† no ProfilerStep# steps (or no GPU work linked to them): its figures, "
                     "step time included, cover the whole trace window")
