@@ -25,7 +25,7 @@ from typing import Any
 from profiler_kit.notebook import frames
 
 TABLES = ("kernels", "ops", "steps", "launches", "idle", "memory", "modules", "comms",
-          "counters")
+          "counters", "recommendations")
 PathLike = str | os.PathLike[str]
 
 
@@ -92,6 +92,10 @@ class Trace:
     @cached_property
     def counters(self) -> Any:
         return frames.counters(self._ctx)
+
+    @cached_property
+    def recommendations(self) -> Any:
+        return frames.recommendations(self.analysis)
 
     def figure(self, name: str) -> Any:
         """A plotly figure: ``timeline``, ``steps``, ``hotspots``, ``idle``, ``memory``,

@@ -221,6 +221,25 @@ def idle(analysis: Any) -> pd.DataFrame:
     return frame
 
 
+def recommendations(analysis: Any) -> pd.DataFrame:
+    """The rules that fired, as ``profkit analyze`` ranks them, then those held back under
+    the minimum gain: ``rule``, ``scope``, ``title`` and ``advice`` (the words every format
+    shows), ``measured``, ``threshold``, ``unit``, ``change`` (the what-if change that
+    models the advice), ``predicted_gain_pct``, ``held_back``."""
+    from profiler_kit.render.wording import rules
+
+    pd = pandas()
+    columns = ["rule", "scope", "title", "advice", "measured", "threshold", "unit", "change",
+               "predicted_gain_pct", "held_back"]
+    records = [{"rule": r.rule, "scope": r.scope, "title": rules.title(r),
+                "advice": rules.advice(r), "measured": r.measured, "threshold": r.threshold,
+                "unit": r.unit, "change": r.change, "predicted_gain_pct": r.predicted_gain_pct,
+                "held_back": held}
+               for held, recs in ((False, analysis.recommendations),
+                                  (True, analysis.held_back)) for r in recs]
+    return pd.DataFrame(records, columns=columns)
+
+
 def memory(ctx: TraceContext) -> pd.DataFrame:
     """One row per allocation (``bytes`` > 0) or free (< 0) the profiler recorded
     (``profile_memory=True``): ``ts_ns``, ``device`` ("cpu", "cuda:0", ...), ``bytes``,

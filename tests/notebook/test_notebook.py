@@ -197,3 +197,17 @@ def test_the_counters_table_is_the_raw_samples_of_either_format() -> None:
         assert set(table["device"]) == {0}
         assert t.kernels["name"].tolist() == ["triton_poi_fused_add_cos_sin_0"]
     assert pk.load(DATA / "a100_alexnet.json.gz").counters.empty
+
+
+def test_the_recommendations_table_is_what_analyze_writes(tmp_path) -> None:
+    """Each rule that fired, in analyze's order, with the words its JSON carries, then the
+    rules held back under the minimum gain (named in analyze's note)."""
+    name = "h100_bert_small.json.gz"  # three rules shown, one held back
+    doc, recs = _document(name, tmp_path), pk.load(DATA / name).recommendations
+    shown = recs[~recs["held_back"]]
+    assert shown[["rule", "scope", "title", "advice"]].to_dict("records") == [
+        {k: r[k] for k in ("rule", "scope", "title", "advice")} for r in doc["recommendations"]]
+    assert shown["predicted_gain_pct"].tolist()[0] == pytest.approx(
+        doc["recommendations"][0]["predicted_gain_pct"])
+    (held,) = recs[recs["held_back"]].itertuples()
+    assert len(shown) == 3 and f"{held.rule} [{held.scope}]" in " ".join(doc["notes"])
