@@ -22,7 +22,11 @@ MISSING = "ModuleNotFoundError: No module named 'nonexistent_module'"
 
 
 def _record(folder: Path, *command: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "profiler_kit", "record", "-o", str(folder), *command],
+    """``profkit record`` of a script that fails before its first step; the fallback time
+    window waits longer than any of them runs, so a loaded machine that takes more than
+    the default 5 s from importing torch to failing records no window either."""
+    return subprocess.run([PY, "-m", "profiler_kit", "record", "-o", str(folder),
+                           "--window-after", "600", *command],
                           capture_output=True, text=True, timeout=240,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
