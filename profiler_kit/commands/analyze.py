@@ -129,7 +129,7 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
         from profiler_kit.render.markdown.analysis import render as markdown
 
         outputs.write(targets["markdown"], markdown(analyses, comparison, top=args.top,
-                                                    unreadable=unreadable))
+                                                    unreadable=unreadable, jobs=jobs))
     if "html" in targets:
         from profiler_kit import api
 

@@ -228,7 +228,8 @@ class _View:
         from profiler_kit.util import artifacts, outputs
 
         self.markdown = markdown(analyses, comparison, top=self.args.top,
-                                 unreadable=getattr(analyses, "unreadable", ()))
+                                 unreadable=getattr(analyses, "unreadable", ()),
+                                 jobs=getattr(analyses, "jobs", ()))
         try:
             html = api.report_html([self.run_dir], title=f"profkit record: {self.target.script}",
                                    analyses=analyses, comparison=comparison,

@@ -32,7 +32,9 @@ def renderables(blocks: Iterable[Block]) -> list[RenderableType]:
 
 
 def _cell(cell: Cell) -> Text:
-    return Text(cell.text, style=cell.style) if isinstance(cell, Styled) else Text(cell)
+    if isinstance(cell, Styled):
+        return Text(cell.text, style=cell.style, overflow=cell.overflow)  # type: ignore[arg-type]
+    return Text(cell)
 
 
 def _table(grid: Grid) -> Table:

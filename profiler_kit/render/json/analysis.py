@@ -1,7 +1,7 @@
 """JSON for ``profkit analyze --json``: schema ``profkit.analysis/3`` (see docs/analysis-json.md).
 
 The document is the analyses' own fields, raw units (ns, bytes, fractions), with
-``klass`` spelled ``class``; a trace's keys are its presenters'
+``klass`` spelled ``class``; a trace's keys, and a job's, are the presenters'
 (:mod:`profiler_kit.render.sections`). Fields are only ever added within one schema
 version.
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from profiler_kit.render import sections
-from profiler_kit.render.json import job, memory_report
+from profiler_kit.render.json import memory_report
 from profiler_kit.render.json.plain import plain
 from profiler_kit.render.wording.notes import say
 
@@ -38,6 +38,14 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
     # an analysis registered without a presenter: as it is, under its own name
     doc.update({name: plain(getattr(a, name)) for name in a.__struct_fields__
                 if name not in presented})
+    return doc
+
+
+def job_document(j: JobView) -> dict[str, Any]:
+    """One job's object: each presenter's job keys, in the presenters' order."""
+    doc: dict[str, Any] = {}
+    for p in sections.PRESENTERS:
+        doc.update(p.job_json(j))
     return doc
 
 
@@ -78,7 +86,7 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
         "schema": SCHEMA,
         "traces": [trace_document(a) for a in analyses],
         "comparison": comp,
-        "jobs": [job.document(j) for j in jobs],
+        "jobs": [job_document(j) for j in jobs],
         "unreadable": [{"path": u.path, "reason": u.reason} for u in unreadable],
         "memory_explained": None if memory is None else memory_report.document(memory),
     }

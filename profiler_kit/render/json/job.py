@@ -1,21 +1,14 @@
-"""The job view as plain JSON data: whole (``profkit analyze --json``'s ``jobs``) or in a
-few numbers (a run's ``info["job"]``), its notes said as sentences."""
+"""The job view in a few numbers (a run's ``info["job"]``), its notes said as sentences;
+``profkit analyze --json``'s ``jobs`` are the presenters' (``render/sections/job``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from profiler_kit.render.json.plain import plain, recommendations
 from profiler_kit.render.wording.notes import said
 
 if TYPE_CHECKING:  # the job view's module is needed only when there is a job
     from profiler_kit.analysis.jobs.job_view import JobView
-
-
-def document(job: JobView) -> dict[str, Any]:
-    """Every field of the job view, as it is, its notes and rules said."""
-    return {**plain(job), "warnings": said(job.warnings), "rule_notes": said(job.rule_notes),
-            "recommendations": recommendations(job.recommendations)}
 
 
 def run_info(job: JobView) -> dict[str, Any]:

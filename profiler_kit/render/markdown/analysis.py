@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
@@ -25,11 +26,19 @@ from profiler_kit.render.wording.trace_words import (
 )
 from profiler_kit.trace.source import Unreadable
 
+if TYPE_CHECKING:
+    from profiler_kit.analysis.jobs.job_view import JobView
+
 
 def trace_section(a: TraceAnalysis, top: int = 10) -> list[str]:
     """One trace's sections, in the presenters' order."""
     view = View(top)
     return [line for p in sections.PRESENTERS for line in p.markdown(a, view)]
+
+
+def job_section(j: JobView) -> list[str]:
+    """One job's sections (several ranks aligned), in the presenters' order."""
+    return [line for p in sections.PRESENTERS for line in p.job_markdown(j)]
 
 
 # traces side by side in one Markdown table; with more, a summary row per trace comes
@@ -121,7 +130,9 @@ def diff_sections(c: Comparison, top: int) -> list[str]:
 
 
 def render(analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
-           top: int = 10, unreadable: Sequence[Unreadable] = ()) -> str:
+           top: int = 10, unreadable: Sequence[Unreadable] = (),
+           jobs: Sequence[JobView] = ()) -> str:
+    """The comparison, each trace's sections, then each job's (as the console shows them)."""
     out = ["# profkit analysis", ""]
     if unreadable:
         out += [f"**Left out, unreadable:** `{u.path}` ({u.reason})" for u in unreadable]
@@ -131,4 +142,6 @@ def render(analyses: Sequence[TraceAnalysis], comparison: Comparison | None = No
         out += diff_sections(comparison, top)
     for a in analyses:
         out += trace_section(a, top)
+    for j in jobs:
+        out += job_section(j)
     return "\n".join(out) + "\n"

@@ -61,7 +61,10 @@ class Body(NamedTuple):
 class Presenter:
     """How one analysis (``fields``: the ``TraceAnalysis`` fields it presents) reads in
     every format. Each hook returns nothing by default: a presenter fills the formats its
-    analysis shows in."""
+    analysis shows in. The ``job_`` hooks read a job (several ranks of one job aligned, a
+    ``JobView``) as the others read a trace: the console draws a job's blocks in its own
+    panel and Markdown its lines after the traces', the JSON merges its keys into the
+    job's object under ``jobs``."""
 
     fields: tuple[str, ...] = ()
     # its place in every format: sections.PRESENTERS sorts the presenters by it (each its
@@ -78,6 +81,18 @@ class Presenter:
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
         """The keys of one trace's JSON object (``docs/analysis-json.md`` lists each)."""
+        return {}
+
+    def job_console(self, j: JobView) -> list[Block]:
+        """The console's blocks for one job."""
+        return []
+
+    def job_markdown(self, j: JobView) -> list[str]:
+        """The Markdown lines for one job."""
+        return []
+
+    def job_json(self, j: JobView) -> dict[str, Any]:
+        """The keys of one job's JSON object (``jobs`` in ``docs/analysis-json.md``)."""
         return {}
 
     def charts(self, page: Page) -> list[Chart]:

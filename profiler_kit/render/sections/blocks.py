@@ -19,6 +19,7 @@ class Styled:
 
     text: str
     style: str = ""
+    overflow: str | None = None  # in a table cell: "fold" breaks it rather than cut it
 
 
 Cell = str | Styled

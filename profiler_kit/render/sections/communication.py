@@ -1,5 +1,5 @@
 """What one trace alone says of its communication: each kind's calls, sizes and bandwidth,
-and the time no computation hid (the job view across ranks is ``console/job``'s)."""
+and the time no computation hid (the job view across ranks is :mod:`.job`'s)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The parts of the report's page that are no analysis of one trace: the runs' strategies
 and scenario charts, the comparison and its step waterfalls, the what-if predictions, the
-job across ranks, the memory report, the run's parameters, the traces read and those left
-out."""
+memory report, the run's parameters, the traces read and those left out (the job across
+ranks is :mod:`.job`'s)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 
 from profiler_kit.render.html import (
     diff_charts,
-    job_charts,
     run_charts,
     scenario_charts,
     trace_charts,
@@ -67,12 +66,6 @@ class WhatIf(Presenter):
 
     def charts(self, page: Page) -> list[Chart]:
         return whatif_charts.whatif_charts(page.analyses, page.runs)
-
-
-class AcrossRanks(Presenter):
-    order = 250
-    def charts(self, page: Page) -> list[Chart]:
-        return job_charts.job_charts(page.jobs)
 
 
 class ScenarioCharts(Presenter):
