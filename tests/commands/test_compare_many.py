@@ -11,13 +11,14 @@ from pathlib import Path
 from rich.console import Console
 
 from profiler_kit import api
-from profiler_kit.render.console.analysis import (
+from profiler_kit.render.console.analysis import comparison_view
+from profiler_kit.render.markdown import analysis as analysis_markdown
+from profiler_kit.render.sections.comparison import (
+    MAX_COLUMNS,
     columns_that_fit,
     comparison_tables,
-    comparison_view,
-    trace_groups,
 )
-from profiler_kit.render.markdown import analysis as analysis_markdown
+from profiler_kit.render.wording.trace_words import trace_groups
 
 TRACE = Path(__file__).parents[1] / "data" / "a100_triton_kernel.json.gz"
 
@@ -60,7 +61,7 @@ def test_fifty_traces_get_a_summary_and_tables_per_group(tmp_path: Path) -> None
     summary, *groups = tables
     assert [row.split(" | ")[0].lstrip("| ").split(" ")[0] for row in summary[2:]] == list(
         c.labels)
-    limit = analysis_markdown.MAX_COLUMNS
+    limit = MAX_COLUMNS
     heads = [row[0].strip("| ").split(" | ")[1:] for row in groups
              if row[0].startswith("| metric")]
     assert all(len(h) <= limit and h[0].endswith("(baseline)") for h in heads)

@@ -38,11 +38,13 @@ def _cell(cell: Cell) -> Text:
 
 
 def _table(grid: Grid) -> Table:
-    title = escape(grid.title)  # a title in the table's bold, its brackets kept as text
+    # a title in the table's bold, its brackets kept as text; a styled one as it is
+    title = _cell(grid.title) if isinstance(grid.title, Styled) else escape(grid.title)
     t = Table(title=title, **TABLE) if grid.fit is None else \
         FitTable(title=title, kinds=dict(grid.fit), **TABLE)
     for c in grid.columns:
-        t.add_column(c.header, justify=c.justify, no_wrap=c.no_wrap,  # type: ignore[arg-type]
+        t.add_column(_cell(c.header) if isinstance(c.header, Styled) else c.header,
+                     justify=c.justify, no_wrap=c.no_wrap,  # type: ignore[arg-type]
                      min_width=c.min_width, max_width=c.max_width,
                      overflow=c.overflow)  # type: ignore[arg-type]
     for row in grid.rows:

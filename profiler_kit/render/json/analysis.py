@@ -1,7 +1,7 @@
 """JSON for ``profkit analyze --json``: schema ``profkit.analysis/3`` (see docs/analysis-json.md).
 
 The document is the analyses' own fields, raw units (ns, bytes, fractions), with
-``klass`` spelled ``class``; a trace's keys, and a job's, are the presenters'
+``klass`` spelled ``class``; a trace's keys, a job's and the comparison's are the presenters'
 (:mod:`profiler_kit.render.sections`). Fields are only ever added within one schema
 version.
 """
@@ -16,7 +16,6 @@ import msgspec
 from profiler_kit.render import sections
 from profiler_kit.render.json import memory_report
 from profiler_kit.render.json.plain import plain
-from profiler_kit.render.wording.notes import say
 
 if TYPE_CHECKING:  # the job view's module is needed only when there is a job
     from profiler_kit.analysis.compare import Comparison
@@ -57,31 +56,9 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
     their categories and snapshots (the console's memory section), or None."""
     comp = None
     if comparison is not None:
-        from profiler_kit.render.wording.diff_views import verdict_line  # a comparison's
-
-        comp = {
-            "labels": list(comparison.labels),
-            "windows": list(comparison.windows),
-            "baseline": comparison.labels[comparison.baseline],
-            "metrics": [
-                {**plain(m), "best": comparison.labels[m.best] if m.best is not None else None}
-                for m in comparison.metrics
-            ],
-            "ops": plain(comparison.ops),
-            "steps": None if comparison.steps is None else {
-                "baseline": comparison.labels[comparison.steps.baseline],
-                "side": comparison.steps.side,
-                "waterfalls": [
-                    None if w is None else {**plain(w), "verdict": verdict_line(w)}
-                    for w in comparison.steps.waterfalls
-                ],
-            },
-            "verdicts": [verdict_line(w) for w in (comparison.steps.waterfalls
-                                                   if comparison.steps else ()) if w],
-            "unpaired": list(comparison.unpaired),
-            "predictions": [{**plain(p), "caveat": say(p.caveat) if p.caveat else None}
-                            for p in comparison.predictions],
-        }
+        comp = {}
+        for p in sections.PRESENTERS:
+            comp.update(p.comparison_json(comparison))
     return {
         "schema": SCHEMA,
         "traces": [trace_document(a) for a in analyses],

@@ -28,10 +28,12 @@ if TYPE_CHECKING:
 
 
 class View(NamedTuple):
-    """How much a text format shows: the rows of a top-N table, the console's width."""
+    """How much a text format shows: the rows of a top-N table, the console's width, and
+    (a comparison, on the console) the ops by input shape."""
 
     top: int = 10
     width: int = 120
+    by_shape: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,10 @@ class Presenter:
     analysis shows in. The ``job_`` hooks read a job (several ranks of one job aligned, a
     ``JobView``) as the others read a trace: the console draws a job's blocks in its own
     panel and Markdown its lines after the traces', the JSON merges its keys into the
-    job's object under ``jobs``."""
+    job's object under ``jobs``. The ``comparison_`` hooks read the comparison of several
+    traces (a ``Comparison``): the console draws its blocks after the traces' panels,
+    Markdown its lines before the traces' sections, the JSON merges its keys into
+    ``comparison``."""
 
     fields: tuple[str, ...] = ()
     # its place in every format: sections.PRESENTERS sorts the presenters by it (each its
@@ -93,6 +98,18 @@ class Presenter:
 
     def job_json(self, j: JobView) -> dict[str, Any]:
         """The keys of one job's JSON object (``jobs`` in ``docs/analysis-json.md``)."""
+        return {}
+
+    def comparison_console(self, c: Comparison, view: View) -> list[Block]:
+        """The console's blocks for the comparison."""
+        return []
+
+    def comparison_markdown(self, c: Comparison, view: View) -> list[str]:
+        """The Markdown lines for the comparison."""
+        return []
+
+    def comparison_json(self, c: Comparison) -> dict[str, Any]:
+        """The keys of the comparison's JSON object (``docs/analysis-json.md``)."""
         return {}
 
     def charts(self, page: Page) -> list[Chart]:

@@ -39,9 +39,10 @@ class Lines:
 
 @dataclass(frozen=True)
 class Column:
-    """A table column and how it lays out on a narrow console."""
+    """A table column and how it lays out on a narrow console (a ``Styled`` header is
+    plain text, never markup: a trace's label as it is)."""
 
-    header: str
+    header: Cell
     justify: str = "left"
     no_wrap: bool = False
     min_width: int | None = None
@@ -51,11 +52,12 @@ class Column:
 
 @dataclass(frozen=True)
 class Grid:
-    """A table: ``caption`` under it (left-aligned with ``caption_left``); ``fit``: the
-    kinds of the columns that wrap as text when the console is too narrow (a FitTable;
-    None: a plain table that cuts its cells)."""
+    """A table: ``title`` in bold (a ``Styled`` one in its own style); ``caption`` under it
+    (left-aligned with ``caption_left``); ``fit``: the kinds of the columns that wrap as
+    text when the console is too narrow (a FitTable; None: a plain table that cuts its
+    cells)."""
 
-    title: str
+    title: Cell
     columns: tuple[Column, ...]
     rows: tuple[tuple[Cell, ...], ...]
     caption: str | None = None

@@ -1,7 +1,7 @@
 """The parts of the report's page that are no analysis of one trace: the runs' strategies
-and scenario charts, the comparison and its step waterfalls, the what-if predictions, the
-memory report, the run's parameters, the traces read and those left out (the job across
-ranks is :mod:`.job`'s)."""
+and scenario charts, the what-if predictions, the memory report, the run's parameters, the
+traces read and those left out (the job across ranks is :mod:`.job`'s, the comparison
+:mod:`.comparison`'s and :mod:`.changes`')."""
 
 from __future__ import annotations
 
@@ -10,18 +10,15 @@ from dataclasses import replace
 from typing import Any
 
 from profiler_kit.render.html import (
-    diff_charts,
     run_charts,
     scenario_charts,
-    trace_charts,
     whatif_charts,
 )
 from profiler_kit.render.html.figures import Chart
 from profiler_kit.render.html.markup import e, table
 from profiler_kit.render.sections.base import Body, Page, Presenter
-from profiler_kit.render.wording import prediction_checks, predictions, units
+from profiler_kit.render.wording import predictions, units
 from profiler_kit.render.wording.memory_lines import has_memory, section_lines
-from profiler_kit.render.wording.trace_words import value
 from profiler_kit.results import RunResult
 
 
@@ -37,26 +34,6 @@ class RunStrategies(Presenter):
                 found = [replace(c, section=f"{c.section}: {run.run_dir.name}") for c in found]
             charts += found
         return charts
-
-
-class StepChange(Presenter):
-    """Why the step time differs: a waterfall per compared trace, or why none is drawn
-    (said where the waterfall would be, as the console and summary.md say it)."""
-    order = 130
-
-    def charts(self, page: Page) -> list[Chart]:
-        return diff_charts.waterfall_charts(page.comparison, _withheld(page))
-
-    def body(self, page: Page) -> Body | None:
-        lines = list(dict.fromkeys(_withheld(page).values()))
-        if not lines:
-            return None
-        return Body(None, diff_charts.STEP_CHANGE,
-                    "\n".join(f'<p class="withheld">{e(line)}</p>' for line in lines))
-
-
-def _withheld(page: Page) -> dict[str, str]:
-    return diff_charts.withheld_explanations(page.comparison, page.analyses, page.runs)
 
 
 class WhatIf(Presenter):
@@ -80,36 +57,6 @@ class ScenarioCharts(Presenter):
         for report in page.ddp_reports:
             charts += scenario_charts.ddp_report_charts(report)
         return charts
-
-
-class ComparisonTable(Presenter):
-    order = 270
-    def body(self, page: Page) -> Body | None:
-        c = page.comparison
-        if c is None:
-            return None
-        names = {a.label: trace_charts.name_of(a) for a in page.analyses}
-        header = ["metric"] + [names.get(lab, lab) + (" (baseline)" if i == c.baseline else "")
-                               for i, lab in enumerate(c.labels)]
-        rows = []
-        for m in c.metrics:
-            cells = [e(m.label)]
-            for i, v in enumerate(m.values):
-                text = value(v, m.unit)
-                if i != c.baseline and m.deltas[i] is not None:
-                    text += f" ({units.signed_percent(m.deltas[i])})"
-                cells.append(f"<strong>{e(text)}</strong>" if m.best == i else e(text))
-            rows.append(cells)
-        checks = ""
-        if c.predictions:
-            checks = (f'<h3>Predicted against measured</h3><p class="muted">'
-                      f"{e(prediction_checks.title(c))}.</p>"
-                      + table(prediction_checks.HEAD,
-                              [[e(x) for x in row] for row in prediction_checks.rows(c)],
-                              numeric_from=2))
-        return Body("comparison", "Comparison",
-                    '<p class="muted">Each trace against the baseline; the best value of a '
-                    "row is in bold.</p>" + table(header, rows) + checks)
 
 
 class MemoryReportPresenter(Presenter):

@@ -25,10 +25,3 @@ class WholeTrace(Presenter):
             "launches": launches_json(a.trace_launches),
         }}
 
-
-class ComparedNames(Presenter):
-    """The op and kernel names per step (``names``): read by the comparison, written by
-    none."""
-
-    fields = ("names",)
-    order = 240

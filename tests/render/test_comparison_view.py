@@ -1,0 +1,96 @@
+"""The comparison of traces reads through its presenters like a trace's analyses: the
+console's blocks, the Markdown's lines and the JSON's keys come from the metrics table's
+presenter and then the one of what changed (waterfalls, diffs, predictions, verdicts),
+and a new presenter's comparison hooks show in every format."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from profiler_kit import api
+from profiler_kit.render import sections
+from profiler_kit.render.console.analysis import comparison_view
+from profiler_kit.render.json.analysis import dumps
+from profiler_kit.render.markdown.analysis import comparison_section
+from profiler_kit.render.markdown.analysis import render as markdown
+from profiler_kit.render.sections import Presenter, View
+from profiler_kit.render.sections.blocks import Grid, Lines, Styled
+from profiler_kit.render.sections.changes import WhatChanged
+from profiler_kit.render.sections.comparison import ComparisonTable
+from profiler_kit.render.wording.diff_views import verdict_lines
+
+DATA = Path(__file__).parents[1] / "data"
+TRACES = ("h100_bert_small", "mi300_bert_small", "v100_resnet50_train")
+
+
+@pytest.fixture(scope="module")
+def compared():
+    analyses = api.analyze([str(DATA / f"{t}.json.gz") for t in TRACES], jobs=1)
+    return analyses, api.compare(analyses)
+
+
+def _console(c, width: int = 200) -> str:
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None).print(comparison_view(c, 5, width))
+    return buf.getvalue()
+
+
+def _text(cell) -> str:
+    return cell.text if isinstance(cell, Styled) else cell
+
+
+def test_console_and_markdown_come_from_the_presenters(compared):
+    _, c = compared
+    view = View(5, 200)
+    filled = [p for p in sections.PRESENTERS
+              if p.comparison_console(c, view) or p.comparison_markdown(c, view)]
+    assert [type(p) for p in filled] == [ComparisonTable, WhatChanged]
+    text, md = _console(c), comparison_section(c, 5)
+    assert md == [line for p in filled for line in p.comparison_markdown(c, view)]
+    flat = " ".join(text.split())
+    grids = [b for p in filled for b in p.comparison_console(c, view) if isinstance(b, Grid)]
+    assert grids and all(_text(g.title) in text for g in grids)
+    for g in grids:  # every cell the console draws, in the order the blocks give them
+        for row in g.rows:
+            assert " ".join(" ".join(_text(x).split()) for x in row) in flat
+    (verdict,) = [b for b in filled[1].comparison_console(c, view) if isinstance(b, Lines)]
+    lines = verdict_lines(c)
+    assert lines and "".join(p.text for p in verdict.pieces) == (
+        "Verdict\n" + "".join(f"{x}\n" for x in lines))
+    assert text.rstrip().endswith(lines[-1].split()[-1])  # the verdict last, on the console
+    assert md[md.index("## Verdict") + 2:][:len(lines)] == [f"- {x}" for x in lines]
+    metrics = md.index("## Comparison")
+    assert metrics == 0 and md.index("## Verdict") > metrics
+
+
+class Probe(Presenter):
+    """Something new about the comparison: in every format's comparison."""
+
+    order = 276
+
+    def comparison_console(self, c, view):
+        return [Lines.of(f"probe: {len(c.labels)} traces")]
+
+    def comparison_markdown(self, c, view):
+        return [f"probe: {len(c.labels)} traces", ""]
+
+    def comparison_json(self, c):
+        return {"probe": len(c.labels)}
+
+
+def test_every_format_walks_the_presenters_for_the_comparison(compared, monkeypatch):
+    analyses, c = compared
+    monkeypatch.setattr(sections, "PRESENTERS", (*sections.PRESENTERS, Probe()))
+    text = _console(c)
+    assert text.index("Verdict") < text.index("probe: 3 traces")
+    md = markdown(analyses, c)
+    assert md.index("## Comparison") < md.index("\nprobe: 3 traces\n") < md.index("## h100")
+    doc = json.loads(dumps(analyses, c))["comparison"]
+    assert list(doc) == ["labels", "windows", "baseline", "metrics", "ops", "steps",
+                         "verdicts", "unpaired", "predictions", "probe"]
+    assert doc["probe"] == 3
