@@ -107,3 +107,30 @@ def test_every_format_shows_the_table():
     assert any("| DtoH Device → Pageable |" in r for r in md)
     doc = json.loads(json.dumps(trace_document(a)["copies"]))
     assert doc["kinds"][0]["count"] == 55 and doc["kinds"][0]["ops"] == [["aten::copy_", 55]]
+
+
+def test_a_copy_named_otherwise_keeps_its_name_and_the_table_fits(tmp_path):
+    """A memcpy whose name is not in Kineto's form (another runtime's, another exporter's)
+    is its own kind, named whole in the JSON and cut to fit on an 80-column console."""
+    from rich.console import Console
+
+    from profiler_kit.analysis.trace_analysis import analyze_table
+    from profiler_kit.render.console.blocks import renderables
+    from profiler_kit.trace.loader import load
+
+    odd = "CopyHostToDevice_some_runtime_specific_memcpy_name"
+    events = _events("a100_alexnet.json.gz")
+    for e in events:
+        if e["name"] == "Memcpy HtoD (Pageable -> Device)":
+            e["name"] = odd
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    a = analyze_table(load(path))
+    (kind,) = a.copies.kinds
+    assert (kind.direction, kind.source, kind.count) == (odd, "", 16)
+    assert pageable_line(a.copies) is None  # the name says no memory kind
+    console = Console(width=80, record=True, color_system=None)
+    console.print(*renderables(CopiesPresenter().console(a, View(width=80))))
+    text = console.export_text()
+    assert "count" in text and "launched by" in text and "CopyHostToDevice_some_r…" in text
+    assert max(len(line) for line in text.splitlines()) <= 80

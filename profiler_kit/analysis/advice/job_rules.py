@@ -119,8 +119,9 @@ def _waiting(job: JobView, step: float, on_device: set[int | None]) -> list[Reco
         figures={"straggler": None if s is None else (s.rank, s.last_arrivals, s.instances),
                  "rank": None if first is None else first.rank,
                  "range": None if lead is None else lead.label,
+                 # only the host_work variant words it, where the lead-in has time
                  "gpu_share": None if lead is None or not gpu else
-                 lead.gpu_ns / lead.ns if lead.gpu_ns > 0 else 0.0},
+                 lead.gpu_ns / lead.ns if lead.gpu_ns > 0 and lead.ns > 0 else 0.0},
         measured=share, threshold=WAIT_SHARE, fires_when="above", unit="fraction",
         evidence=tuple(ev))]
 

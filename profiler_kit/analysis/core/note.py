@@ -18,8 +18,15 @@ class Note(msgspec.Struct, frozen=True):
     code: str  # stable id, e.g. "cpu_rules_no_op_time"
     figures: dict[str, Any] = msgspec.field(default_factory=dict)
 
-    def __hash__(self) -> int:  # the figures are a dict: hash the code and their items
-        return hash((self.code, tuple(sorted(self.figures.items(), key=lambda kv: kv[0]))))
+    def __hash__(self) -> int:
+        return stable_hash(self)
+
+
+def stable_hash(s: msgspec.Struct) -> int:
+    """A hash of a frozen Struct whose fields hold dicts or lists (figures): of its JSON with
+    sorted keys, so that equal ones hash alike, a tuple hashes as the list it decodes to,
+    and one read back from JSON hashes as the one written."""
+    return hash(msgspec.json.encode(s, order="sorted"))
 
 
 def note(code: str, **figures: Any) -> Note:

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from profiler_kit.analysis.core.note import Note
+from profiler_kit.analysis.core.note import Note, stable_hash
 
 
 class Evidence(msgspec.Struct, frozen=True):
@@ -57,6 +57,9 @@ class Recommendation(msgspec.Struct, frozen=True):
     prediction_caveat: Note | None = None
     # why a rule no change models has no predicted gain (None where a change models it)
     no_prediction: Note | None = None
+
+    def __hash__(self) -> int:  # its figures are a dict
+        return stable_hash(self)
 
 
 def priced_by_change(recs: Iterable[Recommendation]) -> dict[str, list[Recommendation]]:

@@ -23,9 +23,9 @@ HEADER = ("copy", "count", "/ step", "GPU time", "launched by")
 
 
 def _label(k: CopyKind) -> str:
-    """``HtoD Pageable → Device``; the direction alone where Kineto's name has no memory
-    kinds."""
-    return f"{k.direction} {k.source} → {k.destination}" if k.source else k.direction
+    """``HtoD Pageable → Device``; a name not in Kineto's form as it is, cut to fit."""
+    return f"{k.direction} {k.source} → {k.destination}" if k.source \
+        else short_name(k.direction, 24)
 
 
 def _rows(c: Copies) -> list[tuple[str, ...]]:
@@ -60,7 +60,7 @@ class CopiesPresenter(Presenter):
             return []
         columns = tuple(Column(h, justify="right" if 1 <= i <= 3 else "left")
                         for i, h in enumerate(HEADER))
-        fit = {h: WHOLE for h in HEADER} | {"launched by": NAMES}
+        fit = {h: WHOLE for h in HEADER} | {"copy": NAMES, "launched by": NAMES}
         blocks: list[Block] = [Grid(_title(a), columns, tuple(_rows(a.copies)), fit=fit)]
         line = pageable_line(a.copies)
         return blocks + ([Lines.of(line)] if line else [])
