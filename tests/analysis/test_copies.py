@@ -134,3 +134,62 @@ def test_a_copy_named_otherwise_keeps_its_name_and_the_table_fits(tmp_path):
     text = console.export_text()
     assert "count" in text and "launched by" in text and "CopyHostToDevice_some_r…" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+# Where the pageable-copy line must fire, read from each trace's memcpy names in its window:
+# host memory the driver stages (Kineto writes "Pageable" on the host side).
+PAGEABLE_FIRES = {
+    "a100_alexnet.json.gz": 16,  # inputs moved to the GPU with .to() from pageable tensors
+    "a100_simple_add.json.gz": 16,
+    "a100_event_sync.json.gz": 1,  # one .item()-style copy back to pageable memory
+    "a100_recsys_16gpu_rank0.json.gz": 75,  # 45 to the GPU, 30 back
+    "a100_recsys_8gpu_rank3.json.gz": 60,
+    "b200_vllm_eager.json.gz": 2,
+    "h100_owlv2_dataloader.json.gz": 80,
+    "v100_resnet50_tb_sample_step.json.gz": 2,
+    "two_ranks/rank0.json.gz": 24,
+}
+# Silent: copies only between device buffers or from pinned memory (a100_ddp_nccl_rank0,
+# h100_bert_small, h200_*, mi300_bert_small, mi300_resnet_act_checkpoint,
+# v100_resnet50_train), ROCm's "Host", whose kind it does not name (mi250_minitoy_train),
+# no memcpy in the window (CPU traces, h100_vit_image_classification: memsets only).
+PAGEABLE_SILENT = (
+    "a100_ddp_nccl_rank0.json.gz", "h100_bert_small.json.gz",
+    "h200_concurrent_sequential.pt.trace.json.gz",
+    "h200_concurrent_sequential_amp.pt.trace.json.gz", "mi300_bert_small.json.gz",
+    "mi300_resnet_act_checkpoint.json.gz", "v100_resnet50_train.json.gz",
+    "mi250_minitoy_train.json.gz", "h100_vit_image_classification.json.gz",
+    "cpu_torch_profiler.pt.trace.json.gz", "a100_triton_kernel.json.gz",
+)
+
+
+@pytest.mark.parametrize("name", sorted(PAGEABLE_FIRES))
+def test_the_pageable_line_fires_where_the_trace_copies_pageable_memory(name):
+    a = analysis(name)
+    line = pageable_line(a.copies)
+    assert line is not None and line.startswith(f"{PAGEABLE_FIRES[name]:,} copies to or from "
+                                                "pageable host memory")
+    raw = _hand(name, a.window == "steps")
+    assert sum(n for (_, src, dst), (n, _, _) in raw.items()
+               if "Pageable" in (src, dst)) == PAGEABLE_FIRES[name]
+
+
+@pytest.mark.parametrize("name", PAGEABLE_SILENT)
+def test_the_pageable_line_stays_silent_elsewhere(name):
+    a = analysis(name)
+    assert a.copies is None or pageable_line(a.copies) is None
+
+
+def test_the_chart_draws_the_figures_the_json_writes():
+    """The HTML chart's bars are the JSON's GPU time and counts, per trace and kind."""
+    from profiler_kit.render.sections.base import Page
+
+    names = ("h100_owlv2_dataloader.json.gz", "a100_alexnet.json.gz")
+    analyses = [analysis(n) for n in names]
+    (chart,) = CopiesPresenter().charts(Page(analyses=analyses))
+    for series in chart.data:
+        for a, ms_, (count,) in zip(analyses, series["y"], series["customdata"], strict=True):
+            kinds = {f"{k['direction']} {k['source']} → {k['destination']}": k
+                     for k in trace_document(a)["copies"]["kinds"]}
+            k = kinds.get(series["name"])
+            assert (ms_, count) == ((k["total_ns"] / 1e6, k["count"]) if k else (0, 0))
