@@ -8,7 +8,7 @@ version.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -16,6 +16,7 @@ import msgspec
 from profiler_kit.render import sections
 from profiler_kit.render.json import memory_report
 from profiler_kit.render.json.plain import plain
+from profiler_kit.render.sections import Presenter
 
 if TYPE_CHECKING:  # the job view's module is needed only when there is a job
     from profiler_kit.analysis.compare import Comparison
@@ -29,11 +30,8 @@ SCHEMA = "profkit.analysis/3"
 def trace_document(a: TraceAnalysis) -> dict[str, Any]:
     """One trace's analysis as plain JSON data: each presenter's keys, in the presenters'
     order, then any field no presenter writes."""
-    doc: dict[str, Any] = {}
-    presented = set()
-    for p in sections.PRESENTERS:
-        doc.update(p.json(a))
-        presented.update(p.fields)
+    doc = _keys(lambda p: p.json(a))
+    presented = {f for p in sections.PRESENTERS for f in p.fields}
     # an analysis registered without a presenter: as it is, under its own name
     doc.update({name: plain(getattr(a, name)) for name in a.__struct_fields__
                 if name not in presented})
@@ -42,9 +40,14 @@ def trace_document(a: TraceAnalysis) -> dict[str, Any]:
 
 def job_document(j: JobView) -> dict[str, Any]:
     """One job's object: each presenter's job keys, in the presenters' order."""
+    return _keys(lambda p: p.job_json(j))
+
+
+def _keys(hook: Callable[[Presenter], dict[str, Any]]) -> dict[str, Any]:
+    """Every presenter's keys from one hook, in the presenters' order."""
     doc: dict[str, Any] = {}
     for p in sections.PRESENTERS:
-        doc.update(p.job_json(j))
+        doc.update(hook(p))
     return doc
 
 
@@ -54,11 +57,7 @@ def document(analyses: Sequence[TraceAnalysis], comparison: Comparison | None,
     """The whole ``profkit analyze``/``compare`` result; ``unreadable`` lists the traces
     left out, each with the reason; ``memory`` the memory report of the same paths from
     their categories and snapshots (the console's memory section), or None."""
-    comp = None
-    if comparison is not None:
-        comp = {}
-        for p in sections.PRESENTERS:
-            comp.update(p.comparison_json(comparison))
+    comp = None if comparison is None else _keys(lambda p: p.comparison_json(comparison))
     return {
         "schema": SCHEMA,
         "traces": [trace_document(a) for a in analyses],
