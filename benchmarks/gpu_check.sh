@@ -25,7 +25,7 @@
 #   tune-transformer, pipeline, snapshot-overhead (benchmarks/memory_snapshot_overhead.py)
 # Each run keeps run.json, summary.md, report.html, its console output and
 # `profkit analyze RUN --json` (gzipped) under OUT/<step>/; the traces stay in the work
-# folder (large). Rehearsed on the 2-core CPU machine: every step passes in 290 s.
+# folder (large). Rehearsed on the 2-core CPU machine: every step passes in 290-345 s.
 # A step that fails or runs out of time is recorded in OUT/status.txt and the others still
 # run; the script exits 1 if any failed or was skipped.
 set -uo pipefail
