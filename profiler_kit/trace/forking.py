@@ -12,10 +12,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
     from multiprocessing.pool import Pool
+    from multiprocessing.process import BaseProcess
+
+    Workers = list[tuple[BaseProcess, Connection]]
 
 
 def may_fork() -> bool:
@@ -62,6 +67,51 @@ def worker_pool(workers: int) -> Pool | None:
         return multiprocessing.get_context("fork").Pool(workers, initializer=_ignore_interrupts)
     except (AssertionError, OSError, ValueError):
         return None
+
+
+def fork_workers(target: Callable[..., None], tasks: Sequence[tuple[Any, ...]]
+                 ) -> Workers | None:
+    """One forked process per task, calling ``target(send, *task)`` with the sending end
+    of a pipe of its own, whose receiving end comes back beside it; None, with none of
+    them left running, where forking is not available (not Linux), not allowed (inside
+    a daemonic worker) or fails (too many processes, no memory). Plain processes, not a
+    pool: a pool's terminate joins its handler threads, and one such join was seen to
+    stall for minutes."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import multiprocessing
+
+    workers: Workers = []
+    try:
+        ctx = multiprocessing.get_context("fork")
+        for task in tasks:
+            receive, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_serve, args=(target, send, *task), daemon=True)
+            workers.append((proc, receive))
+            try:
+                proc.start()
+            finally:
+                send.close()  # the worker has its own copy
+    except (AssertionError, OSError, ValueError):
+        stop_workers(workers)
+        return None
+    return workers
+
+
+def stop_workers(workers: Workers) -> None:
+    """Kill the workers still running (their part is no longer wanted), reap them, then
+    close their pipes: closed first, a worker still sending would fail loudly."""
+    for proc, receive in workers:
+        if proc.pid is not None:  # started
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+        receive.close()
+
+
+def _serve(target: Callable[..., None], send: Connection, *task: Any) -> None:
+    _ignore_interrupts()
+    target(send, *task)
 
 
 def _ignore_interrupts() -> None:

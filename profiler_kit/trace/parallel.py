@@ -12,19 +12,19 @@ start (gzip has to be inflated up to the part), so gzip gains less than plain JS
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from profiler_kit.trace.columns import Part
-from profiler_kit.trace.forking import cores, may_fork
+from profiler_kit.trace.forking import cores, fork_workers, may_fork, stop_workers
 from profiler_kit.trace.pieces import PieceReader
 from profiler_kit.trace.source import content_size
 from profiler_kit.trace.table import EventTable
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-    from multiprocessing.process import BaseProcess
+
+    from profiler_kit.trace.forking import Workers
 
 WHOLE_BYTES = 64 << 20  # content up to this size is decoded in one process
 
@@ -32,7 +32,7 @@ WHOLE_BYTES = 64 << 20  # content up to this size is decoded in one process
 class WorkerParts:
     """The first part's end, and the later parts as the workers send them."""
 
-    def __init__(self, stop: int, workers: list[tuple[BaseProcess, Connection]]) -> None:
+    def __init__(self, stop: int, workers: Workers) -> None:
         self.stop = stop
         self.workers = workers
 
@@ -49,11 +49,8 @@ class WorkerParts:
 def load_in_parts(path: Path, chunk_bytes: int, jobs: int | None,
                   min_bytes: int) -> EventTable | None:
     """The table from ``jobs`` parts at once (default: one per core where this process
-    may fork) when the content is over ``min_bytes``; None when it is not done.
-
-    The workers are plain forked processes, each sending its part down a pipe: a
-    ``multiprocessing`` pool's terminate joins its handler threads, and one such join
-    was seen to stall for minutes after a part fell back."""
+    may fork) when the content is over ``min_bytes``; None when it is not done. Each
+    worker sends its part down a pipe (see :func:`forking.fork_workers`)."""
     size = content_size(path)
     if size is None or size <= min_bytes:
         return None
@@ -62,7 +59,9 @@ def load_in_parts(path: Path, chunk_bytes: int, jobs: int | None,
     if jobs < 2 or size < jobs:
         return None
     starts = [size * k // jobs for k in range(1, jobs)]
-    workers = _fork_workers(path, chunk_bytes, starts)
+    # forked now, before this process starts any thread
+    workers = fork_workers(_work, [(path, chunk_bytes, start, stop) for start, stop
+                                   in zip(starts, [*starts[1:], None], strict=True)])
     if workers is None:
         return None
     try:
@@ -70,37 +69,11 @@ def load_in_parts(path: Path, chunk_bytes: int, jobs: int | None,
     except Exception:  # noqa: BLE001 - any failure: the one-pass loader decides
         return None
     finally:
-        for proc, conn in workers:
-            conn.close()
-            if proc.is_alive():
-                proc.kill()
-            proc.join()
-
-
-def _fork_workers(path: Path, chunk_bytes: int, starts: list[int]
-                  ) -> list[tuple[BaseProcess, Connection]] | None:
-    """One forked worker per part after the first (forked now, before this process starts
-    any thread); None where forking is not available."""
-    import multiprocessing
-
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:  # not available here
-        return None
-    workers = []
-    for start, stop in zip(starts, [*starts[1:], None], strict=True):
-        receive, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_work, args=(send, path, chunk_bytes, start, stop),
-                           daemon=True)
-        proc.start()
-        send.close()
-        workers.append((proc, receive))
-    return workers
+        stop_workers(workers)
 
 
 def _work(send: Connection, *args: Any) -> None:
-    """In a worker: its part, or why it failed, down the pipe (Ctrl-C is the parent's)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In a worker: its part, or why it failed, down the pipe."""
     try:
         result = (True, load_part(*args))
     except Exception as exc:  # noqa: BLE001 - the parent falls back to one pass

@@ -77,3 +77,33 @@ def test_broken_json_in_a_later_part_is_the_one_pass_error(tmp_path: Path) -> No
     with pytest.raises(TraceError) as one_pass_error:
         load(path, chunk_bytes=4096, jobs=1)
     assert str(parts_error.value) == str(one_pass_error.value)
+
+
+def test_a_fork_that_fails_falls_back_to_one_pass_and_leaves_no_worker(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second worker cannot be forked (too many processes): the first is stopped, and
+    the loader reads the file in one pass instead of failing."""
+    import multiprocessing
+    from multiprocessing.context import ForkProcess
+
+    started = []
+    fork = ForkProcess.start
+
+    def start_once(self: ForkProcess) -> None:
+        if started:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        started.append(self)
+        fork(self)
+
+    monkeypatch.setattr(ForkProcess, "start", start_once)
+    path = min(SPLITTABLE, key=lambda p: p.stat().st_size)
+    assert in_parts(path, 3) is None
+    assert len(started) == 1 and not started[0].is_alive()
+    assert multiprocessing.active_children() == []
+    assert_same(load(path, jobs=3), load(path, jobs=1))
+
+
+def test_no_fork_where_the_platform_is_not_linux(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forking is unsafe on macOS: even with parts asked for, one pass reads the file."""
+    monkeypatch.setattr("sys.platform", "darwin")
+    assert in_parts(min(SPLITTABLE, key=lambda p: p.stat().st_size), 2) is None
