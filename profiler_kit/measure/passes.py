@@ -147,7 +147,8 @@ NO_MEMORY_EVENTS = ("not recorded: its ops run in worker threads, profiled with 
 
 def _info(workload: Workload, options: MeasureOptions) -> dict[str, Any]:
     info = dict(workload.info or {})
-    if options.profile and options.profile_memory and _all_threads(workload):
+    if (options.profile and options.profile_memory
+            and gpu_counters.experimental_config(False, bool(workload.threaded))):
         info["cpu_memory"] = NO_MEMORY_EVENTS
     return info
 
@@ -157,29 +158,16 @@ def _phases(workload: Workload) -> list[tuple[str, Callable[[], None]]]:
 
 
 def _experimental(workload: Workload, options: MeasureOptions) -> dict[str, Any]:
-    """The profiler's experimental config: every thread (``_all_threads``), the GPU
-    counters (``options.counters``; the run checked they can be sampled)."""
-    return gpu_counters.experimental_config(options.counters, bool(workload.threaded))
+    """The profiler's experimental config: the GPU counters (``options.counters``; the
+    run checked they can be sampled), and every thread, not only the one that starts the
+    profiler, when the workload runs ops in worker threads (``threaded = True``).
 
-
-def _all_threads(workload: Workload) -> dict[str, Any]:
-    """Profile every thread, not only the one that starts the profiler, when the
-    workload says it runs ops in worker threads (``threaded = True``).
-
-    Without this, ops that a strategy runs in worker threads (``threads``) are
+    Without every thread, ops that a strategy runs in worker threads (``threads``) are
     missing from its trace, key averages and hotspot summary. It is not the default
-    because in this mode the profiler records no ``[memory]`` events, so the CPU
-    peak memory of such a strategy is unknown. Older torch has no such option and
-    records the starting thread only.
-    """
-    if not workload.threaded:
-        return {}
-    try:
-        from torch._C._profiler import _ExperimentalConfig
-
-        return {"experimental_config": _ExperimentalConfig(profile_all_threads=True)}
-    except (ImportError, TypeError):
-        return {}
+    because in this mode the profiler records no ``[memory]`` events, so the CPU peak
+    memory of such a strategy is unknown (``_info`` says so). Older torch has no such
+    option and records the starting thread only."""
+    return gpu_counters.experimental_config(options.counters, bool(workload.threaded))
 
 
 def _profiled_pass(
