@@ -22,7 +22,7 @@ from profiler_kit.trace.table import Cat, EventTable
 
 # "Memcpy HtoD (Pageable -> Device)"; ROCm writes "(Host -> Device)"
 _NAME = re.compile(r"Memcpy (\w+) \((\w+) -> (\w+)\)")
-PAGEABLE = "Pageable"
+PAGEABLE = "Pageable"  # in a copy's name (``Memcpy DtoH (Device -> Pageable)``)
 TOP_OPS = 3  # the launching ops named per kind
 
 

@@ -33,6 +33,7 @@ from profiler_kit.analysis.core import classify
 from profiler_kit.analysis.core.arrays import dense_ids, distinct, median, member, percentile
 from profiler_kit.analysis.core.launch_links import GpuActivity
 from profiler_kit.analysis.core.steps import cpu_steps, step_of_activities
+from profiler_kit.analysis.time.copies import PAGEABLE
 from profiler_kit.analysis.time.critical_path import (
     BLOCKING_CALLS,
     CONTEXT_SYNC,
@@ -49,7 +50,6 @@ DEVICE_SYNCS = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize"})
 MEMCPY_CALLS = frozenset({"cudaMemcpy", "cudaMemcpyAsync", "hipMemcpy", "hipMemcpyAsync",
                           "hipMemcpyWithStream"})
 ASYNC_MEMCPY_CALLS = frozenset({"cudaMemcpyAsync", "hipMemcpyAsync"})
-PAGEABLE = "Pageable"  # in a copy's name (``Memcpy DtoH (Device -> Pageable)``)
 # CPU-side categories the replay moves (what runs on a host thread; the profiler's own
 # events, its overhead and its span over the whole trace, are left out, and of the other
 # events only the ProfilerStep spans some traces file there)

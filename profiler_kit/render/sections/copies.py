@@ -81,10 +81,10 @@ class CopiesPresenter(Presenter):
         if not rows:
             return []
         labels = sorted({_label(k) for _, kinds in rows for k in kinds})
+        by_label = [{_label(k): k for k in ks} for _, ks in rows]
         data = []
         for j, label in enumerate(labels):
-            kinds = [{_label(k): k for k in ks}.get(label)
-                     for _, ks in rows]
+            kinds = [of_trace.get(label) for of_trace in by_label]
             data.append(counted_bar(j, label, [name for name, _ in rows],
                                     [k.total_ns if k else 0 for k in kinds],
                                     [k.count if k else 0 for k in kinds], label, "copies"))
