@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from real_traces import analysis
+from real_traces import DATA, analysis
 from rich.console import Console
 
 from profiler_kit.render import sections
@@ -100,3 +100,15 @@ def test_no_format_lists_sections_of_its_own():
     import profiler_kit.render.json.analysis as json_format
 
     assert not hasattr(report, "SECTION_ORDER") and not hasattr(json_format, "FIELD_KEYS")
+
+
+REAL = sorted(p.name for p in DATA.glob("*.json.gz") if "expected" not in p.name)
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_no_section_leaves_two_blank_lines_in_a_row_in_the_markdown(name):
+    """Each section ends with one blank line: a table's own and a section's would make
+    two (the copies table did, with its pageable line)."""
+    lines = trace_section(analysis(name))
+    doubled = [i for i in range(1, len(lines)) if lines[i] == lines[i - 1] == ""]
+    assert doubled == [], [lines[i - 3:i + 1] for i in doubled]

@@ -69,7 +69,7 @@ class CopiesPresenter(Presenter):
         if a.copies is None:
             return []
         line = pageable_line(a.copies)
-        return ([f"### {_title(a)}", ""] + table(HEADER, _rows(a.copies)) + [""]
+        return ([f"### {_title(a)}", ""] + table(HEADER, _rows(a.copies))
                 + ([f"- {line}", ""] if line else []))
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
