@@ -22,7 +22,7 @@ from profiler_kit.analysis.core.op_tree import build_op_tree
 from profiler_kit.analysis.job_analysis import analyze_job
 from profiler_kit.analysis.jobs.comm_context import DDP_GRADIENT, EMBEDDING
 from profiler_kit.analysis.jobs.rank_summary import GroupInfo, summarize_rank
-from profiler_kit.render.console.job import job_view
+from profiler_kit.render.console.analysis import job_view
 from profiler_kit.render.wording import rules
 from profiler_kit.render.wording.notes import say
 from profiler_kit.render.wording.rules import COMM_ADVICE

@@ -285,7 +285,7 @@ def test_many_ranks_console_shows_the_telling_ones() -> None:
 
     from rich.console import Console
 
-    from profiler_kit.render.console.job import job_view
+    from profiler_kit.render.console.analysis import job_view
     from profiler_kit.render.sections.job import MAX_RANK_ROWS
 
     world = 40

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from profiler_kit import api
 from profiler_kit.render import sections
-from profiler_kit.render.console.job import job_view
+from profiler_kit.render.console.analysis import job_view
 from profiler_kit.render.json.analysis import dumps
 from profiler_kit.render.markdown.analysis import job_section
 from profiler_kit.render.markdown.analysis import render as markdown

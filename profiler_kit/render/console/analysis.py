@@ -31,6 +31,13 @@ def comparison_view(c: Comparison, top: int = 10, width: int = 120,
                    for r in renderables(p.comparison_console(c, view))))
 
 
+def job_view(j: JobView) -> Panel:
+    """One job's sections (several ranks aligned), in the presenters' order, in a panel
+    as a trace's are."""
+    return Panel(Group(*(r for p in sections.PRESENTERS for r in renderables(p.job_console(j)))),
+                 box=box.ROUNDED, expand=True)
+
+
 def render(console: Console, analyses: Sequence[TraceAnalysis],
            comparison: Comparison | None = None, top: int = 10,
            jobs: Sequence[JobView] = (), by_shape: bool = False) -> None:
@@ -44,8 +51,5 @@ def render(console: Console, analyses: Sequence[TraceAnalysis],
 
 def render_jobs(console: Console, jobs: Sequence[JobView]) -> None:
     """The job view of every job of several ranks."""
-    if jobs:
-        from profiler_kit.render.console.job import job_view
-
-        for j in jobs:
-            console.print(job_view(j))
+    for j in jobs:
+        console.print(job_view(j))

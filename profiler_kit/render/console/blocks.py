@@ -43,7 +43,7 @@ def _table(grid: Grid) -> Table:
     t = Table(title=title, **TABLE) if grid.fit is None else \
         FitTable(title=title, kinds=dict(grid.fit), **TABLE)
     for c in grid.columns:
-        t.add_column(_cell(c.header) if isinstance(c.header, Styled) else c.header,
+        t.add_column(_cell(c.header),  # as a cell: text, never markup
                      justify=c.justify, no_wrap=c.no_wrap,  # type: ignore[arg-type]
                      min_width=c.min_width, max_width=c.max_width,
                      overflow=c.overflow)  # type: ignore[arg-type]

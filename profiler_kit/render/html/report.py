@@ -23,7 +23,7 @@ from profiler_kit.analysis.memory.strategies import MemoryReport
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
 from profiler_kit.errors import MissingDependency
 from profiler_kit.render import sections
-from profiler_kit.render.html import run_charts
+from profiler_kit.render.html import diff_charts, run_charts
 from profiler_kit.render.html.figures import Chart, strategy_colors
 from profiler_kit.render.html.markup import e
 from profiler_kit.render.sections import Page, Presenter
@@ -58,7 +58,8 @@ def page_of(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = (),
     names, traces = report_colors(analyses, runs)
     return Page(analyses=analyses, runs=runs, comparison=comparison, jobs=jobs,
                 ddp_reports=ddp_reports, unreadable=unreadable, memory=memory,
-                strategy_colors=names, trace_colors=traces)
+                strategy_colors=names, trace_colors=traces,
+                withheld=diff_charts.withheld_explanations(comparison, analyses, runs))
 
 
 def charts_for(analyses: Sequence[TraceAnalysis], runs: Sequence[RunResult] = (),

@@ -49,6 +49,9 @@ class Page:
     memory: MemoryReport | None = None
     strategy_colors: Mapping[str, str] = field(default_factory=dict)  # by strategy name
     trace_colors: Mapping[str, str] = field(default_factory=dict)  # by trace path
+    # the comparison's waterfalls not drawn, by trace label, each with the sentence said
+    # instead (``report.page_of`` sets it: ``diff_charts.withheld_explanations``)
+    withheld: Mapping[str, str] = field(default_factory=dict)
 
 
 class Body(NamedTuple):

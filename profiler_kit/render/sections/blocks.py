@@ -39,10 +39,10 @@ class Lines:
 
 @dataclass(frozen=True)
 class Column:
-    """A table column and how it lays out on a narrow console (a ``Styled`` header is
-    plain text, never markup: a trace's label as it is)."""
+    """A table column and how it lays out on a narrow console (its header plain text,
+    never markup: a trace's label as it is)."""
 
-    header: Cell
+    header: str
     justify: str = "left"
     no_wrap: bool = False
     min_width: int | None = None

@@ -9,7 +9,7 @@ page (:class:`StepChange`) and the predictions under the metrics table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from profiler_kit.analysis.compare import Comparison
@@ -47,18 +47,14 @@ class StepChange(Presenter):
     order = 130
 
     def charts(self, page: Page) -> list[Chart]:
-        return diff_charts.waterfall_charts(page.comparison, _withheld(page))
+        return diff_charts.waterfall_charts(page.comparison, page.withheld)
 
     def body(self, page: Page) -> Body | None:
-        lines = list(dict.fromkeys(_withheld(page).values()))
+        lines = list(dict.fromkeys(page.withheld.values()))
         if not lines:
             return None
         return Body(None, diff_charts.STEP_CHANGE,
                     "\n".join(f'<p class="withheld">{e(line)}</p>' for line in lines))
-
-
-def _withheld(page: Page) -> dict[str, str]:
-    return diff_charts.withheld_explanations(page.comparison, page.analyses, page.runs)
 
 
 class WhatChanged(Presenter):
@@ -104,22 +100,23 @@ class WhatChanged(Presenter):
                 if w is not None:
                     out += _markdown_waterfall(w, w.against or base)
         if c.ops is not None:
+            groups = markdown_groups(c)
             for kind, rows in (("kernels", c.ops.kernels), ("ops", c.ops.ops)):
                 if rows:
-                    out += _markdown_diff(c, kind, rows, view.top)
+                    out += _markdown_diff(c, kind, rows, view.top, groups)
         return out
 
     def comparison_json(self, c: Comparison) -> dict[str, Any]:
-        waterfalls = c.steps.waterfalls if c.steps else ()
+        falls = [None if w is None else {**plain(w), "verdict": verdict_line(w)}
+                 for w in (c.steps.waterfalls if c.steps else ())]
         return {
             "ops": plain(c.ops),
             "steps": None if c.steps is None else {
                 "baseline": c.labels[c.steps.baseline],
                 "side": c.steps.side,
-                "waterfalls": [None if w is None else {**plain(w), "verdict": verdict_line(w)}
-                               for w in waterfalls],
+                "waterfalls": falls,
             },
-            "verdicts": [verdict_line(w) for w in waterfalls if w],
+            "verdicts": [f["verdict"] for f in falls if f],
             "unpaired": list(c.unpaired),
             "predictions": [{**plain(p), "caveat": say(p.caveat) if p.caveat else None}
                             for p in c.predictions],
@@ -139,24 +136,16 @@ def _markdown_waterfall(w: Waterfall, ref: str) -> list[str]:
         ["term", ref, w.label, "change"], rows)
 
 
-def _markdown_diff(c: Comparison, kind: str, rows: Sequence[DiffRow], top: int) -> list[str]:
+def _markdown_diff(c: Comparison, kind: str, rows: Sequence[DiffRow], top: int,
+                   groups: Sequence[tuple[int, ...]]) -> list[str]:
     what = "GPU kernels" if kind == "kernels" else "CPU ops"
     out = [f"### {what} that changed most, per step", ""]
-    for group in markdown_groups(c):
+    for group in groups:
         header = ["name", "class"]
         for i in group:
-            header.append(c.labels[i] + (" (base)" if i == c.baseline else ""))
-            if i != c.baseline:
-                header.append("Δ")
-        body = []
-        for r in rows[:top]:
-            cells = [f"`{short_name(r.name, 60)}`", r.klass]
-            for i in group:
-                cells.append(per_step_cell(r, i))
-                if i != c.baseline:
-                    cells.append(delta_cell(r, i))
-            body.append(cells)
-        out += table(header, body)
+            header += [_trace_head(c, i)] + (["Δ"] if i != c.baseline else [])
+        out += table(header, [[f"`{short_name(r.name, 60)}`", r.klass,
+                               *_trace_cells(c, r, group)] for r in rows[:top]])
     return out
 
 
@@ -216,27 +205,38 @@ def _diff_columns(c: Comparison, first: str, name_w: int) -> tuple[Column, ...]:
     the baseline."""
     columns = [Column(first, no_wrap=True, max_width=name_w),
                Column("class", no_wrap=True, min_width=14)]
-    for i, label in enumerate(c.labels):
-        columns.append(Column(Styled(label + (" (base)" if i == c.baseline else "")),
-                              justify="right", no_wrap=True, min_width=17, overflow="fold"))
+    for i in range(len(c.labels)):
+        columns.append(Column(_trace_head(c, i), justify="right", no_wrap=True, min_width=17,
+                              overflow="fold"))
         if i != c.baseline:
             columns.append(Column("Δ", justify="right", no_wrap=True, min_width=14))
     return tuple(columns)
 
 
 def _diff_row(c: Comparison, r: DiffRow, name: str, dim: bool = False) -> tuple[Cell, ...]:
-    cells: list[str] = [name, r.klass]
-    for i in range(len(c.labels)):
+    style = "dim" if dim else ""
+    return tuple(Styled(x, style)
+                 for x in (name, r.klass, *_trace_cells(c, r, range(len(c.labels)))))
+
+
+def _trace_head(c: Comparison, i: int) -> str:
+    """A trace's column in the diff tables: its label, the baseline's marked."""
+    return c.labels[i] + (" (base)" if i == c.baseline else "")
+
+
+def _trace_cells(c: Comparison, r: DiffRow, traces: Iterable[int]) -> list[str]:
+    """``r``'s time per step in each of ``traces`` and, but for the baseline, its Δ."""
+    cells = []
+    for i in traces:
         cells.append(per_step_cell(r, i))
         if i != c.baseline:
             cells.append(delta_cell(r, i))
-    style = "dim" if dim else ""
-    return tuple(Styled(x, style) for x in cells)
+    return cells
 
 
 def waterfall_table(w: Waterfall, baseline: str) -> Grid:
     """One trace's step-time change against the baseline, term by term, with a bar each."""
-    columns = tuple(Column(Styled(head), justify=just, no_wrap=True)
+    columns = tuple(Column(head, justify=just, no_wrap=True)
                     for head, just in (("term", "left"), (baseline, "right"),
                                        (w.label, "right"), ("change", "right"), ("", "left")))
     scale = max((abs(x.delta_ns) for x in w.terms), default=0.0)

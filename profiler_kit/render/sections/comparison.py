@@ -155,7 +155,7 @@ def comparison_table(c: Comparison, traces: tuple[int, ...] | None = None) -> Gr
              f"{' ...' if len(shown) > 3 else ''} against {c.labels[c.baseline]}")
     whole = _whole(c)
     columns = [Column("metric")] + [
-        Column(Styled(_trace_name(c, i, whole)), justify="right", overflow="fold")
+        Column(_trace_name(c, i, whole), justify="right", overflow="fold")
         for i in shown]
     return Grid(Styled(title), tuple(columns),
                 tuple((m.label, *(_cell(c, m, i) for i in shown)) for m in c.metrics),
@@ -167,7 +167,7 @@ def summary_table(c: Comparison, width: int = 120) -> Grid:
     shown = _summary_metrics(c)[:max(1, (width - 30) // _COLUMN_WIDTH)]
     whole = _whole(c)
     columns = [Column("trace", overflow="fold")] + [
-        Column(Styled(m.label), justify="right", overflow="fold") for m in shown]
+        Column(m.label, justify="right", overflow="fold") for m in shown]
     return Grid(Styled(f"Comparison of {len(c.labels)} traces (baseline: "
                        f"{c.labels[c.baseline]}; best in bold green); details per group "
                        "below"), tuple(columns),

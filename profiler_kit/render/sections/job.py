@@ -13,6 +13,7 @@ from profiler_kit.render.json.plain import plain, recommendations
 from profiler_kit.render.markdown.tables import table
 from profiler_kit.render.sections.base import Page, Presenter
 from profiler_kit.render.sections.blocks import Block, Column, Grid, Lines, Styled
+from profiler_kit.render.sections.recommendations import markdown_list
 from profiler_kit.render.wording import rules, units
 from profiler_kit.render.wording.notes import said
 from profiler_kit.render.wording.units import link_bandwidth
@@ -62,13 +63,9 @@ class AcrossRanks(Presenter):
         for block in _tables(j):
             out += _markdown(block)
         if j.recommendations or j.rule_notes:
-            out += ["### Recommendations for the job", ""]
-            if not j.recommendations:
-                out.append("None fired.")
-            for r in j.recommendations:
-                head, body = _recommendation(r)
-                out.append(f"- **{head}**  \n  {body}")
-            out += [f"- _note: {n}_" for n in said(j.rule_notes)] + [""]
+            out += markdown_list("Recommendations for the job",
+                                 [_recommendation(r) for r in j.recommendations],
+                                 said(j.rule_notes))
         return out
 
     def job_json(self, j: JobView) -> dict[str, Any]:

@@ -3,6 +3,7 @@ the rules that could not run and why, and those held back."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from profiler_kit.analysis.trace_analysis import TraceAnalysis
@@ -23,6 +24,17 @@ def notes(a: TraceAnalysis) -> list[str]:
     return ([missing_gpu_line(m)] if m is not None else []) + said(a.notes)
 
 
+def markdown_list(title: str, items: Sequence[tuple[str, str]],
+                  notes_said: Sequence[str]) -> list[str]:
+    """Recommendations in Markdown under ``title``: each its head in bold and its body,
+    then the notes (a trace's and a job's)."""
+    out = [f"### {title}", ""]
+    if not items:
+        out.append("None fired.")
+    out += [f"- **{head}**  \n  {body}" for head, body in items]
+    return out + [f"- _note: {n}_" for n in notes_said] + [""]
+
+
 class Recommendations(Presenter):
     fields = ("recommendations", "held_back", "notes")
     order = 280
@@ -41,14 +53,12 @@ class Recommendations(Presenter):
         return [Lines(tuple(pieces))]
 
     def markdown(self, a: TraceAnalysis, view: View) -> list[str]:
-        out = ["### Recommendations", ""]
-        if not a.recommendations:
-            out.append("None fired.")
+        items = []
         for r in a.recommendations:
             head, body = recommendation_lines(r)
             gain = gain_line(r)
-            out.append(f"- **{head}**  \n  " + (f"_{gain}_  \n  " if gain else "") + body)
-        return out + [f"- _note: {n}_" for n in said(a.notes)] + [""]
+            items.append((head, (f"_{gain}_  \n  " if gain else "") + body))
+        return markdown_list("Recommendations", items, said(a.notes))
 
     def json(self, a: TraceAnalysis) -> dict[str, Any]:
         return {"recommendations": recommendations(a.recommendations),
