@@ -6,6 +6,7 @@ columns are left out (and named) or continued below; wide consoles print as befo
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from pathlib import Path
 
@@ -107,6 +108,24 @@ def test_a_table_of_many_like_columns_is_continued_below() -> None:
     assert len(_rows(out, "linear")) >= 2  # each part repeats the strategy
     for n in range(12):
         assert f" n_model={2 ** n} " in out and f" {n}.25 ms " in out
+
+
+
+def test_a_joined_column_goes_on_below_beside_the_column_before_it() -> None:
+    """Continued below, a trace's Δ stays in the part of the trace it belongs to."""
+    t = FitTable(repeat=1, joined=("Δ",), box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("name")
+    cells = ["name"]
+    for n in range(6):
+        t.add_column(f"trace_{n}", justify="right")
+        t.add_column("Δ", justify="right")
+        cells += [f"{n}.5 ms ×12", f"+{n}.25 ms new"]
+    t.add_row("kernel", *cells[1:])
+    out = _text(t, 80)
+    assert "…" not in out and all(cell_len(line) <= 80 for line in out.splitlines())
+    assert out.count(" name ") == 3  # two traces per part
+    for n in range(6):  # each trace's time and its Δ on one line of one part
+        assert re.search(rf" {n}\.5 ms ×12 +\+{n}\.25 ms new( |$)", out, re.M), out
 
 
 # ---------------------------------------------------------------- profkit run
@@ -344,3 +363,46 @@ def test_the_commands_print_at_80_columns(tmp_path) -> None:
     tree = out[out.index("nn.Module time"):out.index("modules' forward + backward")]
     assert all(len(line) <= 80 for line in tree.splitlines()), tree
     assert "    BertLMHeadModel_0  x1  host " in tree
+
+
+# ---------------------------------------------------------------- profkit compare
+
+
+@pytest.mark.parametrize("traces", [
+    ("a100_alexnet", "v100_resnet50_tb_sample_step"),
+    ("h100_bert_small", "mi300_bert_small", "v100_resnet50_train")])
+def test_compare_keeps_each_change_whole_at_80_columns(traces) -> None:
+    """The waterfalls and the tables of the kernels and ops that changed most, at 80
+    columns: each row's name, class and each trace's Δ on one line, whole (a trace that
+    does not fit goes on below with its Δ, after the name and class again); each term's
+    change whole; titles wrapped, not cut."""
+    from profiler_kit.render.console.analysis import comparison_view
+    from profiler_kit.render.wording.diff_views import delta_cell, signed_duration
+
+    c = api.compare(api.analyze([str(DATA / f"{t}.json.gz") for t in traces], jobs=1))
+    out = _text(comparison_view(c, 10, 80), 80)
+    lines = out.splitlines()
+    assert all(cell_len(line) <= 80 for line in lines), out
+    assert c.steps is not None
+    waterfalls = [w for w in c.steps.waterfalls if w is not None]  # None: the baseline
+    assert len(waterfalls) == len(traces) - 1
+    for w in waterfalls:
+        for term in w.terms:
+            name = "overlap (−)" if term.name == "overlap" else term.name
+            assert any(line.startswith(f" {name} ")
+                       and f" {signed_duration(term.delta_ns)} " in line for line in lines), \
+                f"{name} of {w.label} cut in\n{out}"
+    assert c.ops is not None
+    for what, rows in (("GPU kernels", c.ops.kernels), ("CPU ops", c.ops.ops)):
+        table = out[out.index(f"{what} that changed most"):]
+        title = " ".join(line.strip() for line in
+                         itertools.takewhile(str.strip, table.splitlines()))
+        assert title.endswith(f"(baseline: {c.labels[c.baseline]}; new, gone, = unchanged)")
+        for r in rows[:10]:
+            name = short_name(r.name, 24)
+            for i in range(len(c.labels)):
+                if i != c.baseline:
+                    assert any(line.startswith(f" {name} ") and f" {r.klass} " in line
+                               and line.rstrip().endswith(f" {delta_cell(r, i)}")
+                               for line in table.splitlines()), \
+                        f"{r.name} against {c.labels[i]} cut in\n{table}"

@@ -41,7 +41,8 @@ def _table(grid: Grid) -> Table:
     # a title in the table's bold, its brackets kept as text; a styled one as it is
     title = _cell(grid.title) if isinstance(grid.title, Styled) else escape(grid.title)
     t = Table(title=title, **TABLE) if grid.fit is None else \
-        FitTable(title=title, kinds=dict(grid.fit), **TABLE)
+        FitTable(title=title, kinds=dict(grid.fit), repeat=grid.repeat,
+                 joined=grid.joined, **TABLE)
     for c in grid.columns:
         t.add_column(_cell(c.header),  # as a cell: text, never markup
                      justify=c.justify, no_wrap=c.no_wrap,  # type: ignore[arg-type]

@@ -164,18 +164,20 @@ class FitTable(Table):
     phrase whole at its start); ``drop`` lists groups of headers to leave out, first to
     last, until the table fits, and ``left_out`` is the caption line that names them
     (``{}``: the headers); ``repeat`` columns (the first ones) head each part of a table
-    continued below where it still does not fit."""
+    continued below where it still does not fit, where a column headed as one of
+    ``joined`` stays in the part of the column before it."""
 
     def __init__(self, *headers: str | Column, kinds: Mapping[str, str] | None = None,
                  least: Mapping[str, int] | None = None, drop: Sequence[Sequence[str]] = (),
                  left_out: str = "left out at this width: {}", repeat: int = 0,
-                 **kwargs: object) -> None:
+                 joined: Sequence[str] = (), **kwargs: object) -> None:
         super().__init__(*headers, **kwargs)  # type: ignore[arg-type]
         self.kinds = dict(kinds or {})
         self.narrowest = dict(least or {})
         self.drop = [tuple(g) for g in drop]
         self.left_out = left_out
         self.repeat = repeat
+        self.joined = frozenset(joined)
         self.fits = True  # False on the copies laid out for a narrow console
 
     def _overhead(self, n: int) -> int:
@@ -202,15 +204,17 @@ class FitTable(Table):
         """None when the table fits as it is."""
         names = [t[0].plain.replace("\n", " ") for t in texts]
 
-        def natural(i: int) -> int:
+        def natural(i: int, min_width: bool = True) -> int:
             w = max(cell_len(line) for t in texts[i] for line in t.plain.split("\n"))
             c = self.columns[i]
-            return max(w, c.min_width or 0) if c.max_width is None else \
-                min(max(w, c.min_width or 0), c.max_width)
+            w = max(w, (c.min_width or 0) if min_width else 0)
+            return w if c.max_width is None else min(w, c.max_width)
 
-        full = [natural(i) for i in range(len(texts))]
-        if sum(full) + self._overhead(len(full)) <= width:
+        if sum(natural(i) for i in range(len(texts))) + self._overhead(len(texts)) <= width:
             return None
+        # laid out anew: a column's min_width (to line up with other tables on a wide
+        # console) gives its room to what would otherwise wrap
+        full = [natural(i, min_width=False) for i in range(len(texts))]
         kinds = [self.kinds.get(n, WHOLE) for n in names]
         low = [max(least(texts[i][0].plain, _head(kinds[i])), self.narrowest.get(names[i], 0),
                    *(least(t.plain, kinds[i]) for t in texts[i][1:]))
@@ -230,11 +234,17 @@ class FitTable(Table):
         if self.repeat and not fits(kept):  # continued below: with every column
             kept, left_out = list(range(len(texts))), []
             head, parts = kept[:self.repeat], []
+            groups: list[list[int]] = []  # a column of ``joined`` stays with the one before
             for i in kept[self.repeat:]:
-                if parts and fits(parts[-1] + [i]):
-                    parts[-1].append(i)
+                if groups and names[i] in self.joined:
+                    groups[-1].append(i)
                 else:
-                    parts.append([*head, i])
+                    groups.append([i])
+            for group in groups:
+                if parts and fits(parts[-1] + group):
+                    parts[-1] += group
+                else:
+                    parts.append([*head, *group])
             parts = parts or [kept]
         return _Layout([self._widths(p, low, full, kinds, width) for p in parts], left_out)
 

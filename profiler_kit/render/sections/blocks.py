@@ -55,7 +55,9 @@ class Grid:
     """A table: ``title`` in bold (a ``Styled`` one in its own style); ``caption`` under it
     (left-aligned with ``caption_left``); ``fit``: the kinds of the columns that wrap as
     text when the console is too narrow (a FitTable; None: a plain table that cuts its
-    cells)."""
+    cells); ``repeat``: with ``fit``, the first columns, repeated in each part of a table
+    still too wide, continued below; ``joined``: the headers of the columns kept in the
+    part of the column before them (a trace's Δ beside the trace)."""
 
     title: Cell
     columns: tuple[Column, ...]
@@ -63,6 +65,8 @@ class Grid:
     caption: str | None = None
     caption_left: bool = False
     fit: Mapping[str, str] | None = None
+    repeat: int = 0
+    joined: tuple[str, ...] = ()
 
 
 Block = Lines | Grid

@@ -21,7 +21,15 @@ from profiler_kit.render.html.markup import e
 from profiler_kit.render.json.plain import plain
 from profiler_kit.render.markdown.tables import table
 from profiler_kit.render.sections.base import Body, Page, Presenter, View
-from profiler_kit.render.sections.blocks import Block, Cell, Column, Grid, Lines, Styled
+from profiler_kit.render.sections.blocks import (
+    TEXT,
+    Block,
+    Cell,
+    Column,
+    Grid,
+    Lines,
+    Styled,
+)
 from profiler_kit.render.sections.comparison import markdown_groups
 from profiler_kit.render.wording import prediction_checks, units
 from profiler_kit.render.wording.diff_views import (
@@ -39,6 +47,8 @@ from profiler_kit.render.wording.notes import say
 _LAUNCHED_SHOWN = 3  # kernels listed under each op in the console
 
 _BAR = 16  # widest waterfall bar, in characters
+SHAPE_HEAD = "op (tensor input shapes, dtypes)"
+DELTA = "Δ"  # a trace's change against the baseline, in the diff tables
 
 
 class StepChange(Presenter):
@@ -143,7 +153,7 @@ def _markdown_diff(c: Comparison, kind: str, rows: Sequence[DiffRow], top: int,
     for group in groups:
         header = ["name", "class"]
         for i in group:
-            header += [_trace_head(c, i)] + (["Δ"] if i != c.baseline else [])
+            header += [_trace_head(c, i)] + ([DELTA] if i != c.baseline else [])
         out += table(header, [[f"`{short_name(r.name, 60)}`", r.klass,
                                *_trace_cells(c, r, group)] for r in rows[:top]])
     return out
@@ -171,7 +181,8 @@ def diff_table(c: Comparison, kind: str, top: int, width: int = 120) -> Grid | N
                            for n, w in zip(c.ops.steps, c.ops.windows, strict=True)))
     return Grid(Styled(f"{what} that changed most, per step (baseline: "
                        f"{c.labels[c.baseline]}; new, gone, = unchanged)"),
-                _diff_columns(c, "name", name_w), tuple(body), caption, caption_left=True)
+                _diff_columns(c, "name", name_w), tuple(body), caption, caption_left=True,
+                fit=_diff_fit(c), repeat=2, joined=(DELTA,))
 
 
 def shape_table(c: Comparison, top: int, width: int = 120) -> Block | None:
@@ -189,9 +200,9 @@ def shape_table(c: Comparison, top: int, width: int = 120) -> Block | None:
                            + shape_label(r, name_w - 2)) for r in c.ops.op_shapes[:top])
     return Grid(Styled("CPU ops by input shape that changed most, per step (baseline: "
                        f"{c.labels[c.baseline]}; new, gone, = unchanged)"),
-                _diff_columns(c, "op (tensor input shapes, dtypes)", name_w), body,
+                _diff_columns(c, SHAPE_HEAD, name_w), body,
                 f"{len(c.ops.op_shapes):,} (op, shapes) pairs; full shapes in --json",
-                caption_left=True)
+                caption_left=True, fit=_diff_fit(c), repeat=2, joined=(DELTA,))
 
 
 def _name_width(c: Comparison, width: int) -> int:
@@ -209,8 +220,15 @@ def _diff_columns(c: Comparison, first: str, name_w: int) -> tuple[Column, ...]:
         columns.append(Column(_trace_head(c, i), justify="right", no_wrap=True, min_width=17,
                               overflow="fold"))
         if i != c.baseline:
-            columns.append(Column("Δ", justify="right", no_wrap=True, min_width=14))
+            columns.append(Column(DELTA, justify="right", no_wrap=True, min_width=14))
     return tuple(columns)
+
+
+def _diff_fit(c: Comparison) -> dict[str, str]:
+    """How the diff tables break on a narrow console: the traces' labels and their times
+    as text; the names (already cut to their width), the class and each Δ stay whole,
+    and the traces that do not fit go on below, after the name and class again."""
+    return {_trace_head(c, i): TEXT for i in range(len(c.labels))}
 
 
 def _diff_row(c: Comparison, r: DiffRow, name: str, dim: bool = False) -> tuple[Cell, ...]:
@@ -255,7 +273,7 @@ def waterfall_table(w: Waterfall, baseline: str) -> Grid:
                  Styled(units.duration(w.after_ns), "bold"),
                  Styled(signed_duration(w.delta_ns), "bold"), Styled("")))
     return Grid(Styled(f"Step time, {w.label} against {baseline} ({_side(w)}, per step)"),
-                columns, tuple(rows))
+                columns, tuple(rows), fit={baseline: TEXT, w.label: TEXT})
 
 
 def _bar(delta: float, scale: float) -> str:
