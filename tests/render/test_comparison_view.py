@@ -68,6 +68,27 @@ def test_console_and_markdown_come_from_the_presenters(compared):
     assert metrics == 0 and md.index("## Verdict") > metrics
 
 
+
+def test_the_waterfalls_say_the_same_in_the_console_and_the_markdown(compared):
+    """Each term's row, the overlap's negative time included, as the console draws it."""
+    _, c = compared
+    view = View(5, 200)
+    md = comparison_section(c, 5)
+    waterfalls = [g for g in WhatChanged().comparison_console(c, view)
+                  if isinstance(g, Grid) and _text(g.title).startswith("Step time, ")]
+    assert len(waterfalls) == 2
+    terms = [term.name for w in c.steps.waterfalls if w is not None for term in w.terms]
+    assert "overlap" in terms
+    for g in waterfalls:
+        at = md.index(f"### {_text(g.title)}")
+        rows = md[at + 4:at + 4 + len(g.rows)]
+        for console_row, md_row in zip(g.rows, rows, strict=True):
+            cells = [_text(x) for x in console_row[:4]]
+            if cells[0] == "step":
+                cells[0] = "**step**"
+            assert md_row == "| " + " | ".join(cells) + " |"
+
+
 class Probe(Presenter):
     """Something new about the comparison: in every format's comparison."""
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from profiler_kit.analysis.compare import Comparison
 from profiler_kit.analysis.diffs.op_diff import DiffRow
-from profiler_kit.analysis.diffs.step_diff import Waterfall
+from profiler_kit.analysis.diffs.step_diff import Term, Waterfall
 from profiler_kit.render.html import diff_charts
 from profiler_kit.render.html.figures import Chart
 from profiler_kit.render.html.markup import e
@@ -137,9 +137,18 @@ def _side(w: Waterfall) -> str:
     return "device side" if w.side == "device" else "CPU side"
 
 
+def _term_cells(term: Term) -> tuple[str, str, str, str]:
+    """A waterfall term's name, time before and after, and change: the overlap, which
+    the step's time subtracts, as a negative time."""
+    if term.name == "overlap":
+        return ("overlap (−)", signed_duration(-term.before_ns),
+                signed_duration(-term.after_ns), signed_duration(term.delta_ns))
+    return (term.name, units.duration(term.before_ns), units.duration(term.after_ns),
+            signed_duration(term.delta_ns))
+
+
 def _markdown_waterfall(w: Waterfall, ref: str) -> list[str]:
-    rows = [[x.name if x.name != "overlap" else "overlap (−)", units.duration(x.before_ns),
-             units.duration(x.after_ns), signed_duration(x.delta_ns)] for x in w.terms]
+    rows = [list(_term_cells(x)) for x in w.terms]
     rows.append(["**step**", units.duration(w.before_ns), units.duration(w.after_ns),
                  signed_duration(w.delta_ns)])
     return [f"### Step time, {w.label} against {ref} ({_side(w)}, per step)", ""] + table(
@@ -260,14 +269,10 @@ def waterfall_table(w: Waterfall, baseline: str) -> Grid:
     scale = max((abs(x.delta_ns) for x in w.terms), default=0.0)
     rows: list[tuple[Cell, ...]] = []
     for term in w.terms:
-        overlap = term.name == "overlap"
-        before, after = (-term.before_ns, -term.after_ns) if overlap else \
-            (term.before_ns, term.after_ns)
-        shown = signed_duration if overlap else units.duration
+        name, before, after, change = _term_cells(term)
         colour = "green" if term.delta_ns < 0 else "red"
-        rows.append((Styled("overlap (−)" if overlap else term.name), Styled(shown(before)),
-                     Styled(shown(after)),
-                     Styled(signed_duration(term.delta_ns), colour if term.delta_ns else ""),
+        rows.append((Styled(name), Styled(before), Styled(after),
+                     Styled(change, colour if term.delta_ns else ""),
                      Styled(_bar(term.delta_ns, scale), colour)))
     rows.append((Styled("step", "bold"), Styled(units.duration(w.before_ns), "bold"),
                  Styled(units.duration(w.after_ns), "bold"),
