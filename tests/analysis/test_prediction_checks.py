@@ -83,3 +83,12 @@ def test_json_and_console_carry_the_checks(analyses):
     Console(file=buf, width=120, color_system=None).print(comparison_view(c))
     assert "Predicted against measured" in buf.getvalue()
     assert "no-dataloader-wait" in buf.getvalue()
+    from profiler_kit.render.markdown.analysis import comparison_section
+    from profiler_kit.render.wording import prediction_checks
+
+    md = comparison_section(c)
+    at = md.index("### Predicted against measured")
+    (row,) = prediction_checks.rows(c)  # the console's and the report's cells
+    assert md[at + 2] == prediction_checks.title(c)
+    assert md[at + 6] == "| " + " | ".join(row) + " |"
+    assert row[1] == "no-dataloader-wait (dataloader_share)"

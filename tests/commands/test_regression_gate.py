@@ -285,6 +285,10 @@ def test_compare_of_two_runs_measures_each_strategy_against_the_same_one(
                       f"{b.name}/n=1/only-b")
     saved = json.loads(out.read_text())["comparison"]
     assert saved["unpaired"] == list(c.unpaired)
+    md = tmp_path / "c.md"
+    main(["compare", str(a), str(b), "--markdown", str(md)])
+    assert (f"_on one side only, not compared with the other side: {a.name}/n=2/only-a, "
+            f"{b.name}/n=1/only-b_") in md.read_text().splitlines()
     assert [w and w["against"] for w in saved["steps"]["waterfalls"]] == [
         w and w.against for w in c.steps.waterfalls]
 

@@ -114,6 +114,11 @@ class WhatChanged(Presenter):
             for kind, rows in (("kernels", c.ops.kernels), ("ops", c.ops.ops)):
                 if rows:
                     out += _markdown_diff(c, kind, rows, view.top, groups)
+        if c.predictions:
+            out += ["### Predicted against measured", "", prediction_checks.title(c), ""]
+            out += table(prediction_checks.HEAD, prediction_checks.rows(c))
+        if c.unpaired:
+            out += [f"_{unpaired_line(c)}_", ""]
         return out
 
     def comparison_json(self, c: Comparison) -> dict[str, Any]:
