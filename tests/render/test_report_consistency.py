@@ -113,6 +113,34 @@ def test_the_report_withholds_it_with_the_same_sentence(judged) -> None:
     assert f"- {sentence}" in render_markdown(result)
 
 
+
+def test_the_report_says_the_runs_verdicts_where_it_draws_their_waterfalls(judged) -> None:
+    """Each waterfall drawn comes with the verdict the console and summary.md say, in the
+    same section, before the next one; the one withheld has its sentence only."""
+    where, result = judged
+    body = body_of(api.report_html([where]))
+    section = body[body.index(f">{diff_charts.STEP_CHANGE}</h2>"):]
+    section = section[:section.index("<h2")]
+    said = [html.unescape(x) for x in re.findall(r"<p><strong>(.*?)</strong></p>", section)]
+    assert said == [strategy_verdict(s) for s in result.strategies
+                    if s.name in ("sequential+amp", "threads+amp")]
+
+
+def test_a_comparison_report_marks_a_whole_trace_as_the_console_does() -> None:
+    """A trace without steps: † by its name in the comparison table, and the note."""
+    from profiler_kit.render.wording.trace_words import WHOLE_TRACE_NOTE
+
+    traces = [DATA / "a100_alexnet.json.gz", DATA / "v100_resnet50_tb_sample_step.json.gz"]
+    analyses = api.analyze(traces, jobs=1)
+    c = api.compare(analyses)
+    assert c.windows == ("trace", "steps")
+    body = body_of(html_report.render("compare", analyses, comparison=c))
+    table = body[body.index('id="comparison"'):]
+    assert "<th>a100_alexnet † (baseline)</th>" in table
+    assert "<th>v100_resnet50_tb_sample_step</th>" in table
+    assert f'<p class="muted">{html.escape(WHOLE_TRACE_NOTE)}.</p>' in table
+
+
 def test_a_run_recorded_before_verdicts_is_withheld_alike(page, judged) -> None:
     """run.json as tests/data has it (no verdict): the report compares the profiled steps
     with the timed medians itself, as the run does, and says the same sentence."""

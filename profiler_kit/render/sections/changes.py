@@ -60,11 +60,17 @@ class StepChange(Presenter):
         return diff_charts.waterfall_charts(page.comparison, page.withheld)
 
     def body(self, page: Page) -> Body | None:
-        lines = list(dict.fromkeys(page.withheld.values()))
-        if not lines:
-            return None
-        return Body(None, diff_charts.STEP_CHANGE,
-                    "\n".join(f'<p class="withheld">{e(line)}</p>' for line in lines))
+        """The verdicts (of the waterfalls drawn) and the traces on one side only, as the
+        console says them; for a waterfall withheld, what is said instead."""
+        c = page.comparison
+        falls = [] if c is None or c.steps is None else c.steps.waterfalls
+        paras = [f"<p><strong>{e(verdict_line(w))}</strong></p>" for w in falls
+                 if w is not None and w.label not in page.withheld]
+        paras += [f'<p class="withheld">{e(line)}</p>'
+                  for line in dict.fromkeys(page.withheld.values())]
+        if c is not None and c.unpaired:
+            paras.append(f'<p class="muted">{e(unpaired_line(c))}</p>')
+        return Body(None, diff_charts.STEP_CHANGE, "\n".join(paras)) if paras else None
 
 
 class WhatChanged(Presenter):

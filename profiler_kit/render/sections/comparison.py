@@ -66,7 +66,9 @@ class ComparisonTable(Presenter):
         if c is None:
             return None
         names = {a.label: trace_charts.name_of(a) for a in page.analyses}
-        header = ["metric"] + [names.get(lab, lab) + (" (baseline)" if i == c.baseline else "")
+        whole = _whole(c)
+        header = ["metric"] + [names.get(lab, lab) + (" †" if i in whole else "")
+                               + (" (baseline)" if i == c.baseline else "")
                                for i, lab in enumerate(c.labels)]
         rows = []
         for m in c.metrics:
@@ -84,7 +86,9 @@ class ComparisonTable(Presenter):
                               numeric_from=2))
         return Body("comparison", "Comparison",
                     '<p class="muted">Each trace against the baseline; the best value of a '
-                    "row is in bold.</p>" + table(header, rows) + checks)
+                    "row is in bold.</p>" + table(header, rows)
+                    + (f'<p class="muted">{e(WHOLE_TRACE_NOTE)}.</p>' if whole else "")
+                    + checks)
 
 
 def _whole(c: Comparison) -> set[int]:
