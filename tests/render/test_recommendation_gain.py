@@ -56,3 +56,29 @@ def test_no_prediction_and_no_change():
                             "DataLoader __next__ in the trace")
     r = _rec(no_prediction=note("memory_is_not_time"))
     assert gain_line(r) == "no prediction: memory is not time: the step does not move"
+
+
+def test_every_format_gives_each_recommendation_its_gain_line():
+    """On a real trace whose rules carry predictions: the console, Markdown and the
+    report say each recommendation's gain line under its title."""
+    import html
+    import io
+
+    from real_traces import analysis
+    from rich.console import Console
+
+    from profiler_kit.render.console.analysis import trace_view
+    from profiler_kit.render.html import report
+    from profiler_kit.render.markdown.analysis import trace_section
+
+    a = analysis("h100_bert_small.json.gz")
+    gains = [gain_line(r) for r in a.recommendations]
+    assert len(gains) >= 2 and all(gains)
+    buf = io.StringIO()
+    Console(file=buf, width=400, color_system=None).print(trace_view(a, width=400))
+    md = "\n".join(trace_section(a))
+    page = report.render("analyze", [a])
+    for gain in gains:
+        assert f"   {gain}\n" in buf.getvalue()
+        assert f"_{gain}_" in md
+        assert f"<div><strong>{html.escape(gain)}</strong></div>" in page

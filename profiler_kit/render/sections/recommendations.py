@@ -70,8 +70,10 @@ class Recommendations(Presenter):
             items = []
             for r in a.recommendations:
                 head, body = recommendation_lines(r)
+                gain = gain_line(r)
                 items.append(f'<li><div class="head">{e(head)}</div>'
-                             f'<div class="evidence">{e(body)}</div></li>')
+                             + (f"<div><strong>{e(gain)}</strong></div>" if gain else "")
+                             + f'<div class="evidence">{e(body)}</div></li>')
             items += [f'<li class="muted">note: {e(n)}</li>' for n in notes(a)]
             if not items:
                 items = ['<li class="muted">None fired.</li>']
