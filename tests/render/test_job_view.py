@@ -148,3 +148,29 @@ def test_every_format_walks_the_presenters_for_a_job(job, monkeypatch):
     (doc,) = json.loads(dumps([], None, [job]))["jobs"]
     assert doc["probe"] == 2 and list(doc)[-1] == "probe" and doc["name"] == job.name
 
+
+
+def test_the_report_says_in_words_what_the_console_says_of_the_job(job):
+    """Before the job's charts: its facts, warnings, straggler, exposed communication and
+    recommendations, the sentences the console's panel prints."""
+    import html
+    import re
+
+    from profiler_kit.render.html import report
+    from profiler_kit.render.html.job_charts import ACROSS_RANKS
+    from profiler_kit.render.sections.job import straggler_line, wait_transfer_line
+
+    page = report.render("job", [], jobs=[job])
+    section = page[page.index(f">{ACROSS_RANKS}</h2>"):]
+    words = section[:section.index('<section class="chart">')]
+    straggler = "".join(p.text for p in straggler_line(job.straggler, job.step_count).pieces)
+    console = ["".join(p.text for p in b.pieces) for b in AcrossRanks().job_console(job)
+               if isinstance(b, Lines)]
+    for line in (straggler, wait_transfer_line(job), *(f"warning: {w}" for w in
+                                                        said(job.warnings))):
+        assert line in console
+        assert html.escape(line) in words
+    heads = [html.unescape(h) for h in re.findall(r'<div class="head">(.*?)</div>', words)]
+    assert heads == [f"{rules.title(r)}: {units.percent(r.measured)} ≥ "
+                     f"{units.percent(r.threshold)} ({r.rule})" for r in job.recommendations]
+    assert heads  # both jobs fire a rule

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from profiler_kit.render.html import job_charts
+from profiler_kit.render.html.markup import e
 from profiler_kit.render.json.plain import plain, recommendations
 from profiler_kit.render.markdown.tables import table
-from profiler_kit.render.sections.base import Page, Presenter
+from profiler_kit.render.sections.base import Body, Page, Presenter
 from profiler_kit.render.sections.blocks import Block, Column, Grid, Lines, Styled
-from profiler_kit.render.sections.recommendations import markdown_list
+from profiler_kit.render.sections.recommendations import html_list, markdown_list
 from profiler_kit.render.wording import rules, units
 from profiler_kit.render.wording.notes import said
 from profiler_kit.render.wording.units import link_bandwidth
@@ -75,6 +76,23 @@ class AcrossRanks(Presenter):
 
     def charts(self, page: Page) -> list[Chart]:
         return job_charts.job_charts(page.jobs)
+
+    def body(self, page: Page) -> Body | None:
+        """Before the charts, what the console's panel says in words: each job's facts,
+        warnings, straggler, exposed communication and recommendations."""
+        parts = []
+        for j in page.jobs:
+            paras = [f'<p class="withheld">warning: {e(w)}</p>' for w in said(j.warnings)]
+            if j.instances:
+                paras += [f"<p><strong>{e(_text(straggler_line(j.straggler, j.step_count)))}"
+                          f"</strong></p>", f"<p>{e(wait_transfer_line(j))}</p>"]
+            else:
+                paras.append(f'<p class="muted">{e(NO_MATCH)}.</p>')
+            items = [(head, None, body) for head, body in map(_recommendation, j.recommendations)]
+            parts.append(f"<h3>Job: {e(j.name)}</h3><p class=\"muted\">{e(_facts(j))}.</p>"
+                         + "".join(paras) + "<h4>Recommendations for the job</h4>"
+                         + html_list(items, said(j.rule_notes)))
+        return Body(None, job_charts.ACROSS_RANKS, "\n".join(parts)) if parts else None
 
 
 def _facts(j: JobView) -> str:

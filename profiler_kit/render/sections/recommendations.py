@@ -35,6 +35,16 @@ def markdown_list(title: str, items: Sequence[tuple[str, str]],
     return out + [f"- _note: {n}_" for n in notes_said] + [""]
 
 
+def html_list(items: Sequence[tuple[str, str | None, str]], notes_said: Sequence[str]) -> str:
+    """Recommendations in the report: each its head, its gain line (where it has one) and
+    its body, then the notes (a trace's and a job's)."""
+    out = [f'<li><div class="head">{e(head)}</div>'
+           + (f"<div><strong>{e(gain)}</strong></div>" if gain else "")
+           + f'<div class="evidence">{e(body)}</div></li>' for head, gain, body in items]
+    out += [f'<li class="muted">note: {e(n)}</li>' for n in notes_said]
+    return '<ul class="recs">' + "".join(out or ['<li class="muted">None fired.</li>']) + "</ul>"
+
+
 class Recommendations(Presenter):
     fields = ("recommendations", "held_back", "notes")
     order = 280
@@ -67,16 +77,8 @@ class Recommendations(Presenter):
     def body(self, page: Page) -> Body | None:
         parts = []
         for a in page.analyses:
-            items = []
-            for r in a.recommendations:
-                head, body = recommendation_lines(r)
-                gain = gain_line(r)
-                items.append(f'<li><div class="head">{e(head)}</div>'
-                             + (f"<div><strong>{e(gain)}</strong></div>" if gain else "")
-                             + f'<div class="evidence">{e(body)}</div></li>')
-            items += [f'<li class="muted">note: {e(n)}</li>' for n in notes(a)]
-            if not items:
-                items = ['<li class="muted">None fired.</li>']
+            items = [(head, gain_line(r), body) for r in a.recommendations
+                     for head, body in [recommendation_lines(r)]]
             parts.append(f"<h3>{e(trace_charts.name_of(a))}</h3>"
-                         f"<ul class=\"recs\">{''.join(items)}</ul>")
+                         + html_list(items, notes(a)))
         return Body("recommendations", "Recommendations", "\n".join(parts))
