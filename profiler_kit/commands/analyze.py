@@ -129,7 +129,8 @@ def emit(args: argparse.Namespace, analyses: list, comparison, full: bool = True
         from profiler_kit.render.markdown.analysis import render as markdown
 
         outputs.write(targets["markdown"], markdown(analyses, comparison, top=args.top,
-                                                    unreadable=unreadable, jobs=jobs))
+                                                    unreadable=unreadable, jobs=jobs,
+                                                    by_shape=args.by_shape))
     if "html" in targets:
         from profiler_kit import api
 

@@ -89,6 +89,33 @@ def test_the_waterfalls_say_the_same_in_the_console_and_the_markdown(compared):
             assert md_row == "| " + " | ".join(cells) + " |"
 
 
+
+def test_the_markdown_has_the_ops_by_shape_where_the_console_does(compared):
+    """``--by-shape``: the ops by input shape that changed most, each row's figures as the
+    console's table gives them, or the console's line naming the traces without shapes;
+    without it, neither."""
+    from profiler_kit.render.sections.changes import shape_table
+
+    _, c = compared  # v100_resnet50_train recorded no shapes
+    (line,) = [x for x in comparison_section(c, 3, by_shape=True)
+               if x.startswith("CPU ops by input shape: ")]
+    assert line + "\n" == "".join(p.text for p in shape_table(c, 3).pieces)
+    assert "v100_resnet50_train" in line and not any(
+        x.startswith("CPU ops by input shape") for x in comparison_section(c, 3))
+    c = api.compare(api.analyze([str(DATA / f"{t}.json.gz") for t in TRACES[:2]], jobs=1))
+    assert c.ops is not None and len(c.ops.op_shapes) >= 3
+    title = "### CPU ops by input shape that changed most, per step"
+    assert title not in comparison_section(c, 3)
+    md = comparison_section(c, 3, by_shape=True)
+    at = md.index(title)
+    rows = [line.strip("|").split(" | ") for line in md[at + 4:at + 7]]
+    grid = shape_table(c, 3)
+    assert isinstance(grid, Grid) and len(grid.rows) == 3
+    for md_row, console_row, r in zip(rows, grid.rows, c.ops.op_shapes[:3], strict=True):
+        assert md_row[0].strip().startswith(f"`{r.name}`")
+        assert [x.strip() for x in md_row[1:]] == [_text(x) for x in console_row[1:]]
+
+
 class Probe(Presenter):
     """Something new about the comparison: in every format's comparison."""
 

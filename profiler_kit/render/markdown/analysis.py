@@ -26,22 +26,23 @@ def job_section(j: JobView) -> list[str]:
     return [line for p in sections.PRESENTERS for line in p.job_markdown(j)]
 
 
-def comparison_section(c: Comparison, top: int = 10) -> list[str]:
-    """The comparison: the presenters' comparison lines, in their order."""
-    view = View(top)
+def comparison_section(c: Comparison, top: int = 10, by_shape: bool = False) -> list[str]:
+    """The comparison: the presenters' comparison lines, in their order (``by_shape``:
+    with the ops by input shape that changed most, as the console with ``--by-shape``)."""
+    view = View(top, by_shape=by_shape)
     return [line for p in sections.PRESENTERS for line in p.comparison_markdown(c, view)]
 
 
 def render(analyses: Sequence[TraceAnalysis], comparison: Comparison | None = None,
            top: int = 10, unreadable: Sequence[Unreadable] = (),
-           jobs: Sequence[JobView] = ()) -> str:
+           jobs: Sequence[JobView] = (), by_shape: bool = False) -> str:
     """The comparison, each trace's sections, then each job's (as the console shows them)."""
     out = ["# profkit analysis", ""]
     if unreadable:
         out += [f"**Left out, unreadable:** `{u.path}` ({u.reason})" for u in unreadable]
         out += [""]
     if comparison is not None:
-        out += comparison_section(comparison, top)
+        out += comparison_section(comparison, top, by_shape)
     for a in analyses:
         out += trace_section(a, top)
     for j in jobs:

@@ -117,9 +117,12 @@ class WhatChanged(Presenter):
                     out += _markdown_waterfall(w, w.against or base)
         if c.ops is not None:
             groups = markdown_groups(c)
-            for kind, rows in (("kernels", c.ops.kernels), ("ops", c.ops.ops)):
+            for kind, rows in (("kernels", c.ops.kernels), ("ops", c.ops.ops),
+                               ("shapes", c.ops.op_shapes if view.by_shape else ())):
                 if rows:
                     out += _markdown_diff(c, kind, rows, view.top, groups)
+            if view.by_shape and not c.ops.op_shapes:
+                out += [_no_shapes_line(c), ""]
         if c.predictions:
             out += ["### Predicted against measured", "", prediction_checks.title(c), ""]
             out += table(prediction_checks.HEAD, prediction_checks.rows(c))
@@ -168,15 +171,24 @@ def _markdown_waterfall(w: Waterfall, ref: str) -> list[str]:
 
 def _markdown_diff(c: Comparison, kind: str, rows: Sequence[DiffRow], top: int,
                    groups: Sequence[tuple[int, ...]]) -> list[str]:
-    what = "GPU kernels" if kind == "kernels" else "CPU ops"
+    """The kernels, ops (``kind``) or ops by input shape (``"shapes"``) that changed
+    most, a table per group of traces."""
+    what = {"kernels": "GPU kernels", "ops": "CPU ops",
+            "shapes": "CPU ops by input shape"}[kind]
+    first = SHAPE_HEAD if kind == "shapes" else "name"
     out = [f"### {what} that changed most, per step", ""]
     for group in groups:
-        header = ["name", "class"]
+        header = [first, "class"]
         for i in group:
             header += [_trace_head(c, i)] + ([DELTA] if i != c.baseline else [])
-        out += table(header, [[f"`{short_name(r.name, 60)}`", r.klass,
-                               *_trace_cells(c, r, group)] for r in rows[:top]])
+        out += table(header, [[_markdown_name(r, kind), r.klass, *_trace_cells(c, r, group)]
+                              for r in rows[:top]])
     return out
+
+
+def _markdown_name(r: DiffRow, kind: str) -> str:
+    name = f"`{short_name(r.name, 60)}`"
+    return f"{name} {shape_label(r, 60)}" if kind == "shapes" else name
 
 
 def diff_table(c: Comparison, kind: str, top: int, width: int = 120) -> Grid | None:
@@ -211,10 +223,7 @@ def shape_table(c: Comparison, top: int, width: int = 120) -> Block | None:
     if c.ops is None:
         return None
     if not c.ops.op_shapes:
-        missing = [label for label, ok in zip(c.labels, c.ops.shapes_recorded, strict=True)
-                   if not ok]
-        return Lines.of("CPU ops by input shape: no input shapes recorded in "
-                        + ", ".join(missing) + " (profile with record_shapes=True)\n")
+        return Lines.of(_no_shapes_line(c) + "\n")
     name_w = _name_width(c, width)
     body = tuple(_diff_row(c, r, short_name(r.name, name_w) + "\n  "
                            + shape_label(r, name_w - 2)) for r in c.ops.op_shapes[:top])
@@ -223,6 +232,14 @@ def shape_table(c: Comparison, top: int, width: int = 120) -> Block | None:
                 _diff_columns(c, SHAPE_HEAD, name_w), body,
                 f"{len(c.ops.op_shapes):,} (op, shapes) pairs; full shapes in --json",
                 caption_left=True, fit=_diff_fit(c), repeat=2, joined=(DELTA,))
+
+
+def _no_shapes_line(c: Comparison) -> str:
+    assert c.ops is not None
+    missing = [label for label, ok in zip(c.labels, c.ops.shapes_recorded, strict=True)
+               if not ok]
+    return ("CPU ops by input shape: no input shapes recorded in " + ", ".join(missing)
+            + " (profile with record_shapes=True)")
 
 
 def _name_width(c: Comparison, width: int) -> int:
